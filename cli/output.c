@@ -1,0 +1,2 @@
+/* Placeholder; replaced by the real module. */
+extern int kiln_placeholder_output;

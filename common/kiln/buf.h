@@ -1,0 +1,30 @@
+/* Growable byte buffer with a hard cap, for anything fed by the network. */
+#ifndef KILN_BUF_H
+#define KILN_BUF_H
+
+#include <stddef.h>
+
+struct kiln_buf {
+	char *data;  /* always NUL-terminated when non-NULL */
+	size_t len;  /* bytes used, not counting the NUL */
+	size_t cap;  /* bytes allocated */
+	size_t max;  /* hard cap on len; 0 means no cap */
+};
+
+/* Initialises an empty buffer that refuses to grow past max bytes (0: no cap). */
+void kiln_buf_init(struct kiln_buf *b, size_t max);
+
+/* Appends n bytes. Returns KILN_ETOOBIG past the cap (buffer unchanged), KILN_ERROR on ENOMEM. */
+int kiln_buf_append(struct kiln_buf *b, const void *p, size_t n);
+int kiln_buf_puts(struct kiln_buf *b, const char *s);
+int kiln_buf_printf(struct kiln_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+void kiln_buf_reset(struct kiln_buf *b);
+
+/* Hands the data (NUL-terminated, possibly NULL when empty) to the caller, who frees it. */
+char *kiln_buf_steal(struct kiln_buf *b);
+
+/* Frees the data; accepts a zeroed buffer. */
+void kiln_buf_free(struct kiln_buf *b);
+
+#endif

@@ -1,0 +1,51 @@
+/* HTTP client helpers over libcurl for the CLI and the agent: JSON requests to kilnd,
+ * TLS trust by CA file or pinned SHA-256 certificate fingerprint. */
+#ifndef KILN_HTTP_H
+#define KILN_HTTP_H
+
+#include <stddef.h>
+
+#include <curl/curl.h>
+
+struct kiln_tls_trust {
+	const char *ca_file;     /* PEM file of trusted CA(s), or NULL */
+	const char *fingerprint; /* SHA-256 of the peer certificate (DER), hex with or without
+				  * colons, optionally prefixed "sha256:" / "SHA256:"; or NULL */
+	int insecure;            /* no verification at all (explicit opt-in only) */
+	int system_ca;           /* also load the system CA bundle (default off) */
+};
+
+struct kiln_http_response {
+	long status;          /* HTTP status, 0 when no response */
+	char *body;           /* NUL-terminated, capped by the max given to the request */
+	size_t body_len;
+	char *content_type;   /* or NULL */
+};
+
+/*
+ * Applies trust to a curl easy handle. With a fingerprint, the peer certificate is
+ * checked against it during the handshake (before any request byte is sent) and the
+ * connection fails on a mismatch. Returns 0 or KILN_EINVAL (bad fingerprint text).
+ */
+int kiln_http_apply_trust(CURL *h, const struct kiln_tls_trust *trust);
+
+/* Normalises a fingerprint to 64 lowercase hex chars in out[65]; KILN_EINVAL otherwise. */
+int kiln_http_fingerprint_normalize(char out[65], const char *text);
+
+/*
+ * One blocking request: method to url, optional bearer token, optional body (JSON,
+ * sent with Content-Type: application/json). The response body is capped at max_body
+ * bytes (KILN_ETOOBIG beyond). Transport failures return KILN_ERROR/KILN_ETIMEOUT with
+ * curl's message; any HTTP status is a success at this level (check resp->status).
+ * timeout_ms 0 means 30 s. The caller frees resp with kiln_http_response_free.
+ */
+int kiln_http_request(struct kiln_http_response *resp, const char *method, const char *url,
+		      const char *bearer_token, const char *body, size_t body_len,
+		      const struct kiln_tls_trust *trust, long timeout_ms, size_t max_body);
+
+void kiln_http_response_free(struct kiln_http_response *resp);
+
+/* Reads a token file: trims whitespace; refuses empty files. Caller frees *out. */
+int kiln_token_read_file(char **out, const char *path);
+
+#endif

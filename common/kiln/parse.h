@@ -1,0 +1,24 @@
+/* Safe number, duration and boolean parsing: whole string, bounds checked. */
+#ifndef KILN_PARSE_H
+#define KILN_PARSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Decimal integer in [min, max], the whole string. KILN_EINVAL with a message otherwise. */
+int kiln_parse_int64(int64_t *out, const char *s, int64_t min, int64_t max);
+int kiln_parse_int(int *out, const char *s, int min, int max);
+
+/* Decimal floating point in [min, max]. */
+int kiln_parse_double(double *out, const char *s, double min, double max);
+
+/* "90", "90s", "30m", "12h", "7d", "1h30m" -> seconds. */
+int kiln_parse_duration(int64_t *out_seconds, const char *s);
+
+/* yes/no, true/false, on/off, 1/0. */
+int kiln_parse_bool(bool *out, const char *s);
+
+/* Copies src into dst (size n), always terminated; returns strlen(src) like strlcpy. */
+size_t kiln_strlcpy(char *dst, const char *src, size_t n);
+
+#endif

@@ -1,0 +1,124 @@
+/* Safe parsers for numbers, durations and booleans. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kiln/error.h"
+#include "kiln/parse.h"
+
+int kiln_parse_int64(int64_t *out, const char *s, int64_t min, int64_t max)
+{
+	char *end = NULL;
+	long long v;
+
+	if (!s || !*s)
+		return kiln_fail(KILN_EINVAL, "empty number");
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno == ERANGE || *end != '\0' || end == s || s[0] == ' ')
+		return kiln_fail(KILN_EINVAL, "'%s' is not a whole number", s);
+	if (v < min || v > max)
+		return kiln_fail(KILN_EINVAL, "%lld is out of range [%lld, %lld]", v, (long long)min,
+				 (long long)max);
+	*out = v;
+	return 0;
+}
+
+int kiln_parse_int(int *out, const char *s, int min, int max)
+{
+	int64_t v;
+	int rc = kiln_parse_int64(&v, s, min, max);
+
+	if (rc < 0)
+		return rc;
+	*out = (int)v;
+	return 0;
+}
+
+int kiln_parse_double(double *out, const char *s, double min, double max)
+{
+	char *end = NULL;
+	double v;
+
+	if (!s || !*s)
+		return kiln_fail(KILN_EINVAL, "empty number");
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno == ERANGE || *end != '\0' || end == s || !isfinite(v))
+		return kiln_fail(KILN_EINVAL, "'%s' is not a number", s);
+	if (v < min || v > max)
+		return kiln_fail(KILN_EINVAL, "%g is out of range [%g, %g]", v, min, max);
+	*out = v;
+	return 0;
+}
+
+int kiln_parse_duration(int64_t *out_seconds, const char *s)
+{
+	int64_t total = 0;
+	const char *p = s;
+
+	if (!s || !*s)
+		return kiln_fail(KILN_EINVAL, "empty duration");
+	while (*p) {
+		int64_t v = 0, mult;
+		const char *start = p;
+
+		while (*p >= '0' && *p <= '9') {
+			if (v > (INT64_MAX - 9) / 10)
+				return kiln_fail(KILN_EINVAL, "duration '%s' is too large", s);
+			v = v * 10 + (*p - '0');
+			p++;
+		}
+		if (p == start)
+			return kiln_fail(KILN_EINVAL, "duration '%s': expected a number at position %zu", s,
+					 (size_t)(p - s) + 1);
+		switch (*p) {
+		case '\0': mult = 1; break;
+		case 's': mult = 1; p++; break;
+		case 'm': mult = 60; p++; break;
+		case 'h': mult = 3600; p++; break;
+		case 'd': mult = 86400; p++; break;
+		case 'w': mult = 7 * 86400; p++; break;
+		default:
+			return kiln_fail(KILN_EINVAL, "duration '%s': unknown unit '%c' (use s, m, h, d, w)", s, *p);
+		}
+		if (v > (INT64_MAX - total) / mult)
+			return kiln_fail(KILN_EINVAL, "duration '%s' is too large", s);
+		total += v * mult;
+	}
+	*out_seconds = total;
+	return 0;
+}
+
+int kiln_parse_bool(bool *out, const char *s)
+{
+	static const char *const yes[] = { "1", "yes", "true", "on" };
+	static const char *const no[] = { "0", "no", "false", "off" };
+
+	for (size_t i = 0; s && i < 4; i++) {
+		if (strcasecmp(s, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcasecmp(s, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return kiln_fail(KILN_EINVAL, "'%s' is not a boolean (yes/no, true/false, on/off, 1/0)",
+			 s ? s : "");
+}
+
+size_t kiln_strlcpy(char *dst, const char *src, size_t n)
+{
+	size_t len = strlen(src);
+
+	if (n) {
+		size_t c = len < n - 1 ? len : n - 1;
+		memcpy(dst, src, c);
+		dst[c] = '\0';
+	}
+	return len;
+}

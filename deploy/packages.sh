@@ -1,0 +1,21 @@
+# Debian packages kiln needs, and a function that installs the missing ones.
+# Sourced by deploy/test.sh and deploy/lab.sh.
+KILN_BUILD_PACKAGES=(build-essential cmake pkg-config libcurl4-openssl-dev libjansson-dev
+	libfreeipmi-dev libipmiconsole-dev libipmimonitoring-dev libsqlite3-dev
+	libmicrohttpd-dev libgnutls28-dev libsodium-dev libinih-dev libssl-dev)
+KILN_TEST_PACKAGES=(libcmocka-dev openipmi ipmitool freeipmi-tools curl jq sqlite3 procps)
+KILN_LAB_PACKAGES=(openipmi curl jq procps)
+
+kiln_install_packages() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "installing: ${missing[*]}" >&2
+	local sudo=""
+	[ "$(id -u)" -ne 0 ] && sudo=sudo
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}

@@ -1,0 +1,105 @@
+/* The BMC driver interface: one set of operations for every protocol (Redfish, IPMI),
+ * asynchronous, used by the API, the poller and the jobs. */
+#ifndef KILN_BMC_H
+#define KILN_BMC_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+enum bmc_power { BMC_POWER_UNKNOWN = 0, BMC_POWER_ON, BMC_POWER_OFF };
+enum bmc_power_action { BMC_ACT_ON, BMC_ACT_OFF, BMC_ACT_SOFT, BMC_ACT_RESET, BMC_ACT_CYCLE };
+enum bmc_boot_device { BMC_BOOT_PXE, BMC_BOOT_CD, BMC_BOOT_DISK, BMC_BOOT_BIOS };
+
+enum bmc_op_kind {
+	BMC_OP_POWER_GET,
+	BMC_OP_POWER_ACTION, /* confirmed: state read back until it matches or times out */
+	BMC_OP_BOOT_SET,
+	BMC_OP_MEDIA_INSERT,
+	BMC_OP_MEDIA_EJECT,
+	BMC_OP_MEDIA_STATUS,
+	BMC_OP_SENSORS,
+	BMC_OP_SEL,
+	BMC_OP_INVENTORY,
+};
+
+struct bmc_op {
+	enum bmc_op_kind kind;
+	enum bmc_power_action action; /* POWER_ACTION */
+	int on_if_off;                /* POWER_ACTION cycle/reset of an off node powers it on */
+	enum bmc_boot_device boot;    /* BOOT_SET */
+	int persistent;               /* BOOT_SET */
+	const char *media_url;        /* MEDIA_INSERT (copied by bmc_submit) */
+	int64_t sel_since;            /* SEL: unix seconds, 0 = all */
+};
+
+/*
+ * What a driver needs to reach one BMC; built by the API/poller from a struct node with
+ * the password decrypted. bmc_submit copies everything it keeps.
+ */
+struct bmc_target {
+	int64_t node_id;
+	const char *node_name;
+	int protocol;               /* enum node_bmc_protocol from store.h */
+	const char *host;
+	int port;
+	const char *user;
+	const char *password;
+	int tls_mode;               /* enum node_tls_mode */
+	const char *tls_ca_file;
+	const char *tls_fingerprint;
+	int ipmi_cipher;
+	const char *ipmi_privilege;
+	const char *ipmi_workarounds;
+	const char *bmc_system;
+	int64_t credentials_version; /* a change drops cached sessions and the "rejected" mark */
+};
+
+/*
+ * The outcome of one operation on one node. rc is 0 or a negative kiln code; error holds
+ * the one-line reason ("redfish: gpu07: POST ComputerSystem.Reset: 409 '...'") when rc < 0.
+ * data (owned by the result, may be NULL on failure) follows DESIGN.md's shapes without
+ * "node": POWER_GET {"power"}, POWER_ACTION {"power","action","result"}, SENSORS
+ * {"sensors":[...]}, SEL {"entries":[...]}, INVENTORY {"manufacturer","model",...},
+ * BOOT_SET {"boot","persistent"}, MEDIA_* {"media":{"inserted","image",...}}.
+ */
+struct bmc_result {
+	int rc;
+	char error[512];
+	json_t *data;
+};
+
+typedef void (*bmc_done_fn)(void *ud, const struct bmc_result *res);
+
+struct bmc_engine;
+
+struct bmc_engine_config {
+	int fanout;               /* global limit on BMC requests in flight */
+	long connect_timeout_ms;
+	long request_timeout_ms;
+	long action_timeout_ms;   /* how long a power action's confirmation may take */
+	const char *state_dir;    /* SDR caches, console logs */
+};
+
+int bmc_engine_start(struct bmc_engine **out, const struct bmc_engine_config *cfg);
+/* Stops the engine: fails what is queued, logs out of every BMC session. Accepts NULL. */
+void bmc_engine_stop(struct bmc_engine *e);
+
+/*
+ * Queues op on target. Operations on one node run one at a time, in order; done is
+ * called exactly once, from an engine thread. Returns KILN_EINVAL for a target the
+ * engine cannot handle (then done is not called).
+ */
+int bmc_submit(struct bmc_engine *e, const struct bmc_target *target, const struct bmc_op *op,
+	       bmc_done_fn done, void *ud);
+
+/*
+ * Runs op on n targets in parallel under the fan-out limit and waits for all; results[i]
+ * belongs to targets[i]. The caller frees each result's data (json_decref).
+ */
+int bmc_run_batch(struct bmc_engine *e, const struct bmc_target *targets, size_t n,
+		  const struct bmc_op *op, struct bmc_result *results);
+
+const char *bmc_power_name(enum bmc_power p); /* "on", "off", "unknown" */
+
+#endif

@@ -1,0 +1,5 @@
+/* Placeholder entry point; replaced by the real one. */
+int main(void)
+{
+	return 0;
+}
