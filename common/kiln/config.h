@@ -27,13 +27,15 @@ struct kiln_cfg_key {
 	const char *help;    /* one line, for docs and the example config */
 };
 
-/* Sets every key of table in target to its default. Returns 0 or KILN_EINVAL (bad default). */
+/* Sets every key of table in target to its default. Returns 0 or KILN_EINVAL (bad default).
+ * target must be zeroed or hold values set by these functions (old strings are freed). */
 int kiln_config_defaults(void *target, const struct kiln_cfg_key *table, size_t n);
 
 /*
  * Loads path into target (defaults should be applied first). An unknown section or key,
  * a bad value or an unreadable file fails with KILN_EINVAL and a message naming the file,
  * the line, the key and the problem: "kilnd.conf:12: poller.interval: 5 is out of range [10, 3600]".
+ * A key set twice in one file is an error too. On failure target may be partly updated.
  */
 int kiln_config_load(void *target, const struct kiln_cfg_key *table, size_t n, const char *path);
 
