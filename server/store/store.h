@@ -55,16 +55,20 @@ struct node {
 void node_free(struct node *n); /* frees the fields and n itself; accepts NULL */
 void node_list_free(struct node **nodes, size_t count);
 
-/* Inserts n (n->id ignored, set on success). KILN_EEXISTS when the name is taken. */
+/* Inserts n (n->id ignored; n->id and n->credentials_version = 1 set on success).
+ * KILN_EEXISTS when the name is taken. */
 int store_node_insert(struct store *st, struct node *n);
-/* Replaces every field of the node with n->id (the name may change). */
+/* Replaces every field of the node with n->id (the name may change); groups too.
+ * credentials_version is kept by the store: +1 when bmc_user or the password blob change.
+ * KILN_ENOTFOUND for an unknown id, KILN_EEXISTS when the new name is taken. */
 int store_node_update(struct store *st, const struct node *n);
 /* KILN_ENOTFOUND when absent. *out is owned by the caller. */
 int store_node_get(struct store *st, struct node **out, const char *name);
 int store_node_delete(struct store *st, const char *name);
 /* All nodes ordered by name. */
 int store_node_list(struct store *st, struct node ***out, size_t *out_count);
-/* Names of the nodes in a group, for @group in noderanges; appends to a kiln_nodelist. */
+/* Names of the nodes in a group, for @group in noderanges; appends to a kiln_nodelist.
+ * A group exists only through its members: KILN_ENOTFOUND when it has none. */
 struct kiln_nodelist;
 int store_group_members(struct store *st, const char *group, struct kiln_nodelist *out);
 int store_node_names(struct store *st, struct kiln_nodelist *out);
@@ -85,7 +89,8 @@ struct api_token {
 /* Stores a token by its hash (secret_token_hash). */
 int store_token_insert(struct store *st, int64_t *out_id, const char *name, enum token_role role,
 		       const unsigned char hash[32]);
-/* Finds a live (not revoked) token by hash. KILN_ENOTFOUND otherwise. */
+/* Finds a live (not revoked) token by hash. KILN_ENOTFOUND otherwise. Records last_used_at
+ * (at most once a minute; skipped when the database is busy). */
 int store_token_lookup(struct store *st, struct api_token *out, const unsigned char hash[32]);
 int store_token_list(struct store *st, struct api_token **out, size_t *out_count);
 int store_token_revoke(struct store *st, int64_t id);
@@ -97,6 +102,9 @@ int store_agent_token_insert(struct store *st, int64_t *out_id, int64_t node_id,
 			     const unsigned char hash[32]);
 /* Node id for a live agent token. */
 int store_agent_token_lookup(struct store *st, int64_t *out_node_id, const unsigned char hash[32]);
+/* Revokes every live agent token of a node (re-enrollment, a new token); *out_revoked (may be
+ * NULL) says how many. */
+int store_agent_token_revoke_node(struct store *st, int64_t node_id, int *out_revoked);
 
 /* --- audit log ----------------------------------------------------------------------- */
 
@@ -142,6 +150,8 @@ int store_event_list(struct store *st, struct event **out, size_t *out_count, in
 void event_list_free(struct event *events, size_t count);
 
 /* --- transactions ------------------------------------------------------------------- */
+/* store_begin takes the write lock (BEGIN IMMEDIATE); every store_* call inside joins the
+ * transaction (multi-statement writes use savepoints, so they nest). */
 
 int store_begin(struct store *st);
 int store_commit(struct store *st);

@@ -1,0 +1,84 @@
+/* What the store_*.c files share: the connection, the statement cache, error mapping. */
+#ifndef KILN_STORE_INTERNAL_H
+#define KILN_STORE_INTERNAL_H
+
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+/* One slot per cached statement; each store_*.c file owns the SQL of its own slots. */
+enum store_stmt_id {
+	STMT_SAVEPOINT,
+	STMT_RELEASE,
+	STMT_ROLLBACK_TO,
+	STMT_BEGIN,
+	STMT_COMMIT,
+	STMT_ROLLBACK,
+	STMT_SCHEMA_VERSION,
+
+	STMT_NODE_INSERT,
+	STMT_NODE_UPDATE,
+	STMT_NODE_GET,
+	STMT_NODE_DELETE,
+	STMT_NODE_LIST,
+	STMT_NODE_GROUPS_GET,
+	STMT_NODE_GROUPS_ALL,
+	STMT_NODE_GROUPS_CLEAR,
+	STMT_NODE_GROUP_ADD,
+	STMT_GROUP_MEMBERS,
+	STMT_NODE_NAMES,
+
+	STMT_TOKEN_INSERT,
+	STMT_TOKEN_LOOKUP,
+	STMT_TOKEN_TOUCH,
+	STMT_TOKEN_LIST,
+	STMT_TOKEN_REVOKE,
+	STMT_AGENT_TOKEN_INSERT,
+	STMT_AGENT_TOKEN_LOOKUP,
+	STMT_AGENT_TOKEN_TOUCH,
+	STMT_AGENT_TOKEN_REVOKE_NODE,
+
+	STMT_AUDIT_BEGIN,
+	STMT_AUDIT_FINISH,
+	STMT_AUDIT_LIST,
+
+	STMT_EVENT_INSERT,
+	STMT_EVENT_LIST,
+
+	STMT_COUNT
+};
+
+struct store {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[STMT_COUNT];
+	int64_t (*now)(void); /* clock; time() unless a test replaces it */
+};
+
+/*
+ * The cached statement for id, prepared from sql on first use and reset otherwise.
+ * The caller binds, steps and ends with store_stmt_done(). Errors carry the message.
+ */
+int store_stmt(struct store *st, sqlite3_stmt **out, enum store_stmt_id id, const char *sql);
+/* Resets the statement and clears its bindings so it holds no read snapshot; accepts NULL. */
+void store_stmt_done(sqlite3_stmt *s);
+
+/* Maps an SQLite result to a kiln code with "store: what: sqlite message" set. */
+int store_fail(struct store *st, int rc, const char *what);
+
+/* A savepoint makes a multi-statement write atomic inside or outside store_begin(). */
+int store_savepoint(struct store *st);
+int store_release(struct store *st);
+void store_rollback_to(struct store *st); /* undoes and releases; keeps the current message */
+
+/* Binds a string or NULL. */
+int store_bind_text(sqlite3_stmt *s, int idx, const char *v);
+/* Copies column idx as a new string; NULL column -> *out = NULL. KILN_ERROR on ENOMEM. */
+int store_column_strdup(char **out, sqlite3_stmt *s, int idx);
+
+int64_t store_now(struct store *st);
+/* For tests: replaces the clock (NULL restores time()). */
+void store_clock_set(struct store *st, int64_t (*now)(void));
+
+#endif
