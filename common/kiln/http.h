@@ -26,6 +26,9 @@ struct kiln_http_response {
  * Applies trust to a curl easy handle. With a fingerprint, the peer certificate is
  * checked against it during the handshake (before any request byte is sent) and the
  * connection fails on a mismatch. Returns 0 or KILN_EINVAL (bad fingerprint text).
+ * A fingerprint replaces CA and host name checks; without one, only ca_file (and, with
+ * system_ca, the system store) is trusted. trust->fingerprint is not copied: it must stay
+ * valid while h makes connections.
  */
 int kiln_http_apply_trust(CURL *h, const struct kiln_tls_trust *trust);
 
@@ -37,7 +40,8 @@ int kiln_http_fingerprint_normalize(char out[65], const char *text);
  * sent with Content-Type: application/json). The response body is capped at max_body
  * bytes (KILN_ETOOBIG beyond). Transport failures return KILN_ERROR/KILN_ETIMEOUT with
  * curl's message; any HTTP status is a success at this level (check resp->status).
- * timeout_ms 0 means 30 s. The caller frees resp with kiln_http_response_free.
+ * timeout_ms 0 means 30 s; max_body 0 means 16 MiB. resp->body is never NULL on success.
+ * The caller frees resp with kiln_http_response_free (also safe after a failure).
  */
 int kiln_http_request(struct kiln_http_response *resp, const char *method, const char *url,
 		      const char *bearer_token, const char *body, size_t body_len,
