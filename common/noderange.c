@@ -266,57 +266,88 @@ static int read_number(const struct parser *p, size_t *pos, size_t end, uint64_t
 	return 0;
 }
 
-/*
- * Walks the items of one bracket group. With cb NULL it only validates and counts; with
- * cb it calls cb(arg, value, width) for the index-th name of the group.
- */
+/* One bracket item: lo-hi (or lo alone), printed at width digits. */
 struct item {
 	uint64_t lo, hi;
 	size_t width;
 };
 
-static int group_item(const struct parser *p, const struct bgroup *g, uint64_t index,
-		      struct item *out_item, uint64_t *out_value)
+/* Reads the item at *pos of group g and moves *pos past it and its comma. */
+static int item_read(const struct parser *p, const struct bgroup *g, size_t *pos,
+		     struct item *it)
+{
+	size_t w2, item_start = *pos;
+	int rc;
+
+	if ((rc = read_number(p, pos, g->end, &it->lo, &it->width)) < 0)
+		return rc;
+	it->hi = it->lo;
+	if (*pos < g->end && p->expr[*pos] == '-') {
+		(*pos)++;
+		if ((rc = read_number(p, pos, g->end, &it->hi, &w2)) < 0)
+			return rc;
+		if (it->hi < it->lo)
+			return fail_at(p, item_start, "range end is below its start");
+		if (it->hi - it->lo >= MAX_NAMES)
+			return fail_at(p, item_start, "range yields more than 1000000 names");
+	}
+	if (*pos < g->end) {
+		if (p->expr[*pos] != ',')
+			return fail_at(p, *pos, "expected ',' '-' or ']' in brackets");
+		(*pos)++;
+		if (*pos == g->end)
+			return fail_at(p, *pos, "expected a number before ']'");
+	}
+	return 0;
+}
+
+/* Validates group g and counts the names it yields into g->count. */
+static int group_count(const struct parser *p, struct bgroup *g)
 {
 	size_t pos = g->start;
-	uint64_t seen = 0;
 
+	g->count = 0;
 	while (pos < g->end) {
 		struct item it;
-		size_t w2, item_start = pos;
 		int rc;
 
-		if ((rc = read_number(p, &pos, g->end, &it.lo, &it.width)) < 0)
+		if ((rc = item_read(p, g, &pos, &it)) < 0)
 			return rc;
-		it.hi = it.lo;
-		if (pos < g->end && p->expr[pos] == '-') {
-			pos++;
-			if ((rc = read_number(p, &pos, g->end, &it.hi, &w2)) < 0)
-				return rc;
-			if (it.hi < it.lo)
-				return fail_at(p, item_start, "range end is below its start");
-		}
-		if (pos < g->end) {
-			if (p->expr[pos] != ',')
-				return fail_at(p, pos, "expected ',' '-' or ']' in brackets");
-			pos++;
-			if (pos == g->end)
-				return fail_at(p, pos, "expected a number before ']'");
-		}
-		if (it.hi - it.lo >= MAX_NAMES || seen + (it.hi - it.lo + 1) > MAX_NAMES)
-			return fail_at(p, item_start, "range yields more than 1000000 names");
-		if (out_value && index < seen + (it.hi - it.lo + 1)) {
-			*out_item = it;
-			*out_value = it.lo + (index - seen);
-			return 0;
-		}
-		seen += it.hi - it.lo + 1;
+		g->count += it.hi - it.lo + 1;
+		if (g->count > MAX_NAMES)
+			return fail_at(p, g->start, "range yields more than 1000000 names");
 	}
-	if (!out_value) {
-		out_item->lo = seen; /* the count, when only counting */
-		return 0;
+	return 0;
+}
+
+/* Where the odometer stands in one group: the current item and value. */
+struct cursor {
+	size_t next; /* position of the next item */
+	struct item it;
+	uint64_t v;
+};
+
+static void cursor_first(const struct parser *p, const struct bgroup *g, struct cursor *c)
+{
+	c->next = g->start;
+	(void)item_read(p, g, &c->next, &c->it); /* validated by group_count */
+	c->v = c->it.lo;
+}
+
+/* Steps to the next value; 0 when the group wrapped around to its first. */
+static int cursor_next(const struct parser *p, const struct bgroup *g, struct cursor *c)
+{
+	if (c->v < c->it.hi) {
+		c->v++;
+		return 1;
 	}
-	return fail_at(p, g->start, "internal: index past the group");
+	if (c->next < g->end) {
+		(void)item_read(p, g, &c->next, &c->it);
+		c->v = c->it.lo;
+		return 1;
+	}
+	cursor_first(p, g, c);
+	return 0;
 }
 
 /* Expands a pattern element [start, end) of expr (no '@', not "all") into s or out. */
@@ -325,7 +356,8 @@ static int pattern_expand(const struct parser *p, size_t start, size_t end, stru
 {
 	struct bgroup g[MAX_GROUPS];
 	size_t ng = 0, pos = start, lit = start, tail_start, tail_len;
-	uint64_t total = 1, idx[MAX_GROUPS] = { 0 };
+	struct cursor cur[MAX_GROUPS];
+	uint64_t total = 1;
 	char name[NAME_MAX_LEN + 2];
 	int rc;
 
@@ -333,8 +365,6 @@ static int pattern_expand(const struct parser *p, size_t start, size_t end, stru
 		char c = p->expr[pos];
 
 		if (c == '[') {
-			struct item cnt;
-
 			if (ng == MAX_GROUPS)
 				return fail_at(p, pos, "too many bracket groups");
 			g[ng].pre_start = lit;
@@ -350,9 +380,8 @@ static int pattern_expand(const struct parser *p, size_t start, size_t end, stru
 			g[ng].end = pos;
 			if (g[ng].end == g[ng].start)
 				return fail_at(p, pos, "empty brackets");
-			if ((rc = group_item(p, &g[ng], 0, &cnt, NULL)) < 0)
+			if ((rc = group_count(p, &g[ng])) < 0)
 				return rc;
-			g[ng].count = cnt.lo;
 			if (total * g[ng].count > MAX_NAMES)
 				return fail_at(p, start, "range yields more than 1000000 names");
 			total *= g[ng].count;
@@ -376,22 +405,20 @@ static int pattern_expand(const struct parser *p, size_t start, size_t end, stru
 	tail_start = lit;
 	tail_len = end - lit;
 
+	for (size_t k = 0; k < ng; k++)
+		cursor_first(p, &g[k], &cur[k]);
 	for (uint64_t n = 0; n < total; n++) {
 		size_t o = 0;
 
 		for (size_t k = 0; k < ng; k++) {
-			struct item it;
-			uint64_t v;
 			int w;
 
-			if ((rc = group_item(p, &g[k], idx[k], &it, &v)) < 0)
-				return rc;
 			if (o + g[k].pre_len > NAME_MAX_LEN)
 				return fail_at(p, start, "node name longer than 63 characters");
 			memcpy(name + o, p->expr + g[k].pre_start, g[k].pre_len);
 			o += g[k].pre_len;
-			w = snprintf(name + o, sizeof(name) - o, "%0*llu", (int)it.width,
-				     (unsigned long long)v);
+			w = snprintf(name + o, sizeof(name) - o, "%0*llu", (int)cur[k].it.width,
+				     (unsigned long long)cur[k].v);
 			if (w < 0 || o + (size_t)w > NAME_MAX_LEN)
 				return fail_at(p, start, "node name longer than 63 characters");
 			o += (size_t)w;
@@ -409,9 +436,8 @@ static int pattern_expand(const struct parser *p, size_t start, size_t end, stru
 			return rc == KILN_ETOOBIG ? fail_at(p, start, kiln_error_last()) : rc;
 		/* Odometer: the last group turns fastest. */
 		for (size_t k = ng; k-- > 0;) {
-			if (++idx[k] < g[k].count)
+			if (cursor_next(p, &g[k], &cur[k]))
 				break;
-			idx[k] = 0;
 		}
 	}
 	return 0;
