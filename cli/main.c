@@ -1,5 +1,67 @@
-/* Placeholder entry point; replaced by the real one. */
-int main(void)
+/* kiln: the command-line client of kilnd. Global options, dispatch and exit status only. */
+#include <stdio.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include <kiln/error.h>
+
+#include "cli.h"
+
+static void usage_print(void)
 {
-	return 0;
+	const struct cli_cmd *const *c;
+	struct cli_ctx empty = { 0 };
+
+	cli_help_print(stdout, &empty, "[options] COMMAND [VERB] [ARGS]",
+		       "Drive kilnd, the kiln fleet manager: node inventory, tokens, audit log.", NULL);
+	printf("\ncommands:\n");
+	for (c = cli_commands; *c; c++)
+		printf("  %-10s %s\n", (*c)->name, (*c)->summary);
+	printf("\n'kiln COMMAND --help' describes a command. Exit status: 0 ok, 1 failure,\n"
+	       "2 usage error, 3 partial (some nodes failed).\n");
+}
+
+static int dispatch(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *const *c;
+	int next, rc;
+
+	rc = cli_args_globals(ctx, argc - 1, argv + 1, &next);
+	if (rc < 0)
+		return rc;
+	next++;
+	if (next >= argc) {
+		if (!ctx->help)
+			return cli_usage_error(ctx, "missing command");
+		usage_print();
+		return 0;
+	}
+	for (c = cli_commands; *c; c++) {
+		if (strcmp((*c)->name, argv[next]) == 0) {
+			cli_ctx_push(ctx, (*c)->name);
+			return (*c)->run(ctx, argc - next, argv + next);
+		}
+	}
+	return cli_usage_error(ctx, "unknown command '%s'", argv[next]);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_ctx ctx = { 0 };
+	int rc;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		fprintf(stderr, "kiln: cannot initialise libcurl\n");
+		return 1;
+	}
+	rc = dispatch(&ctx, argc, argv);
+	cli_ctx_free(&ctx);
+	curl_global_cleanup();
+	if (rc == 0)
+		return 0;
+	if (rc == CLI_EPARTIAL)
+		return 3;
+	fprintf(stderr, "kiln: %s\n", kiln_error_last());
+	return rc == CLI_EUSAGE ? 2 : 1;
 }

@@ -1,2 +1,178 @@
-/* Placeholder; replaced by the real module. */
-extern int kiln_placeholder_output;
+/* Tables and JSON for the CLI's standard output. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <kiln/error.h>
+#include <kiln/parse.h>
+
+#include "cli.h"
+#include "output.h"
+
+void out_table_init(struct out_table *t, const char *const *headers, size_t ncols)
+{
+	memset(t, 0, sizeof(*t));
+	t->headers = headers;
+	t->ncols = ncols;
+}
+
+int out_table_add(struct out_table *t, const char *const *cells)
+{
+	size_t i;
+
+	if (t->nrows == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 16;
+		char **p = realloc(t->cells, ncap * t->ncols * sizeof(*p));
+
+		if (!p)
+			return kiln_fail(KILN_ERROR, "out of memory");
+		t->cells = p;
+		t->cap = ncap;
+	}
+	for (i = 0; i < t->ncols; i++) {
+		char *c = strdup(cells[i] ? cells[i] : "-");
+
+		if (!c) {
+			while (i-- > 0)
+				free(t->cells[t->nrows * t->ncols + i]);
+			return kiln_fail(KILN_ERROR, "out of memory");
+		}
+		t->cells[t->nrows * t->ncols + i] = c;
+	}
+	t->nrows++;
+	return 0;
+}
+
+/* Width in characters of UTF-8 text (continuation bytes do not count). */
+static size_t text_width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s++)
+		if (((unsigned char)*s & 0xC0) != 0x80)
+			w++;
+	return w;
+}
+
+static void cell_print(FILE *f, const char *s, size_t width, int last)
+{
+	size_t w = text_width(s);
+
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+	if (!last)
+		for (; w < width + 2; w++)
+			fputc(' ', f);
+}
+
+void out_table_print(const struct out_table *t, FILE *f)
+{
+	size_t *width = calloc(t->ncols ? t->ncols : 1, sizeof(*width));
+	size_t r, c;
+
+	if (!width)
+		return;
+	for (c = 0; c < t->ncols; c++) {
+		width[c] = text_width(t->headers[c]);
+		for (r = 0; r < t->nrows; r++) {
+			size_t w = text_width(t->cells[r * t->ncols + c]);
+
+			if (w > width[c])
+				width[c] = w;
+		}
+	}
+	for (c = 0; c < t->ncols; c++)
+		cell_print(f, t->headers[c], width[c], c + 1 == t->ncols);
+	fputc('\n', f);
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++)
+			cell_print(f, t->cells[r * t->ncols + c], width[c], c + 1 == t->ncols);
+		fputc('\n', f);
+	}
+	free(width);
+}
+
+void out_table_free(struct out_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nrows * t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	t->cells = NULL;
+	t->nrows = t->cap = 0;
+}
+
+int out_json_print(const json_t *v, FILE *f)
+{
+	if (json_dumpf(v, f, JSON_INDENT(2) | JSON_ENCODE_ANY) < 0)
+		return kiln_fail(KILN_ERROR, "cannot write JSON output");
+	fputc('\n', f);
+	return 0;
+}
+
+const char *out_cell(char *buf, size_t len, const json_t *v)
+{
+	size_t i, used = 0;
+	json_t *e;
+
+	if (!v || json_is_null(v))
+		return NULL;
+	if (json_is_string(v)) {
+		kiln_strlcpy(buf, json_string_value(v), len);
+	} else if (json_is_integer(v)) {
+		snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	} else if (json_is_real(v)) {
+		snprintf(buf, len, "%g", json_real_value(v));
+	} else if (json_is_boolean(v)) {
+		kiln_strlcpy(buf, json_is_true(v) ? "yes" : "no", len);
+	} else if (json_is_array(v)) {
+		buf[0] = '\0';
+		json_array_foreach(v, i, e) {
+			char part[256];
+			const char *s = out_cell(part, sizeof(part), e);
+
+			if (used < len)
+				used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+							 s ? s : "-");
+		}
+		if (i == 0)
+			return NULL;
+	} else {
+		char *dump = json_dumps(v, JSON_COMPACT);
+
+		kiln_strlcpy(buf, dump ? dump : "?", len);
+		free(dump);
+	}
+	return buf;
+}
+
+const char *out_time(char *buf, size_t len, const json_t *v)
+{
+	time_t t;
+	struct tm tm;
+
+	if (!json_is_integer(v) || json_integer_value(v) == 0) {
+		kiln_strlcpy(buf, "-", len);
+		return buf;
+	}
+	t = (time_t)json_integer_value(v);
+	if (!localtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	return buf;
+}
+
+int out_results_status(const json_t *results)
+{
+	size_t i, failed = 0, n = json_array_size(results);
+	json_t *e;
+
+	json_array_foreach(results, i, e)
+		if (json_object_get(e, "error"))
+			failed++;
+	if (failed == 0)
+		return 0;
+	if (failed < n)
+		return CLI_EPARTIAL;
+	return kiln_fail(KILN_ERROR, "all %zu nodes failed", n);
+}

@@ -1,0 +1,279 @@
+/* Command-line parsing for the kiln CLI: option tables, global options, help and verbs. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kiln/error.h>
+#include <kiln/parse.h>
+
+#include "cli.h"
+
+enum {
+	G_URL = 1,
+	G_TOKEN_FILE,
+	G_CA,
+	G_FINGERPRINT,
+	G_OUTPUT,
+	G_YES,
+	G_DRY_RUN,
+	G_HELP,
+};
+
+static const struct cli_opt global_opts[] = {
+	{ "url", 0, "URL", G_URL, "kilnd's address (KILN_URL; default http://127.0.0.1:8470)" },
+	{ "token-file", 0, "FILE", G_TOKEN_FILE, "API token file (KILN_TOKEN_FILE, or KILN_TOKEN)" },
+	{ "ca", 0, "FILE", G_CA, "trust kilnd's HTTPS certificate through this CA file" },
+	{ "fingerprint", 0, "SHA256", G_FINGERPRINT, "trust kilnd's certificate with this SHA-256" },
+	{ "output", 'o', "table|json", G_OUTPUT, "output format (default table)" },
+	{ "yes", 'y', NULL, G_YES, "do not ask for confirmation" },
+	{ "dry-run", 0, NULL, G_DRY_RUN, "print what would happen and change nothing" },
+	{ "help", 'h', NULL, G_HELP, "show this help" },
+	{ 0 },
+};
+
+void cli_ctx_push(struct cli_ctx *ctx, const char *word)
+{
+	size_t len = strlen(ctx->cmd_path);
+
+	if (len && len + 1 < sizeof(ctx->cmd_path))
+		ctx->cmd_path[len++] = ' ';
+	kiln_strlcpy(ctx->cmd_path + len, word, sizeof(ctx->cmd_path) - len);
+}
+
+int cli_usage_error(const struct cli_ctx *ctx, const char *fmt, ...)
+{
+	char msg[384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (ctx->cmd_path[0])
+		return kiln_fail(CLI_EUSAGE, "%s: %s (see 'kiln %s --help')", ctx->cmd_path, msg,
+				 ctx->cmd_path);
+	return kiln_fail(CLI_EUSAGE, "%s (see 'kiln --help')", msg);
+}
+
+static const struct cli_opt *find_long(const struct cli_opt *opts, const char *name, size_t len)
+{
+	for (; opts && opts->name; opts++)
+		if (strlen(opts->name) == len && strncmp(opts->name, name, len) == 0)
+			return opts;
+	return NULL;
+}
+
+static const struct cli_opt *find_short(const struct cli_opt *opts, char c)
+{
+	for (; opts && opts->name; opts++)
+		if (opts->short_name && opts->short_name == c)
+			return opts;
+	return NULL;
+}
+
+static int apply_global(struct cli_ctx *ctx, const struct cli_opt *opt, const char *value)
+{
+	switch (opt->id) {
+	case G_URL: ctx->url = value; break;
+	case G_TOKEN_FILE: ctx->token_file = value; break;
+	case G_CA: ctx->ca = value; break;
+	case G_FINGERPRINT: ctx->fingerprint = value; break;
+	case G_OUTPUT:
+		if (strcmp(value, "table") == 0)
+			ctx->output = CLI_OUT_TABLE;
+		else if (strcmp(value, "json") == 0)
+			ctx->output = CLI_OUT_JSON;
+		else
+			return cli_usage_error(ctx, "-o: '%s' is not table or json", value);
+		break;
+	case G_YES: ctx->yes = true; break;
+	case G_DRY_RUN: ctx->dry_run = true; break;
+	case G_HELP: ctx->help = true; break;
+	default: break;
+	}
+	return 0;
+}
+
+static int apply(struct cli_ctx *ctx, const struct cli_opt *opt, bool global, const char *value,
+		 cli_opt_fn fn, void *ud)
+{
+	if (global)
+		return apply_global(ctx, opt, value);
+	return fn ? fn(ud, opt, value) : 0;
+}
+
+/* Parses one "--name[=value]" at argv[*i]; may consume argv[*i + 1]. */
+static int parse_long(struct cli_ctx *ctx, const struct cli_opt *opts, int argc, char **argv,
+		      int *i, cli_opt_fn fn, void *ud)
+{
+	const char *name = argv[*i] + 2, *eq = strchr(name, '='), *value = NULL;
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	const struct cli_opt *opt = find_long(opts, name, len);
+	bool global = false;
+
+	if (!opt) {
+		opt = find_long(global_opts, name, len);
+		global = true;
+	}
+	if (!opt)
+		return cli_usage_error(ctx, "unknown option '--%.*s'", (int)len, name);
+	if (!opt->arg) {
+		if (eq)
+			return cli_usage_error(ctx, "option '--%s' takes no value", opt->name);
+	} else if (eq) {
+		value = eq + 1;
+	} else if (*i + 1 < argc) {
+		value = argv[++*i];
+	} else {
+		return cli_usage_error(ctx, "option '--%s' needs a value (%s)", opt->name, opt->arg);
+	}
+	return apply(ctx, opt, global, value, fn, ud);
+}
+
+/* Parses a cluster of short options "-yo json" / "-ojson" at argv[*i]. */
+static int parse_short(struct cli_ctx *ctx, const struct cli_opt *opts, int argc, char **argv,
+		       int *i, cli_opt_fn fn, void *ud)
+{
+	const char *p = argv[*i] + 1;
+
+	for (; *p; p++) {
+		const struct cli_opt *opt = find_short(opts, *p);
+		bool global = false;
+		const char *value = NULL;
+		int rc;
+
+		if (!opt) {
+			opt = find_short(global_opts, *p);
+			global = true;
+		}
+		if (!opt)
+			return cli_usage_error(ctx, "unknown option '-%c'", *p);
+		if (opt->arg) {
+			if (p[1])
+				value = p + 1;
+			else if (*i + 1 < argc)
+				value = argv[++*i];
+			else
+				return cli_usage_error(ctx, "option '-%c' needs a value (%s)", *p, opt->arg);
+		}
+		rc = apply(ctx, opt, global, value, fn, ud);
+		if (rc < 0 || value)
+			return rc;
+	}
+	return 0;
+}
+
+int cli_args_parse(struct cli_args *pos, struct cli_ctx *ctx, const struct cli_opt *opts,
+		   int argc, char **argv, cli_opt_fn fn, void *ud)
+{
+	char **v = NULL;
+	size_t n = 0;
+	bool only_positional = false;
+	int rc = 0;
+
+	v = calloc((size_t)argc + 1, sizeof(*v));
+	if (!v)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (only_positional || a[0] != '-' || a[1] == '\0') {
+			v[n++] = argv[i];
+		} else if (strcmp(a, "--") == 0) {
+			only_positional = true;
+		} else if (a[1] == '-') {
+			rc = parse_long(ctx, opts, argc, argv, &i, fn, ud);
+		} else {
+			rc = parse_short(ctx, opts, argc, argv, &i, fn, ud);
+		}
+		if (rc < 0)
+			goto cleanup;
+	}
+	pos->v = v;
+	pos->n = n;
+	v = NULL;
+cleanup:
+	free(v);
+	return rc;
+}
+
+static void opts_print(FILE *f, const struct cli_opt *opts)
+{
+	for (; opts && opts->name; opts++) {
+		char left[64];
+
+		if (opts->short_name)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", opts->short_name, opts->name,
+				 opts->arg ? " " : "", opts->arg ? opts->arg : "");
+		else
+			snprintf(left, sizeof(left), "    --%s%s%s", opts->name, opts->arg ? " " : "",
+				 opts->arg ? opts->arg : "");
+		fprintf(f, "  %-31s  %s\n", left, opts->help);
+	}
+}
+
+void cli_help_print(FILE *f, const struct cli_ctx *ctx, const char *synopsis, const char *summary,
+		    const struct cli_opt *opts)
+{
+	fprintf(f, "usage: kiln%s%s%s%s\n\n%s\n", ctx->cmd_path[0] ? " " : "", ctx->cmd_path,
+		synopsis && *synopsis ? " " : "", synopsis ? synopsis : "", summary);
+	if (opts && opts->name) {
+		fprintf(f, "\noptions:\n");
+		opts_print(f, opts);
+	}
+	fprintf(f, "\nglobal options:\n");
+	opts_print(f, global_opts);
+}
+
+int cli_args_globals(struct cli_ctx *ctx, int argc, char **argv, int *next)
+{
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		int rc;
+
+		if (a[0] != '-' || a[1] == '\0')
+			break;
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[1] == '-')
+			rc = parse_long(ctx, NULL, argc, argv, &i, NULL, NULL);
+		else
+			rc = parse_short(ctx, NULL, argc, argv, &i, NULL, NULL);
+		if (rc < 0)
+			return rc;
+	}
+	*next = i;
+	return 0;
+}
+
+int cli_verb_dispatch(struct cli_ctx *ctx, const char *summary, const struct cli_verb *verbs,
+		      int argc, char **argv)
+{
+	const struct cli_verb *v;
+	int i, rc;
+
+	/* Global options may come between the command and its verb ("kiln node -o json list"). */
+	rc = cli_args_globals(ctx, argc - 1, argv + 1, &i);
+	if (rc < 0)
+		return rc;
+	i++;
+	if (i >= argc && ctx->help) {
+		printf("usage: kiln %s VERB [options]\n\n%s\n\nverbs:\n", ctx->cmd_path, summary);
+		for (v = verbs; v->name; v++)
+			printf("  %-8s %-40s %s\n", v->name, v->synopsis, v->summary);
+		printf("\n'kiln %s VERB --help' describes a verb and its options.\n", ctx->cmd_path);
+		return 0;
+	}
+	if (i >= argc)
+		return cli_usage_error(ctx, "missing verb");
+	for (v = verbs; v->name; v++) {
+		if (strcmp(v->name, argv[i]) == 0) {
+			cli_ctx_push(ctx, v->name);
+			return v->run(ctx, argc - i, argv + i);
+		}
+	}
+	return cli_usage_error(ctx, "unknown verb '%s'", argv[i]);
+}

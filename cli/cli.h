@@ -1,0 +1,122 @@
+/* The kiln CLI's shared pieces: global options, the command table and option parsing. */
+#ifndef KILN_CLI_H
+#define KILN_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <kiln/http.h>
+
+/*
+ * Codes beyond kiln/error.h's that only the CLI uses; main() turns them into exit
+ * statuses: 0 -> 0, CLI_EUSAGE -> 2, CLI_EPARTIAL -> 3, any other negative code -> 1.
+ */
+enum {
+	CLI_EUSAGE = -100,   /* bad command line; the message is the one line to print */
+	CLI_EPARTIAL = -101, /* some nodes failed; the output already says which */
+};
+
+enum cli_output { CLI_OUT_TABLE, CLI_OUT_JSON };
+
+/* Global options (given before or after the command) and the resolved connection. */
+struct cli_ctx {
+	/* From the command line; NULL when not given. */
+	const char *url;
+	const char *token_file;
+	const char *ca;
+	const char *fingerprint;
+	enum cli_output output;
+	bool yes;
+	bool dry_run;
+	bool help;
+	char cmd_path[64]; /* "node add": the words so far, for messages and help */
+
+	/* Filled by cli_client_open() (client.c); freed by cli_ctx_free(). */
+	char *base_url;    /* "http://127.0.0.1:8470/api/v1" */
+	char *token;
+	char *ca_file;
+	char *tls_fingerprint;
+	struct kiln_tls_trust trust;
+	bool opened;
+};
+
+void cli_ctx_free(struct cli_ctx *ctx);
+
+/* One option of a command's table. */
+struct cli_opt {
+	const char *name;  /* long name without dashes: "bmc-user" */
+	char short_name;   /* 'o', or 0 */
+	const char *arg;   /* metavar ("URL") for an option with a value; NULL for a flag */
+	int id;            /* handed to the command's callback */
+	const char *help;  /* one line */
+};
+
+/*
+ * Called for each option of the command's own table; value is NULL for a flag.
+ * Returns 0, or a negative code with kiln_fail() set (CLI_EUSAGE for a bad value).
+ */
+typedef int (*cli_opt_fn)(void *ud, const struct cli_opt *opt, const char *value);
+
+/* Positional arguments left after option parsing (borrowed from argv). */
+struct cli_args {
+	char **v;
+	size_t n;
+};
+
+/*
+ * Parses argv[0..argc) against opts (terminated by a zeroed entry; may be NULL) and the
+ * global options, which set fields of ctx. "--name value", "--name=value", "-o json",
+ * "-ojson" and "--" are understood. Positional arguments go into pos (the caller frees
+ * pos->v). An unknown option or a missing value returns CLI_EUSAGE with one line.
+ */
+int cli_args_parse(struct cli_args *pos, struct cli_ctx *ctx, const struct cli_opt *opts,
+		   int argc, char **argv, cli_opt_fn fn, void *ud);
+
+/*
+ * Parses the global options at the start of argv (up to the first positional argument or
+ * "--"); *next is the index of the first argument not consumed.
+ */
+int cli_args_globals(struct cli_ctx *ctx, int argc, char **argv, int *next);
+
+/* Returns CLI_EUSAGE with "<cmd_path>: <message> (see 'kiln <cmd_path> --help')". */
+int cli_usage_error(const struct cli_ctx *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Prints "usage: kiln <cmd_path> <synopsis>", the summary, the options and the globals. */
+void cli_help_print(FILE *f, const struct cli_ctx *ctx, const char *synopsis, const char *summary,
+		    const struct cli_opt *opts);
+
+/* Appends word to ctx->cmd_path. */
+void cli_ctx_push(struct cli_ctx *ctx, const char *word);
+
+/* A top-level command: "node", "token", ... argv[0] is the command's name. */
+struct cli_cmd {
+	const char *name;
+	const char *summary;
+	int (*run)(struct cli_ctx *ctx, int argc, char **argv);
+};
+
+/* The command table (commands.c), terminated by a NULL entry. */
+extern const struct cli_cmd *const cli_commands[];
+
+/* A verb of a command with several ("node add", "node list", ...). */
+struct cli_verb {
+	const char *name;
+	const char *synopsis; /* after "kiln node add " */
+	const char *summary;
+	int (*run)(struct cli_ctx *ctx, int argc, char **argv); /* argv[0] is the verb */
+};
+
+/*
+ * Runs the verb named by argv[1] (argv[0] is the command). No verb, or --help before
+ * one, prints the verb list; an unknown verb is a usage error.
+ */
+int cli_verb_dispatch(struct cli_ctx *ctx, const char *summary, const struct cli_verb *verbs,
+		      int argc, char **argv);
+
+extern const struct cli_cmd cmd_node;
+extern const struct cli_cmd cmd_token;
+extern const struct cli_cmd cmd_audit;
+
+#endif

@@ -1,0 +1,306 @@
+/* kilnd API client for the CLI: resolves where and how to connect, then one JSON request. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <kiln/buf.h>
+#include <kiln/config.h>
+#include <kiln/error.h>
+#include <kiln/http.h>
+
+#include "client.h"
+
+#define DEFAULT_URL "http://127.0.0.1:8470"
+
+struct cli_conf {
+	char *url;
+	char *token_file;
+	char *ca;
+	char *fingerprint;
+};
+
+static const struct kiln_cfg_key conf_keys[] = {
+	{ .section = "", .name = "url", .type = KILN_CFG_STRING,
+	  .offset = offsetof(struct cli_conf, url), .help = "kilnd's address" },
+	{ .section = "", .name = "token_file", .type = KILN_CFG_STRING,
+	  .offset = offsetof(struct cli_conf, token_file), .help = "file holding the API token" },
+	{ .section = "", .name = "ca", .type = KILN_CFG_STRING,
+	  .offset = offsetof(struct cli_conf, ca), .help = "CA file for kilnd's HTTPS certificate" },
+	{ .section = "", .name = "fingerprint", .type = KILN_CFG_STRING,
+	  .offset = offsetof(struct cli_conf, fingerprint),
+	  .help = "SHA-256 fingerprint of kilnd's certificate" },
+};
+#define CONF_NKEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
+
+void cli_ctx_free(struct cli_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	free(ctx->base_url);
+	if (ctx->token) {
+		explicit_bzero(ctx->token, strlen(ctx->token));
+		free(ctx->token);
+	}
+	free(ctx->ca_file);
+	free(ctx->tls_fingerprint);
+	ctx->base_url = ctx->token = ctx->ca_file = ctx->tls_fingerprint = NULL;
+	ctx->opened = false;
+}
+
+/* The config file's path, or NULL when there is no home to look in. Caller frees. */
+static char *conf_path(void)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	struct kiln_buf b;
+
+	kiln_buf_init(&b, 4096);
+	if (xdg && *xdg) {
+		if (kiln_buf_printf(&b, "%s/kiln/cli.conf", xdg) < 0)
+			goto fail;
+	} else if (home && *home) {
+		if (kiln_buf_printf(&b, "%s/.config/kiln/cli.conf", home) < 0)
+			goto fail;
+	}
+	return kiln_buf_steal(&b);
+fail:
+	kiln_buf_free(&b);
+	return NULL;
+}
+
+/* "~/x" -> "$HOME/x"; anything else copied. Caller frees. */
+static char *path_expand(const char *p)
+{
+	const char *home = getenv("HOME");
+	struct kiln_buf b;
+
+	kiln_buf_init(&b, 4096);
+	if (p[0] == '~' && p[1] == '/' && home) {
+		if (kiln_buf_printf(&b, "%s%s", home, p + 1) < 0)
+			goto fail;
+	} else if (kiln_buf_puts(&b, p) < 0) {
+		goto fail;
+	}
+	return kiln_buf_steal(&b);
+fail:
+	kiln_buf_free(&b);
+	return NULL;
+}
+
+static const char *first(const char *a, const char *b, const char *c)
+{
+	if (a && *a)
+		return a;
+	if (b && *b)
+		return b;
+	return c && *c ? c : NULL;
+}
+
+static int url_set(struct cli_ctx *ctx, const char *url)
+{
+	struct kiln_buf b;
+	size_t len = strlen(url);
+
+	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+		return kiln_fail(KILN_EINVAL, "server URL '%s' is not http:// or https://", url);
+	while (len > 0 && url[len - 1] == '/')
+		len--;
+	kiln_buf_init(&b, 4096);
+	if (kiln_buf_append(&b, url, len) < 0)
+		goto fail;
+	if (!(len >= 7 && strcmp(b.data + len - 7, "/api/v1") == 0) &&
+	    kiln_buf_puts(&b, "/api/v1") < 0)
+		goto fail;
+	ctx->base_url = kiln_buf_steal(&b);
+	return ctx->base_url ? 0 : kiln_fail(KILN_ERROR, "out of memory");
+fail:
+	kiln_buf_free(&b);
+	return kiln_fail_prefix(KILN_EINVAL, "server URL");
+}
+
+static int conf_load(struct cli_conf *conf, char **path_out)
+{
+	struct stat st;
+	char *path = conf_path();
+	int rc;
+
+	rc = kiln_config_defaults(conf, conf_keys, CONF_NKEYS);
+	if (rc < 0 || !path)
+		goto cleanup;
+	if (stat(path, &st) < 0 && errno == ENOENT)
+		goto cleanup;
+	rc = kiln_config_load(conf, conf_keys, CONF_NKEYS, path);
+cleanup:
+	*path_out = path;
+	return rc;
+}
+
+int cli_client_open(struct cli_ctx *ctx)
+{
+	struct cli_conf conf = { 0 };
+	const char *url, *token_file, *ca, *fp, *env_token = getenv("KILN_TOKEN");
+	char *path = NULL, *tf = NULL;
+	int rc;
+
+	if (ctx->opened)
+		return 0;
+	rc = conf_load(&conf, &path);
+	if (rc < 0)
+		goto cleanup;
+	url = first(ctx->url, getenv("KILN_URL"), conf.url);
+	rc = url_set(ctx, url ? url : DEFAULT_URL);
+	if (rc < 0)
+		goto cleanup;
+
+	token_file = first(ctx->token_file, getenv("KILN_TOKEN_FILE"), NULL);
+	if (!token_file && env_token && *env_token) {
+		ctx->token = strdup(env_token);
+		if (!ctx->token) {
+			rc = kiln_fail(KILN_ERROR, "out of memory");
+			goto cleanup;
+		}
+	} else {
+		if (!token_file && conf.token_file && *conf.token_file)
+			token_file = tf = path_expand(conf.token_file);
+		if (!token_file) {
+			rc = kiln_fail(KILN_EAUTH, "no API token: use --token-file, KILN_TOKEN_FILE, "
+					"KILN_TOKEN or token_file in %s", path ? path : "cli.conf");
+			goto cleanup;
+		}
+		rc = kiln_token_read_file(&ctx->token, token_file);
+		if (rc < 0) {
+			rc = kiln_fail_prefix(rc, "token file '%s'", token_file);
+			goto cleanup;
+		}
+	}
+
+	ca = first(ctx->ca, getenv("KILN_CA"), conf.ca);
+	fp = first(ctx->fingerprint, getenv("KILN_FINGERPRINT"), conf.fingerprint);
+	if ((ca && !(ctx->ca_file = path_expand(ca))) || (fp && !(ctx->tls_fingerprint = strdup(fp)))) {
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto cleanup;
+	}
+	ctx->trust.ca_file = ctx->ca_file;
+	ctx->trust.fingerprint = ctx->tls_fingerprint;
+	/* With nothing pinned, an https:// kilnd must have a certificate the system trusts. */
+	ctx->trust.system_ca = !ca && !fp;
+	ctx->opened = true;
+cleanup:
+	if (rc < 0)
+		cli_ctx_free(ctx);
+	kiln_config_free(&conf, conf_keys, CONF_NKEYS);
+	free(path);
+	free(tf);
+	return rc;
+}
+
+char *cli_url_escape(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	struct kiln_buf b;
+
+	kiln_buf_init(&b, 0);
+	if (kiln_buf_puts(&b, "") < 0)
+		return NULL;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char enc[3] = { '%', hex[c >> 4], hex[c & 15] };
+		int rc;
+
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '.' || c == '_' || c == '~')
+			rc = kiln_buf_append(&b, s, 1);
+		else
+			rc = kiln_buf_append(&b, enc, 3);
+		if (rc < 0) {
+			kiln_buf_free(&b);
+			return NULL;
+		}
+	}
+	return kiln_buf_steal(&b);
+}
+
+static int status_code(long status)
+{
+	switch (status) {
+	case 400: return KILN_EINVAL;
+	case 401: return KILN_EAUTH;
+	case 403: return KILN_EPERM;
+	case 404: return KILN_ENOTFOUND;
+	case 409: return KILN_EEXISTS;
+	case 413: return KILN_ETOOBIG;
+	default: return KILN_ERROR;
+	}
+}
+
+/* Turns an error answer into the code and the one-line message; hands the object over. */
+static int api_fail(json_t **api_error, const struct kiln_http_response *resp)
+{
+	json_t *err = NULL, *msg, *field;
+	int code = status_code(resp->status);
+
+	if (resp->body_len)
+		err = json_loadb(resp->body, resp->body_len, 0, NULL);
+	msg = json_object_get(err, "error");
+	field = json_object_get(err, "field");
+	if (json_is_string(msg) && json_is_string(field))
+		kiln_fail(code, "%s (field %s)", json_string_value(msg), json_string_value(field));
+	else if (json_is_string(msg))
+		kiln_fail(code, "%s", json_string_value(msg));
+	else
+		kiln_fail(code, "kilnd answered HTTP %ld", resp->status);
+	if (api_error && json_is_object(err))
+		*api_error = json_incref(err);
+	json_decref(err);
+	return code;
+}
+
+int cli_api(json_t **out, json_t **api_error, struct cli_ctx *ctx, const char *method,
+	    const char *path, const json_t *body)
+{
+	struct kiln_http_response resp = { 0 };
+	struct kiln_buf url;
+	char *text = NULL;
+	json_t *v = NULL;
+	json_error_t jerr;
+	int rc;
+
+	kiln_buf_init(&url, 0);
+	rc = cli_client_open(ctx);
+	if (rc < 0)
+		goto cleanup;
+	rc = kiln_buf_printf(&url, "%s%s", ctx->base_url, path);
+	if (rc < 0)
+		goto cleanup;
+	if (body && !(text = json_dumps(body, JSON_COMPACT))) {
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto cleanup;
+	}
+	rc = kiln_http_request(&resp, method, url.data, ctx->token, text, text ? strlen(text) : 0,
+			       &ctx->trust, 0, CLI_MAX_RESPONSE);
+	if (rc < 0)
+		goto cleanup;
+	if (resp.status < 200 || resp.status > 299) {
+		rc = api_fail(api_error, &resp);
+		goto cleanup;
+	}
+	if (resp.body_len) {
+		v = json_loadb(resp.body, resp.body_len, JSON_DECODE_ANY, &jerr);
+		if (!v) {
+			rc = kiln_fail(KILN_EPROTO, "kilnd sent invalid JSON: %s (line %d)", jerr.text,
+				       jerr.line);
+			goto cleanup;
+		}
+	}
+	*out = v;
+cleanup:
+	if (text) {
+		/* The body may hold a BMC password. */
+		explicit_bzero(text, strlen(text));
+		free(text);
+	}
+	kiln_http_response_free(&resp);
+	kiln_buf_free(&url);
+	return rc;
+}

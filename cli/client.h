@@ -1,0 +1,34 @@
+/* Calls to kilnd's REST API for the CLI: address, token and trust resolution, JSON in and out. */
+#ifndef KILN_CLI_CLIENT_H
+#define KILN_CLI_CLIENT_H
+
+#include <jansson.h>
+
+#include "cli.h"
+
+/* Largest response the CLI accepts from kilnd. */
+#define CLI_MAX_RESPONSE (64u << 20)
+
+/*
+ * Resolves the server address, the token and the TLS trust, each from the first of: the
+ * command line, the environment (KILN_URL; KILN_TOKEN_FILE then KILN_TOKEN; KILN_CA;
+ * KILN_FINGERPRINT), ~/.config/kiln/cli.conf ($XDG_CONFIG_HOME when set), the default
+ * (http://127.0.0.1:8470). Idempotent. Fails with KILN_EAUTH when no token is found.
+ */
+int cli_client_open(struct cli_ctx *ctx);
+
+/*
+ * Calls METHOD <base>/api/v1<path> with body (NULL for none), opening the client first.
+ * On a 2xx answer *out gets the parsed body (any JSON value; NULL when empty), owned by the
+ * caller. On an API error returns a code matching the status (404 KILN_ENOTFOUND, 401
+ * KILN_EAUTH, 403 KILN_EPERM, 409 KILN_EEXISTS, 400 KILN_EINVAL, 413 KILN_ETOOBIG, else
+ * KILN_ERROR) with the message "<error> (field X)"; when api_error is not NULL it receives
+ * the error object ({"error","field","index"}), owned by the caller.
+ */
+int cli_api(json_t **out, json_t **api_error, struct cli_ctx *ctx, const char *method,
+	    const char *path, const json_t *body);
+
+/* Percent-encodes s for a query string or a path segment; the caller frees. NULL on ENOMEM. */
+char *cli_url_escape(const char *s);
+
+#endif

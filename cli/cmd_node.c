@@ -1,0 +1,1084 @@
+/* kiln node: the node inventory (add, list, show, set, rm, import). */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kiln/buf.h>
+#include <kiln/error.h>
+#include <kiln/http.h>
+#include <kiln/noderange.h>
+#include <kiln/parse.h>
+
+#include "cli.h"
+#include "client.h"
+#include "csv.h"
+#include "output.h"
+#include "prompt.h"
+
+/* node rm asks for confirmation above this many nodes (unless --yes). */
+#define RM_CONFIRM_ABOVE 10
+
+enum {
+	O_BMC = 1,
+	O_BMC_USER,
+	O_BMC_PASSWORD_FILE,
+	O_ASK_BMC_PASSWORD,
+	O_GROUP,
+	O_RACK,
+	O_TLS_VERIFY,
+	O_TLS_INSECURE,
+	O_TLS_CA,
+	O_TLS_FINGERPRINT,
+	O_IPMI_CIPHER,
+	O_IPMI_PRIVILEGE,
+	O_IPMI_WORKAROUNDS,
+	O_SOL,
+	O_BMC_SYSTEM,
+	O_CLEAR,
+};
+
+#define NODE_OPTS \
+	{ "bmc", 0, "URL", O_BMC, \
+	  "redfish://HOST[:PORT], redfish+http://HOST:PORT or ipmi://HOST[:PORT]" }, \
+	{ "bmc-user", 0, "USER", O_BMC_USER, "BMC user name" }, \
+	{ "bmc-password-file", 0, "FILE", O_BMC_PASSWORD_FILE, \
+	  "read the BMC password from FILE's first line ('-': standard input)" }, \
+	{ "ask-bmc-password", 0, NULL, O_ASK_BMC_PASSWORD, \
+	  "ask for the BMC password on the terminal (no echo)" }, \
+	{ "group", 0, "GROUP", O_GROUP, "member of GROUP (repeat for several)" }, \
+	{ "rack", 0, "RACK", O_RACK, "rack or location" }, \
+	{ "tls-verify", 0, NULL, O_TLS_VERIFY, "verify the BMC's certificate (the default)" }, \
+	{ "tls-insecure", 0, NULL, O_TLS_INSECURE, "do not verify the BMC's certificate" }, \
+	{ "tls-ca", 0, "FILE", O_TLS_CA, "verify the BMC's certificate with this CA file" }, \
+	{ "tls-fingerprint", 0, "SHA256", O_TLS_FINGERPRINT, "pin the BMC certificate's SHA-256" }, \
+	{ "ipmi-cipher", 0, "N", O_IPMI_CIPHER, "IPMI 2.0 cipher suite (default 3)" }, \
+	{ "ipmi-privilege", 0, "user|operator|admin", O_IPMI_PRIVILEGE, "IPMI privilege level" }, \
+	{ "ipmi-workarounds", 0, "LIST", O_IPMI_WORKAROUNDS, \
+	  "FreeIPMI workarounds (opensesspriv,solpayloadsize,...)" }, \
+	{ "sol", 0, "ipmi://HOST[:PORT]", O_SOL, "IPMI address for the serial console" }, \
+	{ "bmc-system", 0, "ID", O_BMC_SYSTEM, "the system's ID on a BMC with several (blades)" }
+
+static const struct cli_opt add_opts[] = { NODE_OPTS, { 0 } };
+
+static const struct cli_opt set_opts[] = {
+	NODE_OPTS,
+	{ "clear", 0, "FIELD", O_CLEAR,
+	  "unset a field: bmc, bmc_user, bmc_password, group, rack, tls, ipmi_cipher, "
+	  "ipmi_privilege, ipmi_workarounds, sol, bmc_system" },
+	{ 0 },
+};
+
+/* The fields of a node being added or changed, as they go to kilnd. */
+struct node_body {
+	json_t *obj;
+	json_t *groups;            /* --group values, NULL when none given */
+	const char *tls_opt;       /* the --tls-* option that set the mode */
+	const char *password_file;
+	const char *base_dir;      /* relative paths are taken from here (import); NULL: cwd */
+	bool ask_password;
+};
+
+static void node_body_free(struct node_body *nb)
+{
+	json_decref(nb->obj);
+	json_decref(nb->groups);
+	nb->obj = nb->groups = NULL;
+}
+
+static int oom(void)
+{
+	return kiln_fail(KILN_ERROR, "out of memory");
+}
+
+static int set_str(json_t *obj, const char *key, const char *value)
+{
+	return json_object_set_new(obj, key, value ? json_string(value) : json_null()) < 0 ? oom() : 0;
+}
+
+/* A path as kilnd should see it: absolute, taken relative to base_dir (or the cwd). */
+static int path_absolute(char **out, const char *base_dir, const char *path)
+{
+	struct kiln_buf b;
+	char *real;
+
+	kiln_buf_init(&b, PATH_MAX);
+	if (path[0] != '/' && base_dir && kiln_buf_printf(&b, "%s/", base_dir) < 0)
+		goto fail;
+	if (kiln_buf_puts(&b, path) < 0)
+		goto fail;
+	real = realpath(b.data, NULL);
+	if (!real) {
+		int rc = kiln_fail(KILN_EINVAL, "%s: %s", b.data, strerror(errno));
+
+		kiln_buf_free(&b);
+		return rc;
+	}
+	kiln_buf_free(&b);
+	*out = real;
+	return 0;
+fail:
+	kiln_buf_free(&b);
+	return oom();
+}
+
+static int tls_mode(struct node_body *nb, const char *opt_name, const char *mode)
+{
+	if (nb->tls_opt && strcmp(nb->tls_opt, opt_name) != 0)
+		return kiln_fail(KILN_EINVAL, "excludes %s", nb->tls_opt);
+	nb->tls_opt = opt_name;
+	return set_str(nb->obj, "tls", mode);
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/*
+ * Sets one field from an option or a CSV column. Returns 0 or KILN_EINVAL with a message
+ * about the value only (the caller names the option or the column).
+ */
+static int node_field_set(struct node_body *nb, const struct cli_opt *opt, const char *value)
+{
+	char fp[65], *path = NULL;
+	int64_t n;
+	int rc = 0;
+
+	switch (opt->id) {
+	case O_BMC:
+		if (!has_prefix(value, "redfish://") && !has_prefix(value, "redfish+http://") &&
+		    !has_prefix(value, "ipmi://"))
+			return kiln_fail(KILN_EINVAL, "'%s' is not redfish://HOST[:PORT], "
+					 "redfish+http://HOST:PORT or ipmi://HOST[:PORT]", value);
+		return set_str(nb->obj, "bmc", value);
+	case O_BMC_USER: return set_str(nb->obj, "bmc_user", value);
+	case O_BMC_PASSWORD_FILE: nb->password_file = value; return 0;
+	case O_ASK_BMC_PASSWORD: nb->ask_password = true; return 0;
+	case O_GROUP:
+		if (!*value)
+			return kiln_fail(KILN_EINVAL, "empty group name");
+		if (!nb->groups && !(nb->groups = json_array()))
+			return oom();
+		return json_array_append_new(nb->groups, json_string(value)) < 0 ? oom() : 0;
+	case O_RACK: return set_str(nb->obj, "rack", value);
+	case O_TLS_VERIFY: return tls_mode(nb, "--tls-verify", "verify");
+	case O_TLS_INSECURE: return tls_mode(nb, "--tls-insecure", "insecure");
+	case O_TLS_CA:
+		rc = tls_mode(nb, "--tls-ca", "ca");
+		if (rc == 0)
+			rc = path_absolute(&path, nb->base_dir, value);
+		if (rc == 0)
+			rc = set_str(nb->obj, "tls_ca_file", path);
+		free(path);
+		return rc;
+	case O_TLS_FINGERPRINT:
+		rc = tls_mode(nb, "--tls-fingerprint", "fingerprint");
+		if (rc == 0 && kiln_http_fingerprint_normalize(fp, value) < 0)
+			return kiln_fail(KILN_EINVAL, "'%s' is not a SHA-256 fingerprint", value);
+		return rc ? rc : set_str(nb->obj, "tls_fingerprint", fp);
+	case O_IPMI_CIPHER:
+		rc = kiln_parse_int64(&n, value, 0, 17);
+		if (rc < 0)
+			return rc;
+		return json_object_set_new(nb->obj, "ipmi_cipher", json_integer(n)) < 0 ? oom() : 0;
+	case O_IPMI_PRIVILEGE:
+		if (strcmp(value, "user") != 0 && strcmp(value, "operator") != 0 &&
+		    strcmp(value, "admin") != 0)
+			return kiln_fail(KILN_EINVAL, "'%s' is not user, operator or admin", value);
+		return set_str(nb->obj, "ipmi_privilege", value);
+	case O_IPMI_WORKAROUNDS: return set_str(nb->obj, "ipmi_workarounds", value);
+	case O_SOL:
+		if (!has_prefix(value, "ipmi://"))
+			return kiln_fail(KILN_EINVAL, "'%s' is not ipmi://HOST[:PORT]", value);
+		return set_str(nb->obj, "sol", value);
+	case O_BMC_SYSTEM: return set_str(nb->obj, "bmc_system", value);
+	default: return 0;
+	}
+}
+
+/* --clear FIELD for node set: null for the field (tls goes back to verify). */
+static int node_field_clear(struct node_body *nb, const char *field)
+{
+	static const char *const fields[] = { "bmc", "bmc_user", "bmc_password", "rack",
+					      "ipmi_cipher", "ipmi_privilege", "ipmi_workarounds",
+					      "sol", "bmc_system", NULL };
+	char name[32];
+	size_t i;
+
+	kiln_strlcpy(name, field, sizeof(name));
+	for (i = 0; name[i]; i++)
+		if (name[i] == '-')
+			name[i] = '_';
+	if (strcmp(name, "group") == 0 || strcmp(name, "groups") == 0) {
+		json_decref(nb->groups);
+		nb->groups = json_array();
+		return nb->groups ? 0 : oom();
+	}
+	if (strcmp(name, "tls") == 0) {
+		if (tls_mode(nb, "--clear tls", "verify") < 0 || set_str(nb->obj, "tls_ca_file", NULL) < 0 ||
+		    set_str(nb->obj, "tls_fingerprint", NULL) < 0)
+			return kiln_fail(KILN_EINVAL, "%s", kiln_error_last());
+		return 0;
+	}
+	for (i = 0; fields[i]; i++)
+		if (strcmp(fields[i], name) == 0)
+			return set_str(nb->obj, name, NULL);
+	return kiln_fail(KILN_EINVAL, "'%s' is not a field that can be cleared", field);
+}
+
+struct node_parse {
+	struct cli_ctx *ctx;
+	struct node_body nb;
+};
+
+static int node_opt(void *ud, const struct cli_opt *opt, const char *value)
+{
+	struct node_parse *p = ud;
+	int rc = opt->id == O_CLEAR ? node_field_clear(&p->nb, value)
+				    : node_field_set(&p->nb, opt, value);
+
+	if (rc == KILN_EINVAL)
+		return cli_usage_error(p->ctx, "--%s: %s", opt->name, kiln_error_last());
+	return rc;
+}
+
+/*
+ * Completes the body: the groups, and the password from the file or the terminal.
+ * prompt_when_user: ask on the terminal when a BMC user is given without a password file
+ * (node add).
+ */
+static int node_body_finish(struct node_body *nb, const char *who, bool prompt_when_user)
+{
+	char *password = NULL, *path = NULL, prompt[128];
+	int rc = 0;
+
+	if (nb->groups && json_object_set(nb->obj, "groups", nb->groups) < 0)
+		return oom();
+	if (nb->password_file) {
+		if (strcmp(nb->password_file, "-") != 0 && nb->password_file[0] != '/' && nb->base_dir) {
+			rc = path_absolute(&path, nb->base_dir, nb->password_file);
+			if (rc < 0)
+				return rc;
+		}
+		rc = secret_read_file(&password, path ? path : nb->password_file);
+		free(path);
+	} else if (nb->ask_password ||
+		   (prompt_when_user && json_object_get(nb->obj, "bmc_user") &&
+		    json_object_get(nb->obj, "bmc"))) {
+		snprintf(prompt, sizeof(prompt), "BMC password for %s: ", who);
+		rc = prompt_secret(&password, prompt);
+		if (rc == KILN_ENOTFOUND)
+			rc = kiln_fail(CLI_EUSAGE, "--bmc-user needs --bmc-password-file FILE when there "
+				       "is no terminal to ask on");
+	}
+	if (rc == 0 && password && set_str(nb->obj, "bmc_password", password) < 0)
+		rc = oom();
+	secret_free(password);
+	return rc;
+}
+
+/* Expands a noderange of literal names (no @group or all: those need nodes that exist). */
+static int names_expand(struct kiln_nodelist *out, struct cli_ctx *ctx, const char *expr)
+{
+	struct kiln_nodelist l = { 0 };
+	int rc = noderange_expand(&l, expr, NULL, NULL);
+
+	if (rc < 0)
+		return cli_usage_error(ctx, "%s", kiln_error_last());
+	for (size_t i = 0; i < l.count; i++) {
+		if (!kiln_node_name_valid(l.names[i])) {
+			rc = cli_usage_error(ctx, "'%s' is not a valid node name (1-63 of A-Z a-z 0-9 . _ -, "
+					     "starting with a letter or digit)", l.names[i]);
+			kiln_nodelist_free(&l);
+			return rc;
+		}
+	}
+	*out = l;
+	return 0;
+}
+
+static int one_arg(struct cli_ctx *ctx, const struct cli_args *pos, const char *what)
+{
+	if (pos->n == 0)
+		return cli_usage_error(ctx, "missing %s", what);
+	if (pos->n > 1)
+		return cli_usage_error(ctx, "unexpected argument '%s'", pos->v[1]);
+	return 0;
+}
+
+/* Adds "node": name to each node object, as every per-node JSON answer has. */
+static void nodes_tag(json_t *nodes)
+{
+	size_t i;
+	json_t *n;
+
+	if (json_is_object(nodes)) {
+		json_object_set(nodes, "node", json_object_get(nodes, "name"));
+		return;
+	}
+	json_array_foreach(nodes, i, n)
+		json_object_set(n, "node", json_object_get(n, "name"));
+}
+
+static char *names_compress(const json_t *nodes, const char *key)
+{
+	size_t i, n = 0;
+	char **names = calloc(json_array_size(nodes) + 1, sizeof(*names));
+	json_t *e;
+	char *s;
+
+	if (!names)
+		return NULL;
+	json_array_foreach(nodes, i, e) {
+		const char *name = json_string_value(json_object_get(e, key));
+
+		if (name)
+			names[n++] = (char *)name;
+	}
+	s = noderange_compress(names, n);
+	free(names);
+	return s;
+}
+
+static int nodes_table_print(const json_t *nodes)
+{
+	static const char *const headers[] = { "NAME", "GROUPS", "RACK", "BMC", "USER", "PASSWORD",
+						"TLS" };
+	struct out_table t;
+	size_t i;
+	json_t *n;
+	int rc = 0;
+
+	out_table_init(&t, headers, 7);
+	json_array_foreach(nodes, i, n) {
+		char groups[1024], rack[256], bmc[512], user[256];
+		const json_t *has_pw = json_object_get(n, "has_bmc_password");
+		const char *row[] = {
+			json_string_value(json_object_get(n, "name")),
+			out_cell(groups, sizeof(groups), json_object_get(n, "groups")),
+			out_cell(rack, sizeof(rack), json_object_get(n, "rack")),
+			out_cell(bmc, sizeof(bmc), json_object_get(n, "bmc")),
+			out_cell(user, sizeof(user), json_object_get(n, "bmc_user")),
+			json_is_true(has_pw) ? "set" : "-",
+			json_object_get(n, "bmc") && !json_is_null(json_object_get(n, "bmc"))
+				? json_string_value(json_object_get(n, "tls")) : NULL,
+		};
+
+		rc = out_table_add(&t, row);
+		if (rc < 0)
+			goto cleanup;
+	}
+	out_table_print(&t, stdout);
+cleanup:
+	out_table_free(&t);
+	return rc;
+}
+
+/* One node, one field a line; the known fields first, then whatever else kilnd sent. */
+static int node_show_print(json_t *node)
+{
+	static const char *const order[] = { "name", "groups", "rack", "bmc", "bmc_user",
+					     "has_bmc_password", "tls", "tls_ca_file",
+					     "tls_fingerprint", "ipmi_cipher", "ipmi_privilege",
+					     "ipmi_workarounds", "sol", "bmc_system", "created_at",
+					     "updated_at", NULL };
+	static const char *const headers[] = { "FIELD", "VALUE" };
+	struct out_table t;
+	const char *key;
+	json_t *v;
+	int rc = 0;
+
+	out_table_init(&t, headers, 2);
+	for (size_t i = 0; order[i] && rc == 0; i++) {
+		char buf[1024];
+		const char *row[2] = { order[i], NULL };
+
+		v = json_object_get(node, order[i]);
+		if (!v)
+			continue;
+		if (strcmp(order[i], "created_at") == 0 || strcmp(order[i], "updated_at") == 0)
+			row[1] = out_time(buf, sizeof(buf), v);
+		else
+			row[1] = out_cell(buf, sizeof(buf), v);
+		rc = out_table_add(&t, row);
+	}
+	json_object_foreach(node, key, v) {
+		char buf[1024];
+		const char *row[2] = { key, NULL };
+		bool known = strcmp(key, "node") == 0;
+
+		for (size_t i = 0; order[i] && !known; i++)
+			known = strcmp(order[i], key) == 0;
+		if (known || rc < 0)
+			continue;
+		row[1] = out_cell(buf, sizeof(buf), v);
+		rc = out_table_add(&t, row);
+	}
+	if (rc == 0)
+		out_table_print(&t, stdout);
+	out_table_free(&t);
+	return rc;
+}
+
+/* A copy of a body fit to print: the password replaced by has_bmc_password. */
+static json_t *body_printable(const json_t *body)
+{
+	json_t *c = json_deep_copy(body);
+
+	if (c && json_object_get(c, "bmc_password")) {
+		json_object_del(c, "bmc_password");
+		json_object_set_new(c, "has_bmc_password", json_true());
+	}
+	return c;
+}
+
+/* The node objects in an answer to a bulk create: an array, or {"nodes": [...]}. */
+static json_t *answer_nodes(json_t *res)
+{
+	if (json_is_array(res))
+		return res;
+	if (json_is_array(json_object_get(res, "nodes")))
+		return json_object_get(res, "nodes");
+	return NULL;
+}
+
+static int node_add(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const char synopsis[] = "NODERANGE [--bmc URL --bmc-user U --bmc-password-file F] "
+				       "[--group G]... [options]";
+	struct node_parse p = { .ctx = ctx };
+	struct kiln_nodelist names = { 0 };
+	struct cli_args pos = { 0 };
+	json_t *res = NULL, *out = NULL, *list = NULL, *err = NULL;
+	char *range = NULL;
+	int rc;
+
+	p.nb.obj = json_object();
+	if (!p.nb.obj)
+		return oom();
+	rc = cli_args_parse(&pos, ctx, add_opts, argc - 1, argv + 1, node_opt, &p);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, synopsis,
+			       "Adds nodes (one, or a range with the same settings). Without --bmc the "
+			       "node is agent-only.\nWith --bmc-user and no password file, the password "
+			       "is asked on the terminal.", add_opts);
+		goto cleanup;
+	}
+	rc = one_arg(ctx, &pos, "NODERANGE");
+	if (rc == 0)
+		rc = names_expand(&names, ctx, pos.v[0]);
+	if (rc == 0 && (json_object_get(p.nb.obj, "bmc_user") || p.nb.password_file) &&
+	    !json_object_get(p.nb.obj, "bmc"))
+		rc = cli_usage_error(ctx, "BMC credentials need --bmc");
+	if (rc == 0)
+		rc = node_body_finish(&p.nb, pos.v[0], !ctx->dry_run);
+	if (rc < 0)
+		goto cleanup;
+	range = noderange_compress(names.names, names.count);
+	list = json_array();
+	if (!range || !list) {
+		rc = oom();
+		goto cleanup;
+	}
+	for (size_t i = 0; i < names.count; i++) {
+		json_t *n = json_deep_copy(p.nb.obj);
+
+		if (!n || json_object_set_new(n, "name", json_string(names.names[i])) < 0 ||
+		    json_array_append_new(list, n) < 0) {
+			json_decref(n);
+			rc = oom();
+			goto cleanup;
+		}
+	}
+	if (ctx->dry_run) {
+		if (ctx->output == CLI_OUT_JSON) {
+			out = json_array();
+			for (size_t i = 0; out && i < names.count; i++)
+				json_array_append_new(out, body_printable(json_array_get(list, i)));
+			rc = out ? out_json_print(out, stdout) : oom();
+		} else {
+			for (size_t i = 0; i < names.count; i++)
+				printf("would add %s\n", names.names[i]);
+		}
+		goto cleanup;
+	}
+	if (names.count == 1) {
+		rc = cli_api(&res, NULL, ctx, "POST", "/nodes", json_array_get(list, 0));
+		if (rc < 0)
+			goto cleanup;
+		out = json_pack("[O]", res);
+	} else {
+		json_t *body = json_pack("{s:O}", "nodes", list);
+
+		rc = body ? cli_api(&res, &err, ctx, "POST", "/nodes/import", body) : oom();
+		json_decref(body);
+		if (rc < 0) {
+			json_t *idx = json_object_get(err, "index");
+
+			if (json_is_integer(idx) && json_integer_value(idx) >= 0 &&
+			    (size_t)json_integer_value(idx) < names.count)
+				rc = kiln_fail_prefix(rc, "%s", names.names[json_integer_value(idx)]);
+			goto cleanup;
+		}
+		out = json_incref(answer_nodes(res));
+		if (!out) {
+			char *q = cli_url_escape(range), path[4096];
+
+			snprintf(path, sizeof(path), "/nodes?range=%s", q ? q : "");
+			free(q);
+			rc = cli_api(&out, NULL, ctx, "GET", path, NULL);
+			if (rc < 0)
+				goto cleanup;
+		}
+	}
+	if (!out) {
+		rc = oom();
+		goto cleanup;
+	}
+	if (ctx->output == CLI_OUT_JSON) {
+		nodes_tag(out);
+		rc = out_json_print(out, stdout);
+	} else {
+		printf("added %s (%zu node%s)\n", range, names.count, names.count == 1 ? "" : "s");
+	}
+cleanup:
+	node_body_free(&p.nb);
+	kiln_nodelist_free(&names);
+	json_decref(res);
+	json_decref(out);
+	json_decref(list);
+	json_decref(err);
+	free(range);
+	free(pos.v);
+	return rc;
+}
+
+/* GET /nodes[?range=R]; *out is the array. */
+static int nodes_get(json_t **out, struct cli_ctx *ctx, const char *range)
+{
+	struct kiln_buf path;
+	char *q = NULL;
+	int rc;
+
+	kiln_buf_init(&path, 0);
+	if (range && !(q = cli_url_escape(range)))
+		return oom();
+	rc = kiln_buf_printf(&path, "/nodes%s%s", q ? "?range=" : "", q ? q : "");
+	if (rc == 0)
+		rc = cli_api(out, NULL, ctx, "GET", path.data, NULL);
+	if (rc == 0 && !json_is_array(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		rc = kiln_fail(KILN_EPROTO, "kilnd's node list is not an array");
+	}
+	free(q);
+	kiln_buf_free(&path);
+	return rc;
+}
+
+static int node_list(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_args pos = { 0 };
+	json_t *nodes = NULL;
+	int rc;
+
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "[NODERANGE]",
+			       "Lists nodes, all of them or those of a range (gpu[01-08], @group, "
+			       "-exclusions, all).", NULL);
+		goto cleanup;
+	}
+	if (pos.n > 1) {
+		rc = cli_usage_error(ctx, "unexpected argument '%s' (one NODERANGE; use commas to "
+				     "join ranges)", pos.v[1]);
+		goto cleanup;
+	}
+	rc = nodes_get(&nodes, ctx, pos.n ? pos.v[0] : NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->output == CLI_OUT_JSON) {
+		nodes_tag(nodes);
+		rc = out_json_print(nodes, stdout);
+	} else {
+		rc = nodes_table_print(nodes);
+	}
+cleanup:
+	json_decref(nodes);
+	free(pos.v);
+	return rc;
+}
+
+/* "/nodes/NAME" for a valid node name; usage error otherwise. */
+static int node_path(char *buf, size_t len, struct cli_ctx *ctx, const char *name)
+{
+	if (!kiln_node_name_valid(name))
+		return cli_usage_error(ctx, "'%s' is not a valid node name", name);
+	snprintf(buf, len, "/nodes/%s", name);
+	return 0;
+}
+
+static int node_show(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_args pos = { 0 };
+	json_t *node = NULL;
+	char path[128];
+	int rc;
+
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "NAME", "Shows one node's settings (never its password).",
+			       NULL);
+		goto cleanup;
+	}
+	rc = one_arg(ctx, &pos, "NAME");
+	if (rc == 0)
+		rc = node_path(path, sizeof(path), ctx, pos.v[0]);
+	if (rc == 0)
+		rc = cli_api(&node, NULL, ctx, "GET", path, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->output == CLI_OUT_JSON) {
+		nodes_tag(node);
+		rc = out_json_print(node, stdout);
+	} else {
+		rc = node_show_print(node);
+	}
+cleanup:
+	json_decref(node);
+	free(pos.v);
+	return rc;
+}
+
+static int node_set(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct node_parse p = { .ctx = ctx };
+	struct cli_args pos = { 0 };
+	json_t *node = NULL, *shown = NULL;
+	char path[128];
+	int rc;
+
+	p.nb.obj = json_object();
+	if (!p.nb.obj)
+		return oom();
+	rc = cli_args_parse(&pos, ctx, set_opts, argc - 1, argv + 1, node_opt, &p);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "NAME [options] [--clear FIELD]...",
+			       "Changes a node's settings; what is not given stays. --group replaces the "
+			       "group list\n(--clear group empties it). A new password comes from "
+			       "--bmc-password-file or --ask-bmc-password.", set_opts);
+		goto cleanup;
+	}
+	rc = one_arg(ctx, &pos, "NAME");
+	if (rc == 0)
+		rc = node_path(path, sizeof(path), ctx, pos.v[0]);
+	if (rc == 0)
+		rc = node_body_finish(&p.nb, pos.v[0], false);
+	if (rc == 0 && json_object_size(p.nb.obj) == 0)
+		rc = cli_usage_error(ctx, "nothing to change");
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->dry_run) {
+		shown = body_printable(p.nb.obj);
+		if (!shown) {
+			rc = oom();
+		} else if (ctx->output == CLI_OUT_JSON) {
+			json_object_set_new(shown, "node", json_string(pos.v[0]));
+			rc = out_json_print(shown, stdout);
+		} else {
+			char *text = json_dumps(shown, JSON_COMPACT | JSON_SORT_KEYS);
+
+			printf("would change %s: %s\n", pos.v[0], text ? text : "?");
+			free(text);
+		}
+		goto cleanup;
+	}
+	rc = cli_api(&node, NULL, ctx, "PATCH", path, p.nb.obj);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->output == CLI_OUT_JSON) {
+		nodes_tag(node);
+		rc = out_json_print(node, stdout);
+	} else {
+		printf("updated %s\n", pos.v[0]);
+	}
+cleanup:
+	node_body_free(&p.nb);
+	json_decref(node);
+	json_decref(shown);
+	free(pos.v);
+	return rc;
+}
+
+static int node_rm(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_args pos = { 0 };
+	json_t *targets = NULL, *res = NULL;
+	char *q = NULL, *range = NULL, question[512];
+	struct kiln_buf path;
+	size_t i;
+	json_t *n;
+	int rc;
+
+	kiln_buf_init(&path, 0);
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		printf("Removing more than %d nodes asks for confirmation unless --yes is given.\n\n",
+		       RM_CONFIRM_ABOVE);
+		cli_help_print(stdout, ctx, "NODERANGE",
+			       "Removes nodes, all or nothing: a name in the range that does not exist "
+			       "fails the whole request.", NULL);
+		goto cleanup;
+	}
+	rc = one_arg(ctx, &pos, "NODERANGE");
+	if (rc < 0)
+		goto cleanup;
+	if (!ctx->yes || ctx->dry_run) {
+		rc = nodes_get(&targets, ctx, pos.v[0]);
+		if (rc < 0)
+			goto cleanup;
+		if (json_array_size(targets) == 0) {
+			rc = kiln_fail(KILN_ENOTFOUND, "no node matches '%s'", pos.v[0]);
+			goto cleanup;
+		}
+		range = names_compress(targets, "name");
+	}
+	if (ctx->dry_run) {
+		if (ctx->output == CLI_OUT_JSON) {
+			json_t *out = json_array();
+
+			json_array_foreach(targets, i, n)
+				json_array_append_new(out, json_pack("{s:O,s:b}", "node",
+								     json_object_get(n, "name"),
+								     "deleted", 0));
+			rc = out ? out_json_print(out, stdout) : oom();
+			json_decref(out);
+		} else {
+			json_array_foreach(targets, i, n)
+				printf("would remove %s\n", json_string_value(json_object_get(n, "name")));
+		}
+		goto cleanup;
+	}
+	if (!ctx->yes && json_array_size(targets) > RM_CONFIRM_ABOVE) {
+		snprintf(question, sizeof(question), "Remove %zu nodes (%.400s)?",
+			 json_array_size(targets), range ? range : pos.v[0]);
+		rc = prompt_confirm(question);
+		if (rc == KILN_ENOTFOUND) {
+			rc = kiln_fail(KILN_ERROR, "removing %zu nodes needs --yes (no terminal to "
+				       "confirm on)", json_array_size(targets));
+			goto cleanup;
+		}
+		if (rc == 0) {
+			rc = kiln_fail(KILN_ERROR, "nothing removed");
+			goto cleanup;
+		}
+	}
+	q = cli_url_escape(pos.v[0]);
+	rc = q ? kiln_buf_printf(&path, "/nodes?range=%s", q) : oom();
+	if (rc == 0)
+		rc = cli_api(&res, NULL, ctx, "DELETE", path.data, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->output == CLI_OUT_JSON) {
+		rc = out_json_print(res, stdout);
+	} else {
+		free(range);
+		range = names_compress(res, "node");
+		printf("removed %s (%zu node%s)\n", range ? range : pos.v[0], json_array_size(res),
+		       json_array_size(res) == 1 ? "" : "s");
+	}
+cleanup:
+	json_decref(targets);
+	json_decref(res);
+	kiln_buf_free(&path);
+	free(q);
+	free(range);
+	free(pos.v);
+	return rc;
+}
+
+/* The import columns: add's long options without dashes, with '_' for '-'. */
+static const struct cli_opt *column_opt(const char *column)
+{
+	char name[64];
+
+	kiln_strlcpy(name, column, sizeof(name));
+	for (size_t i = 0; name[i]; i++)
+		name[i] = name[i] == '_' ? '-' : (char)tolower((unsigned char)name[i]);
+	for (const struct cli_opt *o = add_opts; o->name; o++)
+		if (strcmp(o->name, name) == 0 && o->id != O_ASK_BMC_PASSWORD)
+			return o;
+	return NULL;
+}
+
+/* The CSV column behind an API field, for error messages. */
+static const char *field_column(const char *field)
+{
+	static const char *const map[][2] = {
+		{ "groups", "group" },
+		{ "tls_ca_file", "tls_ca" },
+		{ "bmc_password", "bmc_password_file" },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strcmp(map[i][0], field) == 0)
+			return map[i][1];
+	return field;
+}
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
+		*--end = '\0';
+	return s;
+}
+
+/* Sets one CSV cell on a node body; a flag column takes yes/no, group takes "a;b". */
+static int cell_apply(struct node_body *nb, const struct cli_opt *opt, char *value)
+{
+	bool on;
+	int rc = 0;
+
+	if (!*value)
+		return 0;
+	if (!opt->arg) {
+		if (kiln_parse_bool(&on, value) < 0)
+			return kiln_fail(KILN_EINVAL, "'%s' is not yes or no", value);
+		return on ? node_field_set(nb, opt, value) : 0;
+	}
+	if (opt->id == O_GROUP) {
+		char *save = NULL;
+
+		for (char *g = value; g && rc == 0; g = save) {
+			save = strchr(g, ';');
+			if (save)
+				*save++ = '\0';
+			g = trim(g);
+			if (*g)
+				rc = node_field_set(nb, opt, g);
+		}
+		return rc;
+	}
+	return node_field_set(nb, opt, value);
+}
+
+/* Builds the import body from the CSV document; errors name the line and the column. */
+static int import_body(json_t *nodes, const struct csv_doc *doc, const char *file,
+		       const char *base_dir, const struct cli_opt **cols)
+{
+	const struct csv_record *hdr = &doc->records[0];
+	int rc = 0;
+
+	for (size_t r = 1; r < doc->count && rc == 0; r++) {
+		const struct csv_record *rec = &doc->records[r];
+		struct node_body nb = { .base_dir = base_dir };
+		const char *name = NULL;
+
+		if (rec->count != hdr->count)
+			return kiln_fail(KILN_EINVAL, "%s: line %zu: %zu fields, the header has %zu", file,
+					 rec->line, rec->count, hdr->count);
+		nb.obj = json_object();
+		if (!nb.obj)
+			return oom();
+		for (size_t c = 0; c < rec->count && rc == 0; c++) {
+			char *value = trim(rec->fields[c]);
+
+			if (!cols[c]) {
+				if (!kiln_node_name_valid(value))
+					rc = kiln_fail(KILN_EINVAL, "'%s' is not a valid node name", value);
+				else
+					name = value;
+			} else {
+				rc = cell_apply(&nb, cols[c], value);
+			}
+			if (rc < 0)
+				rc = kiln_fail_prefix(rc, "%s: line %zu, column %s", file, rec->line,
+						      trim(hdr->fields[c]));
+		}
+		if (rc == 0 && !json_object_get(nb.obj, "bmc") &&
+		    (json_object_get(nb.obj, "bmc_user") || nb.password_file))
+			rc = kiln_fail(KILN_EINVAL, "%s: line %zu, column bmc: BMC credentials need a bmc",
+				       file, rec->line);
+		if (rc == 0) {
+			rc = node_body_finish(&nb, name, false);
+			if (rc < 0)
+				rc = kiln_fail_prefix(rc, "%s: line %zu, column bmc_password_file", file,
+						      rec->line);
+		}
+		if (rc == 0 && (set_str(nb.obj, "name", name) < 0 ||
+				json_array_append(nodes, nb.obj) < 0))
+			rc = oom();
+		node_body_free(&nb);
+	}
+	return rc;
+}
+
+/* Maps the header to options; cols[c] is NULL for the name column. */
+static int import_columns(const struct cli_opt **cols, const struct csv_record *hdr,
+			  const char *file)
+{
+	bool have_name = false;
+
+	for (size_t c = 0; c < hdr->count; c++) {
+		char *col = trim(hdr->fields[c]);
+
+		for (size_t d = 0; d < c; d++)
+			if (strcmp(trim(hdr->fields[d]), col) == 0)
+				return kiln_fail(KILN_EINVAL, "%s: line %zu: column '%s' appears twice",
+						 file, hdr->line, col);
+		if (strcmp(col, "name") == 0) {
+			have_name = true;
+			cols[c] = NULL;
+		} else if (!(cols[c] = column_opt(col))) {
+			return kiln_fail(KILN_EINVAL, "%s: line %zu: unknown column '%s' (name, bmc, "
+					 "bmc_user, bmc_password_file, group, rack, tls_insecure, tls_ca, "
+					 "tls_fingerprint, ipmi_cipher, ipmi_privilege, ipmi_workarounds, "
+					 "sol, bmc_system)", file, hdr->line, col);
+		}
+	}
+	if (!have_name)
+		return kiln_fail(KILN_EINVAL, "%s: line %zu: no 'name' column", file, hdr->line);
+	return 0;
+}
+
+static int node_import(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct csv_doc doc = { 0 };
+	struct cli_args pos = { 0 };
+	const struct cli_opt **cols = NULL;
+	json_t *nodes = NULL, *body = NULL, *res = NULL, *err = NULL;
+	char *dir = NULL, *slash, *range = NULL;
+	int rc;
+
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "FILE.csv",
+			       "Adds the nodes of a CSV file, all or nothing. The header names the "
+			       "columns after\n'node add' options without dashes: name, bmc, bmc_user, "
+			       "bmc_password_file, group\n(several separated by ';'), rack, "
+			       "tls_insecure (yes/no), tls_ca, tls_fingerprint, ipmi_cipher,\n"
+			       "ipmi_privilege, ipmi_workarounds, sol, bmc_system. Empty cells are not "
+			       "set. Relative\nfile names are taken from the CSV file's folder.", NULL);
+		goto cleanup;
+	}
+	rc = one_arg(ctx, &pos, "FILE.csv");
+	if (rc == 0)
+		rc = csv_load_file(&doc, pos.v[0]);
+	if (rc < 0)
+		goto cleanup;
+	if (doc.count < 2) {
+		rc = kiln_fail(KILN_EINVAL, "%s: %s", pos.v[0],
+			       doc.count ? "no nodes after the header" : "empty file");
+		goto cleanup;
+	}
+	dir = strdup(pos.v[0]);
+	cols = calloc(doc.records[0].count, sizeof(*cols));
+	nodes = json_array();
+	if (!dir || !cols || !nodes) {
+		rc = oom();
+		goto cleanup;
+	}
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	rc = import_columns(cols, &doc.records[0], pos.v[0]);
+	if (rc == 0)
+		rc = import_body(nodes, &doc, pos.v[0], slash ? dir : NULL, cols);
+	if (rc < 0)
+		goto cleanup;
+	range = names_compress(nodes, "name");
+	if (ctx->dry_run) {
+		size_t i;
+		json_t *n, *out = json_array();
+
+		json_array_foreach(nodes, i, n) {
+			if (ctx->output == CLI_OUT_JSON)
+				json_array_append_new(out, body_printable(n));
+			else
+				printf("would add %s\n", json_string_value(json_object_get(n, "name")));
+		}
+		if (ctx->output == CLI_OUT_JSON)
+			rc = out ? out_json_print(out, stdout) : oom();
+		json_decref(out);
+		goto cleanup;
+	}
+	body = json_pack("{s:O}", "nodes", nodes);
+	rc = body ? cli_api(&res, &err, ctx, "POST", "/nodes/import", body) : oom();
+	if (rc < 0) {
+		json_t *idx = json_object_get(err, "index");
+		const char *field = json_string_value(json_object_get(err, "field"));
+		const char *msg = json_string_value(json_object_get(err, "error"));
+
+		if (json_is_integer(idx) && json_integer_value(idx) >= 0 &&
+		    (size_t)json_integer_value(idx) + 1 < doc.count) {
+			size_t line = doc.records[json_integer_value(idx) + 1].line;
+
+			if (field)
+				rc = kiln_fail(rc, "%s: line %zu, column %s: %s", pos.v[0], line,
+					       field_column(field), msg ? msg : "rejected");
+			else
+				rc = kiln_fail(rc, "%s: line %zu: %s", pos.v[0], line,
+					       msg ? msg : "rejected");
+		}
+		rc = kiln_fail_prefix(rc, "nothing imported");
+		goto cleanup;
+	}
+	if (ctx->output == CLI_OUT_JSON) {
+		json_t *out = answer_nodes(res);
+
+		if (out)
+			nodes_tag(out);
+		rc = out_json_print(out ? out : res, stdout);
+	} else {
+		printf("imported %s (%zu node%s)\n", range ? range : "", json_array_size(nodes),
+		       json_array_size(nodes) == 1 ? "" : "s");
+	}
+cleanup:
+	csv_doc_free(&doc);
+	json_decref(nodes);
+	json_decref(body);
+	json_decref(res);
+	json_decref(err);
+	free(cols);
+	free(dir);
+	free(range);
+	free(pos.v);
+	return rc;
+}
+
+static const struct cli_verb verbs[] = {
+	{ "add", "NODERANGE [options]", "add nodes", node_add },
+	{ "list", "[NODERANGE]", "list nodes", node_list },
+	{ "show", "NAME", "show one node", node_show },
+	{ "set", "NAME [options]", "change a node's settings", node_set },
+	{ "rm", "NODERANGE", "remove nodes", node_rm },
+	{ "import", "FILE.csv", "add the nodes of a CSV file", node_import },
+	{ 0 },
+};
+
+static int node_run(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return cli_verb_dispatch(ctx, "The node inventory: names, groups, BMC addresses and "
+				 "credentials.", verbs, argc, argv);
+}
+
+const struct cli_cmd cmd_node = { "node", "add, list, show, change and remove nodes", node_run };

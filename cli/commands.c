@@ -1,0 +1,11 @@
+/* The table of kiln's commands: a new command is one cmd_<name>.c and one line here. */
+#include <stddef.h>
+
+#include "cli.h"
+
+const struct cli_cmd *const cli_commands[] = {
+	&cmd_node,
+	&cmd_token,
+	&cmd_audit,
+	NULL,
+};

@@ -1,0 +1,51 @@
+/* The CLI's output: aligned tables for people, JSON (jansson) for scripts. */
+#ifndef KILN_CLI_OUTPUT_H
+#define KILN_CLI_OUTPUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+/* A table of text cells; column widths come from the data when printed. */
+struct out_table {
+	size_t ncols;
+	const char *const *headers; /* borrowed, ncols entries */
+	char **cells;               /* nrows * ncols copies */
+	size_t nrows;
+	size_t cap;                 /* rows allocated */
+};
+
+void out_table_init(struct out_table *t, const char *const *headers, size_t ncols);
+
+/* Appends a row of ncols cells (copied; NULL prints as "-"). 0 or KILN_ERROR (ENOMEM). */
+int out_table_add(struct out_table *t, const char *const *cells);
+
+/*
+ * Prints the header and the rows, each column as wide as its widest cell (counted in
+ * characters, not bytes), two spaces apart; control characters print as '?'.
+ */
+void out_table_print(const struct out_table *t, FILE *f);
+
+void out_table_free(struct out_table *t);
+
+/* Prints v as indented JSON and a newline. 0 or KILN_ERROR. */
+int out_json_print(const json_t *v, FILE *f);
+
+/*
+ * A JSON value as a table cell into buf: strings as they are, numbers, true/false as
+ * yes/no, null or missing as NULL (printed "-"), arrays of strings joined with ','.
+ * Returns buf or NULL.
+ */
+const char *out_cell(char *buf, size_t len, const json_t *v);
+
+/* A Unix time as local "YYYY-MM-DD HH:MM:SS" into buf; "-" for 0 or null. Returns buf. */
+const char *out_time(char *buf, size_t len, const json_t *v);
+
+/*
+ * For commands over a noderange: looks at an array of per-node results and returns 0 when
+ * none has "error", CLI_EPARTIAL when some have, KILN_ERROR (message set) when all have.
+ */
+int out_results_status(const json_t *results);
+
+#endif
