@@ -1,0 +1,267 @@
+/* Tests for the schema migrations: fresh apply, reopen, newer database, failed migration. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "kiln/error.h"
+#include "store/migrate.h"
+#include "store/migrations.h"
+#include "store/store.h"
+
+struct tmp {
+	char dir[64];
+	char db[128];
+};
+
+static void rm_db(const struct tmp *t)
+{
+	char p[160];
+
+	unlink(t->db);
+	snprintf(p, sizeof(p), "%s-wal", t->db);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", t->db);
+	unlink(p);
+}
+
+static int tmp_setup(void **state)
+{
+	struct tmp *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	snprintf(t->dir, sizeof(t->dir), "/tmp/kiln-migr-XXXXXX");
+	assert_non_null(mkdtemp(t->dir));
+	snprintf(t->db, sizeof(t->db), "%s/kiln.db", t->dir);
+	*state = t;
+	return 0;
+}
+
+static int tmp_teardown(void **state)
+{
+	struct tmp *t = *state;
+
+	rm_db(t);
+	assert_int_equal(rmdir(t->dir), 0);
+	free(t);
+	return 0;
+}
+
+/* One integer from a query on a raw connection (the test inspects what the store wrote). */
+static int64_t query_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t v;
+
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static void exec_ok(sqlite3 *db, const char *sql)
+{
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+}
+
+static int table_exists(sqlite3 *db, const char *name)
+{
+	char sql[160];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+		 " AND name = '%s'", name);
+	return (int)query_int(db, sql);
+}
+
+static void test_fresh_and_reopen(void **state)
+{
+	struct tmp *t = *state;
+	struct store *st = NULL;
+	sqlite3 *db = NULL;
+	int v = -1;
+	int64_t applied;
+
+	assert_true(kiln_migrations_count >= 1);
+	assert_int_equal(store_open(&st, t->db), 0);
+	assert_int_equal(store_schema_version(st, &v), 0);
+	assert_int_equal(v, kiln_migrations[kiln_migrations_count - 1].number);
+	store_close(st);
+	st = NULL;
+
+	assert_int_equal(sqlite3_open(t->db, &db), SQLITE_OK);
+	assert_int_equal(query_int(db, "SELECT count(*) FROM schema_version"), kiln_migrations_count);
+	for (unsigned i = 0; i < kiln_migrations_count; i++) {
+		char sql[160];
+
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM schema_version WHERE version = %d"
+			 " AND name = '%s'", kiln_migrations[i].number, kiln_migrations[i].name);
+		assert_int_equal(query_int(db, sql), 1);
+	}
+	assert_int_equal(table_exists(db, "nodes"), 1);
+	assert_int_equal(table_exists(db, "events"), 1);
+	exec_ok(db, "UPDATE schema_version SET applied_at = 42");
+	sqlite3_close(db);
+	db = NULL;
+
+	/* Reopening applies nothing again. */
+	assert_int_equal(store_open(&st, t->db), 0);
+	store_close(st);
+	assert_int_equal(sqlite3_open(t->db, &db), SQLITE_OK);
+	assert_int_equal(query_int(db, "SELECT count(*) FROM schema_version"), kiln_migrations_count);
+	applied = query_int(db, "SELECT min(applied_at) FROM schema_version");
+	assert_int_equal(applied, 42);
+	sqlite3_close(db);
+}
+
+static void test_database_mode(void **state)
+{
+	struct tmp *t = *state;
+	struct store *st = NULL;
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+
+	assert_int_equal(store_open(&st, t->db), 0);
+	store_close(st);
+	assert_int_equal(sqlite3_open(t->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+}
+
+static void test_newer_refused(void **state)
+{
+	struct tmp *t = *state;
+	struct store *st = NULL;
+	sqlite3 *db = NULL;
+	char known[16];
+
+	assert_int_equal(store_open(&st, t->db), 0);
+	store_close(st);
+	st = NULL;
+	assert_int_equal(sqlite3_open(t->db, &db), SQLITE_OK);
+	exec_ok(db, "INSERT INTO schema_version VALUES (999, '999_future', 0)");
+	sqlite3_close(db);
+
+	assert_int_equal(store_open(&st, t->db), KILN_ENEWER);
+	assert_null(st);
+	snprintf(known, sizeof(known), "(%d)", kiln_migrations[kiln_migrations_count - 1].number);
+	assert_non_null(strstr(kiln_error_last(), "999"));
+	assert_non_null(strstr(kiln_error_last(), known));
+	assert_non_null(strstr(kiln_error_last(), "newer"));
+
+	/* Refusing changed nothing. */
+	assert_int_equal(sqlite3_open(t->db, &db), SQLITE_OK);
+	assert_int_equal(query_int(db, "SELECT max(version) FROM schema_version"), 999);
+	sqlite3_close(db);
+}
+
+static void test_failing_migration_rolls_back(void **state)
+{
+	struct tmp *t = *state;
+	const struct kiln_migration bad[] = {
+		{ 1, "001_a", "CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (1);" },
+		{ 2, "002_b", "CREATE TABLE b (x INTEGER);\n-- comment\nINSERT INTO nosuch VALUES (1);" },
+	};
+	const struct kiln_migration good[] = {
+		{ 1, "001_a", "CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (1);" },
+		{ 2, "002_b", "CREATE TABLE b (x INTEGER);\n-- trailing comment only\n" },
+	};
+	sqlite3 *db = NULL;
+	int v = -1;
+
+	assert_int_equal(sqlite3_open(t->db, &db), SQLITE_OK);
+	assert_int_equal(migrate_apply(db, bad, 2), KILN_ERROR);
+	assert_non_null(strstr(kiln_error_last(), "002_b"));
+	assert_non_null(strstr(kiln_error_last(), "nosuch"));
+	/* Neither the good first migration nor half of the second remains. */
+	assert_int_equal(table_exists(db, "a"), 0);
+	assert_int_equal(table_exists(db, "b"), 0);
+	assert_int_equal(migrate_version(db, &v), 0);
+	assert_int_equal(v, 0);
+	assert_true(sqlite3_get_autocommit(db));
+
+	/* Step by step: 1 alone, then the fixed list adds only 2. */
+	assert_int_equal(migrate_apply(db, good, 1), 0);
+	assert_int_equal(migrate_version(db, &v), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(migrate_apply(db, good, 2), 0);
+	assert_int_equal(migrate_version(db, &v), 0);
+	assert_int_equal(v, 2);
+	assert_int_equal(query_int(db, "SELECT count(*) FROM a"), 1);
+	assert_int_equal(table_exists(db, "b"), 1);
+
+	/* A failure after a success keeps the earlier migrations. */
+	assert_int_equal(migrate_apply(db, (const struct kiln_migration[]){
+		good[0], good[1], { 3, "003_c", "CREATE TABLE c (x); SELEC 1;" } }, 3), KILN_ERROR);
+	assert_non_null(strstr(kiln_error_last(), "003_c"));
+	assert_int_equal(migrate_version(db, &v), 0);
+	assert_int_equal(v, 2);
+	assert_int_equal(table_exists(db, "c"), 0);
+
+	/* This list knows only 1: the database at 2 is newer. */
+	assert_int_equal(migrate_apply(db, good, 1), KILN_ENEWER);
+	assert_non_null(strstr(kiln_error_last(), "2"));
+	sqlite3_close(db);
+}
+
+static void test_bad_lists(void **state)
+{
+	struct tmp *t = *state;
+	const struct kiln_migration unordered[] = {
+		{ 2, "002_b", "CREATE TABLE b (x);" },
+		{ 1, "001_a", "CREATE TABLE a (x);" },
+	};
+	sqlite3 *db = NULL;
+
+	assert_int_equal(sqlite3_open(t->db, &db), SQLITE_OK);
+	assert_int_equal(migrate_apply(db, unordered, 2), KILN_ERROR);
+	assert_non_null(strstr(kiln_error_last(), "out of order"));
+	assert_int_equal(table_exists(db, "b"), 0);
+
+	/* Not inside someone else's transaction. */
+	exec_ok(db, "BEGIN");
+	assert_int_equal(migrate_apply(db, unordered + 1, 1), KILN_ERROR);
+	exec_ok(db, "ROLLBACK");
+	assert_int_equal(table_exists(db, "a"), 0);
+	sqlite3_close(db);
+}
+
+static void test_embedded_list_in_order(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < kiln_migrations_count; i++) {
+		char prefix[8];
+
+		snprintf(prefix, sizeof(prefix), "%03d_", kiln_migrations[i].number);
+		assert_int_equal(strncmp(kiln_migrations[i].name, prefix, 4), 0);
+		if (i > 0)
+			assert_true(kiln_migrations[i].number > kiln_migrations[i - 1].number);
+	}
+	assert_int_equal(kiln_migrations[0].number, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fresh_and_reopen, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_database_mode, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_newer_refused, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_failing_migration_rolls_back, tmp_setup,
+						tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_bad_lists, tmp_setup, tmp_teardown),
+		cmocka_unit_test(test_embedded_list_in_order),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
