@@ -8,6 +8,14 @@
 #include "kiln/error.h"
 #include "kiln/parse.h"
 
+/* A number starts with a digit, or a sign and then a digit. */
+static int number_start(const char *s)
+{
+	if (*s == '-' || *s == '+')
+		s++;
+	return *s >= '0' && *s <= '9';
+}
+
 int kiln_parse_int64(int64_t *out, const char *s, int64_t min, int64_t max)
 {
 	char *end = NULL;
@@ -15,9 +23,12 @@ int kiln_parse_int64(int64_t *out, const char *s, int64_t min, int64_t max)
 
 	if (!s || !*s)
 		return kiln_fail(KILN_EINVAL, "empty number");
+	/* strtoll would skip any leading white space: accept only a sign or a digit first */
+	if (!number_start(s))
+		return kiln_fail(KILN_EINVAL, "'%s' is not a whole number", s);
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (errno == ERANGE || *end != '\0' || end == s || s[0] == ' ')
+	if (errno == ERANGE || *end != '\0' || end == s)
 		return kiln_fail(KILN_EINVAL, "'%s' is not a whole number", s);
 	if (v < min || v > max)
 		return kiln_fail(KILN_EINVAL, "%lld is out of range [%lld, %lld]", v, (long long)min,
@@ -44,6 +55,8 @@ int kiln_parse_double(double *out, const char *s, double min, double max)
 
 	if (!s || !*s)
 		return kiln_fail(KILN_EINVAL, "empty number");
+	if (!number_start(s) && s[0] != '.')
+		return kiln_fail(KILN_EINVAL, "'%s' is not a number", s);
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno == ERANGE || *end != '\0' || end == s || !isfinite(v))
