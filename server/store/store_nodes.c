@@ -463,6 +463,26 @@ cleanup:
 	return 0;
 }
 
+static int nodelist_push(struct kiln_nodelist *l, const char *name)
+{
+	char *copy;
+
+	if (l->count == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 64;
+		char **p = realloc(l->names, ncap * sizeof(*p));
+
+		if (!p)
+			return kiln_fail(KILN_ERROR, "store: out of memory");
+		l->names = p;
+		l->cap = ncap;
+	}
+	copy = strdup(name);
+	if (!copy)
+		return kiln_fail(KILN_ERROR, "store: out of memory");
+	l->names[l->count++] = copy;
+	return 0;
+}
+
 /* Appends column 0 of every row to out (*out_rows: rows read); on failure out keeps what it
  * had. */
 static int names_append(struct store *st, sqlite3_stmt *s, struct kiln_nodelist *out,
@@ -472,11 +492,17 @@ static int names_append(struct store *st, sqlite3_stmt *s, struct kiln_nodelist 
 	int rc, ret = 0;
 
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(s, 0);
+
 		rows++;
-		if (kiln_nodelist_add(out, (const char *)sqlite3_column_text(s, 0)) < 0) {
+		/* The rows are distinct: into an empty list they go without the linear
+		 * duplicate check, which would make "all" quadratic in the fleet size. */
+		if (before == 0)
+			ret = nodelist_push(out, name);
+		else if (kiln_nodelist_add(out, name) < 0)
 			ret = kiln_fail(KILN_ERROR, "store: out of memory");
+		if (ret < 0)
 			goto cleanup;
-		}
 	}
 	if (rc != SQLITE_DONE)
 		ret = store_fail(st, rc, "listing node names");
