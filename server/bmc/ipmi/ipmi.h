@@ -1,0 +1,59 @@
+/* The IPMI driver: BMC operations over IPMI 2.0 (libfreeipmi), run in a helper process. */
+#ifndef KILN_BMC_IPMI_H
+#define KILN_BMC_IPMI_H
+
+#include "bmc/bmc.h"
+
+/*
+ * libfreeipmi waits with select(), which breaks once a descriptor number reaches 1024, and
+ * kilnd holds thousands of sockets. Every IPMI call therefore runs in a helper process forked
+ * by ipmi_helper_start() while kilnd is still small, and reached over a socketpair. The
+ * helper runs a bounded pool of worker threads, one operation at a time per BMC. If the
+ * helper dies, the requests in flight fail with "ipmi helper died" and a fresh helper is
+ * started for the next ones.
+ */
+struct ipmi_helper_config {
+	const char *state_dir; /* SDR caches go under STATE/ipmi/sdr/ */
+	int workers;           /* worker threads in the helper; 0: 64 */
+};
+
+/*
+ * Forks the helper. Call from main before opening anything else (database, sockets, log
+ * files) and before starting any thread, but after daemonising: the helper inherits the
+ * descriptors open at this point. Starts one thread (the reply reader). Not thread-safe;
+ * call once.
+ */
+int ipmi_helper_start(const struct ipmi_helper_config *cfg);
+
+/* Fails what is in flight ("ipmi helper stopped"), stops the helper and waits for it.
+ * Safe to call when the helper was never started. */
+void ipmi_helper_stop(void);
+
+/* Timeouts for one operation (from struct bmc_engine_config). 0 takes the default. */
+struct ipmi_limits {
+	long request_timeout_ms; /* IPMI session timeout for each command; default 5000 */
+	long action_timeout_ms;  /* how long a power action's read-back may take; default 60000 */
+};
+
+/*
+ * Runs op on target in the helper. done is called exactly once, from the helper reply
+ * thread (or from this call, before it returns, when the request cannot be sent); the
+ * result's data is owned by the result and freed after done returns. Returns 0, or
+ * KILN_EINVAL for an operation IPMI cannot do (virtual media) or a bad target (then done
+ * is not called). Operations on one BMC (host and port) run one at a time, in order.
+ * target and op are copied.
+ *
+ * SEL: op->sel_since > 0 returns the entries whose timestamp is >= sel_since plus, for a
+ * node read before in this process, only the records added since that read (by record id),
+ * so that an entry appears once even when the BMC's clock is unset.
+ */
+int ipmi_submit(const struct bmc_target *target, const struct bmc_op *op,
+		const struct ipmi_limits *limits, bmc_done_fn done, void *ud);
+
+/* 1 while a helper process is running, 0 otherwise (for health output and tests). */
+int ipmi_helper_running(void);
+
+/* The helper's process id, 0 while none (tests kill it to check the restart). */
+int ipmi_helper_pid(void);
+
+#endif

@@ -1,0 +1,384 @@
+/* IPMI 2.0 operations with libfreeipmi: power with read-back, boot device, inventory. */
+#include "bmc/ipmi/ipmi_ops.h"
+
+#include <string.h>
+#include <time.h>
+
+#include <freeipmi/freeipmi.h>
+
+#include "kiln/error.h"
+
+/* Poll interval while a power action's outcome is read back. */
+#define POLL_MS 100
+/* How long a cycle's off phase is watched for before the BMC's acknowledgement is taken. */
+#define CYCLE_OFF_WATCH_MS 5000
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* Maps a libfreeipmi error number onto a kiln code. */
+static int code_of(int errnum)
+{
+	switch (errnum) {
+	case IPMI_ERR_USERNAME_INVALID:
+	case IPMI_ERR_PASSWORD_INVALID:
+	case IPMI_ERR_K_G_INVALID:
+		return KILN_EAUTH;
+	case IPMI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
+	case IPMI_ERR_PRIVILEGE_LEVEL_CANNOT_BE_OBTAINED:
+		return KILN_EPERM;
+	case IPMI_ERR_CONNECTION_TIMEOUT:
+	case IPMI_ERR_SESSION_TIMEOUT:
+	case IPMI_ERR_MESSAGE_TIMEOUT:
+	case IPMI_ERR_PASSWORD_VERIFICATION_TIMEOUT:
+		return KILN_ETIMEOUT;
+	case IPMI_ERR_BMC_BUSY:
+		return KILN_EBUSY;
+	case IPMI_ERR_BAD_COMPLETION_CODE:
+	case IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE:
+	case IPMI_ERR_IPMI_2_0_UNAVAILABLE:
+	case IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE:
+	case IPMI_ERR_AUTHENTICATION_TYPE_UNAVAILABLE:
+		return KILN_EPROTO;
+	default:
+		return KILN_ERROR;
+	}
+}
+
+/* Fails with the context's error, and the completion code's text when that is the cause. */
+static int cmd_fail(ipmi_ctx_t ctx, fiid_obj_t rs, uint8_t netfn, const char *what)
+{
+	int errnum = ipmi_ctx_errnum(ctx);
+	char ccmsg[128];
+
+	if (errnum == IPMI_ERR_BAD_COMPLETION_CODE && rs &&
+	    ipmi_completion_code_strerror_cmd_r(rs, netfn, ccmsg, sizeof(ccmsg)) == 0)
+		return kiln_fail(code_of(errnum), "%s: %s", what, ccmsg);
+	return kiln_fail(code_of(errnum), "%s: %s", what, ipmi_ctx_errormsg(ctx));
+}
+
+/* The completion code in an answer, or -1 when no answer came. */
+static int completion_code(fiid_obj_t rs)
+{
+	uint64_t cc = 0;
+
+	if (!rs || fiid_obj_get(rs, "comp_code", &cc) <= 0)
+		return -1;
+	return (int)cc;
+}
+
+static int session_open(ipmi_ctx_t *out, const struct ipmi_job *job)
+{
+	static const uint8_t levels[] = {IPMI_PRIVILEGE_LEVEL_USER, IPMI_PRIVILEGE_LEVEL_OPERATOR,
+					 IPMI_PRIVILEGE_LEVEL_ADMIN};
+	unsigned int session_ms = (unsigned int)job->timeout_ms;
+	unsigned int retransmit_ms = session_ms / 8;
+	ipmi_ctx_t ctx = ipmi_ctx_create();
+
+	if (!ctx)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	if (retransmit_ms < 100)
+		retransmit_ms = 100;
+	if (retransmit_ms > 1000)
+		retransmit_ms = 1000;
+	if (retransmit_ms >= session_ms)
+		retransmit_ms = session_ms / 2;
+	if (ipmi_ctx_open_outofband_2_0(ctx, job->host, job->user, job->password, NULL, 0,
+					levels[job->privilege], (uint8_t)job->cipher, session_ms,
+					retransmit_ms, job->wa_session, IPMI_FLAGS_DEFAULT) < 0) {
+		int rc = kiln_fail(code_of(ipmi_ctx_errnum(ctx)), "open session: %s",
+				   ipmi_ctx_errormsg(ctx));
+
+		ipmi_ctx_destroy(ctx);
+		return rc;
+	}
+	*out = ctx;
+	return 0;
+}
+
+static void session_close(ipmi_ctx_t ctx)
+{
+	if (!ctx)
+		return;
+	ipmi_ctx_close(ctx);
+	ipmi_ctx_destroy(ctx);
+}
+
+/* Reads the power state: 1 on, 0 off, or a negative code. */
+static int power_read(ipmi_ctx_t ctx)
+{
+	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_chassis_status_rs);
+	uint64_t on = 0;
+	int rc;
+
+	if (!rs)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	if (ipmi_cmd_get_chassis_status(ctx, rs) < 0)
+		rc = cmd_fail(ctx, rs, IPMI_NET_FN_CHASSIS_RQ, "get chassis status");
+	else if (fiid_obj_get(rs, "current_power_state.power_is_on", &on) < 0)
+		rc = kiln_fail(KILN_EPROTO, "get chassis status: no power state in the answer");
+	else
+		rc = on ? 1 : 0;
+	fiid_obj_destroy(rs);
+	return rc;
+}
+
+static int chassis_control(ipmi_ctx_t ctx, uint8_t control, const char *what)
+{
+	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_chassis_control_rs);
+	int rc = 0;
+
+	if (!rs)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	if (ipmi_cmd_chassis_control(ctx, control, rs) < 0)
+		rc = cmd_fail(ctx, rs, IPMI_NET_FN_CHASSIS_RQ, what);
+	fiid_obj_destroy(rs);
+	return rc;
+}
+
+/* Polls until the power state is want (1/0) or deadline passes: 1 reached, 0 not, <0 error. */
+static int power_wait(ipmi_ctx_t ctx, int want, long deadline)
+{
+	for (;;) {
+		int p = power_read(ctx);
+
+		if (p < 0)
+			return p;
+		if (p == want)
+			return 1;
+		if (now_ms() >= deadline)
+			return 0;
+		sleep_ms(POLL_MS);
+	}
+}
+
+static json_t *power_data(int on, const char *action, const char *result)
+{
+	json_t *data = json_object();
+
+	json_object_set_new(data, "power", json_string(on ? "on" : "off"));
+	if (action) {
+		json_object_set_new(data, "action", json_string(action));
+		json_object_set_new(data, "result", json_string(result));
+	}
+	return data;
+}
+
+static int do_power_get(json_t **out, ipmi_ctx_t ctx)
+{
+	int p = power_read(ctx);
+
+	if (p < 0)
+		return p;
+	*out = power_data(p, NULL, NULL);
+	return 0;
+}
+
+static int do_power_action(json_t **out, ipmi_ctx_t ctx, const struct ipmi_job *job)
+{
+	const char *action = job->action;
+	long deadline;
+	int before, p, rc;
+
+	before = power_read(ctx);
+	if (before < 0)
+		return before;
+	if (!before && (strcmp(action, "cycle") == 0 || strcmp(action, "reset") == 0)) {
+		if (!job->on_if_off)
+			return kiln_fail(KILN_EINVAL, "power %s: the node is off, nothing sent "
+				"(on-if-off powers it on)", action);
+		action = "on";
+	}
+	deadline = now_ms() + job->action_timeout_ms;
+
+	if (strcmp(action, "on") == 0 || strcmp(action, "off") == 0 || strcmp(action, "soft") == 0) {
+		int want = strcmp(action, "on") == 0;
+		uint8_t control = want ? IPMI_CHASSIS_CONTROL_POWER_UP
+			: strcmp(action, "off") == 0 ? IPMI_CHASSIS_CONTROL_POWER_DOWN
+						     : IPMI_CHASSIS_CONTROL_INITIATE_SOFT_SHUTDOWN;
+
+		rc = chassis_control(ctx, control, "chassis control");
+		if (rc < 0)
+			return rc;
+		p = power_wait(ctx, want, deadline);
+		if (p < 0)
+			return p;
+		if (!p)
+			return kiln_fail(KILN_ETIMEOUT, "power %s: still %s after %ld ms", job->action,
+					 want ? "off" : "on", job->action_timeout_ms);
+		*out = power_data(want, job->action, "confirmed");
+		return 0;
+	}
+	if (strcmp(action, "reset") == 0) {
+		/* A hard reset leaves the power on: the BMC's completion code is the evidence. */
+		rc = chassis_control(ctx, IPMI_CHASSIS_CONTROL_HARD_RESET, "chassis control (reset)");
+		if (rc < 0)
+			return rc;
+		p = power_read(ctx);
+		if (p < 0)
+			return p;
+		*out = power_data(p, job->action, "acknowledged");
+		json_object_set_new(*out, "completion_code", json_integer(0));
+		return 0;
+	}
+	/* cycle: off must be seen, then on again; a BMC too fast to watch is taken at its word */
+	rc = chassis_control(ctx, IPMI_CHASSIS_CONTROL_POWER_CYCLE, "chassis control (cycle)");
+	if (rc < 0)
+		return rc;
+	{
+		long off_deadline = now_ms() + CYCLE_OFF_WATCH_MS;
+
+		if (off_deadline > deadline)
+			off_deadline = deadline;
+		p = power_wait(ctx, 0, off_deadline);
+		if (p < 0)
+			return p;
+		if (!p) {
+			*out = power_data(1, job->action, "acknowledged");
+			return 0;
+		}
+		p = power_wait(ctx, 1, deadline);
+		if (p < 0)
+			return p;
+		if (!p)
+			return kiln_fail(KILN_ETIMEOUT, "power cycle: went off but not back on within %ld ms",
+					 job->action_timeout_ms);
+		*out = power_data(1, job->action, "confirmed");
+	}
+	return 0;
+}
+
+static int do_boot_set(json_t **out, ipmi_ctx_t ctx, const struct ipmi_job *job)
+{
+	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_set_system_boot_options_rs);
+	uint8_t device;
+	int rc = 0;
+
+	if (!rs)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	if (strcmp(job->boot, "pxe") == 0)
+		device = IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_DEVICE_FORCE_PXE;
+	else if (strcmp(job->boot, "cd") == 0)
+		device = IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_DEVICE_FORCE_CD_DVD;
+	else if (strcmp(job->boot, "disk") == 0)
+		device = IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_DEVICE_FORCE_HARD_DRIVE;
+	else
+		device = IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_DEVICE_FORCE_BIOS_SETUP;
+
+	/*
+	 * Set-in-progress is optional in the spec and many BMCs refuse it (0xCC, 0xC1): any
+	 * answer from the BMC lets us go on; only a lost session is fatal.
+	 */
+	fiid_obj_clear(rs);
+	if (ipmi_cmd_set_system_boot_options_set_in_progress(
+		    ctx, IPMI_SYSTEM_BOOT_OPTIONS_PARAMETER_VALID_UNLOCKED,
+		    IPMI_SYSTEM_BOOT_OPTION_SET_IN_PROGRESS, rs) < 0 &&
+	    completion_code(rs) <= 0) {
+		rc = cmd_fail(ctx, rs, IPMI_NET_FN_CHASSIS_RQ, "set boot options (set in progress)");
+		goto cleanup;
+	}
+	fiid_obj_clear(rs);
+	if (ipmi_cmd_set_system_boot_options_boot_flags(
+		    ctx, IPMI_SYSTEM_BOOT_OPTIONS_PARAMETER_VALID_UNLOCKED,
+		    IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_TYPE_PC_COMPATIBLE,
+		    job->persistent ? IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID_PERSISTENTLY
+				    : IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID_FOR_NEXT_BOOT,
+		    IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID, 0, 0, device, 0, 0,
+		    IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_CONSOLE_REDIRECTION_DEFAULT, 0, 0, 0,
+		    IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_FIRMWARE_BIOS_VERBOSITY_DEFAULT, 0,
+		    IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAGS_SET_MUX_TO_RECOMENDED_AT_END_OF_POST, 0, 0,
+		    rs) < 0) {
+		rc = cmd_fail(ctx, rs, IPMI_NET_FN_CHASSIS_RQ, "set boot flags");
+		goto cleanup;
+	}
+	(void)ipmi_cmd_set_system_boot_options_set_in_progress(
+		ctx, IPMI_SYSTEM_BOOT_OPTIONS_PARAMETER_VALID_UNLOCKED,
+		IPMI_SYSTEM_BOOT_OPTION_SET_COMPLETE, rs);
+	*out = json_pack("{s:s, s:b}", "boot", job->boot, "persistent", job->persistent);
+cleanup:
+	fiid_obj_destroy(rs);
+	return rc;
+}
+
+static int do_inventory(json_t **out, ipmi_ctx_t ctx)
+{
+	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_device_id_rs);
+	uint64_t mfr = 0, product = 0, major = 0, minor = 0, vmaj = 0, vmin = 0;
+	char fw[32], ver[16], mfrname[128];
+	json_t *data;
+	int rc = 0;
+
+	if (!rs)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	if (ipmi_cmd_get_device_id(ctx, rs) < 0) {
+		rc = cmd_fail(ctx, rs, IPMI_NET_FN_APP_RQ, "get device id");
+		goto cleanup;
+	}
+	if (fiid_obj_get(rs, "manufacturer_id.id", &mfr) < 0 ||
+	    fiid_obj_get(rs, "product_id", &product) < 0 ||
+	    fiid_obj_get(rs, "firmware_revision1.major_revision", &major) < 0 ||
+	    fiid_obj_get(rs, "firmware_revision2.minor_revision", &minor) < 0 ||
+	    fiid_obj_get(rs, "ipmi_version_major", &vmaj) < 0 ||
+	    fiid_obj_get(rs, "ipmi_version_minor", &vmin) < 0) {
+		rc = kiln_fail(KILN_EPROTO, "get device id: short answer");
+		goto cleanup;
+	}
+	/* the minor firmware revision is BCD */
+	snprintf(fw, sizeof(fw), "%u.%02x", (unsigned)major, (unsigned)minor);
+	snprintf(ver, sizeof(ver), "%u.%u", (unsigned)vmaj, (unsigned)vmin);
+	if (ipmi_iana_enterprise_numbers_string((uint32_t)mfr, mfrname, sizeof(mfrname)) <= 0)
+		snprintf(mfrname, sizeof(mfrname), "IANA %u", (unsigned)mfr);
+	data = json_object();
+	json_object_set_new(data, "manufacturer", json_string(mfrname));
+	json_object_set_new(data, "model", json_null());
+	json_object_set_new(data, "serial", json_null());
+	json_object_set_new(data, "bios_version", json_null());
+	json_object_set_new(data, "bmc_firmware", json_string(fw));
+	json_object_set_new(data, "ipmi_version", json_string(ver));
+	json_object_set_new(data, "manufacturer_id", json_integer((json_int_t)mfr));
+	json_object_set_new(data, "product_id", json_integer((json_int_t)product));
+	*out = data;
+cleanup:
+	fiid_obj_destroy(rs);
+	return rc;
+}
+
+int ipmi_job_run(json_t **out, const struct ipmi_job *job)
+{
+	ipmi_ctx_t ctx = NULL;
+	int rc;
+
+	if (strcmp(job->op, "sensors") == 0)
+		return ipmi_monitor_sensors(out, job);
+	if (strcmp(job->op, "sel") == 0)
+		return ipmi_monitor_sel(out, job);
+
+	rc = session_open(&ctx, job);
+	if (rc < 0)
+		return rc;
+	if (strcmp(job->op, "power_get") == 0)
+		rc = do_power_get(out, ctx);
+	else if (strcmp(job->op, "power_action") == 0)
+		rc = do_power_action(out, ctx, job);
+	else if (strcmp(job->op, "boot_set") == 0)
+		rc = do_boot_set(out, ctx, job);
+	else if (strcmp(job->op, "inventory") == 0)
+		rc = do_inventory(out, ctx);
+	else
+		rc = kiln_fail(KILN_EINVAL, "unknown operation '%.32s'", job->op);
+	session_close(ctx);
+	return rc;
+}

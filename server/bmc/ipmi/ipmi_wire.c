@@ -1,0 +1,107 @@
+/* Messages between kilnd and the IPMI helper: a 4-byte big-endian length, then JSON. */
+#include "bmc/ipmi/ipmi_wire.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kiln/error.h"
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return kiln_fail(KILN_ERROR, "ipmi wire: send: %s", strerror(errno));
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Reads exactly n bytes: 0, 1 on end of stream before the first byte, <0 otherwise. */
+static int read_all(int fd, unsigned char *p, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, p + got, n - got);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return kiln_fail(KILN_ERROR, "ipmi wire: read: %s", strerror(errno));
+		}
+		if (r == 0)
+			return got == 0 ? 1 : kiln_fail(KILN_EPROTO, "ipmi wire: stream ended mid-frame");
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+int ipmi_wire_send(int fd, const json_t *msg)
+{
+	char *text = json_dumps(msg, JSON_COMPACT);
+	unsigned char head[4];
+	size_t len;
+	int rc;
+
+	if (!text)
+		return kiln_fail(KILN_ERROR, "ipmi wire: cannot encode message");
+	len = strlen(text);
+	if (len > IPMI_WIRE_MAX) {
+		free(text);
+		return kiln_fail(KILN_ETOOBIG, "ipmi wire: message of %zu bytes over the cap", len);
+	}
+	head[0] = (unsigned char)(len >> 24);
+	head[1] = (unsigned char)(len >> 16);
+	head[2] = (unsigned char)(len >> 8);
+	head[3] = (unsigned char)len;
+	rc = write_all(fd, head, sizeof(head));
+	if (rc == 0)
+		rc = write_all(fd, (const unsigned char *)text, len);
+	free(text);
+	return rc;
+}
+
+int ipmi_wire_recv(int fd, json_t **out)
+{
+	unsigned char head[4];
+	unsigned char *body = NULL;
+	json_error_t jerr;
+	json_t *msg;
+	uint32_t len;
+	int rc;
+
+	rc = read_all(fd, head, sizeof(head));
+	if (rc != 0)
+		return rc;
+	len = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
+	if (len > IPMI_WIRE_MAX)
+		return kiln_fail(KILN_ETOOBIG, "ipmi wire: frame of %u bytes over the cap", len);
+	body = malloc(len ? len : 1);
+	if (!body)
+		return kiln_fail(KILN_ERROR, "ipmi wire: out of memory");
+	rc = read_all(fd, body, len);
+	if (rc == 1)
+		rc = kiln_fail(KILN_EPROTO, "ipmi wire: stream ended mid-frame");
+	if (rc < 0)
+		goto cleanup;
+	msg = json_loadb((const char *)body, len, 0, &jerr);
+	if (!msg || !json_is_object(msg)) {
+		json_decref(msg);
+		rc = kiln_fail(KILN_EPROTO, "ipmi wire: bad message: %s", jerr.text);
+		goto cleanup;
+	}
+	*out = msg;
+cleanup:
+	free(body);
+	return rc;
+}

@@ -1,0 +1,23 @@
+/* Messages between kilnd and the IPMI helper: a 4-byte big-endian length, then JSON. */
+#ifndef KILN_BMC_IPMI_WIRE_H
+#define KILN_BMC_IPMI_WIRE_H
+
+#include <jansson.h>
+
+/* Hard cap on one message (a full SEL of thousands of entries fits). */
+#define IPMI_WIRE_MAX (8u * 1024u * 1024u)
+
+/*
+ * Writes msg as one frame. Blocks until written; the caller serialises writers.
+ * KILN_ERROR with errno's text when the peer is gone.
+ */
+int ipmi_wire_send(int fd, const json_t *msg);
+
+/*
+ * Reads one frame (blocking) into *out (a JSON object the caller decrefs).
+ * Returns 0, 1 on a clean end of stream before a frame, KILN_ETOOBIG over the cap,
+ * KILN_EPROTO for a short frame or bad JSON, KILN_ERROR for a read error.
+ */
+int ipmi_wire_recv(int fd, json_t **out);
+
+#endif

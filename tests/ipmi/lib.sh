@@ -1,0 +1,133 @@
+# Shared helpers for the ipmi tests: start N OpenIPMI ipmi_sim BMCs on 127.0.0.1 UDP ports,
+# each with a fresh state dir, and stop them (by pid) when the test exits.
+# Source it, then: ipmisim_require; ipmisim_start N; use IPMISIM_PORTS[i], IPMISIM_DIRS[i].
+
+IPMISIM_KIT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+IPMISIM_USER=admin
+IPMISIM_PASSWORD=kiln-sim-pass
+IPMISIM_PIDS=()
+IPMISIM_PORTS=()
+IPMISIM_DIRS=()
+IPMISIM_WORK=
+
+# Skips the test (exit 77) when the tools are missing.
+ipmisim_require() {
+	local tool
+	for tool in ipmi_sim sdrcomp ipmitool ss; do
+		if ! command -v "$tool" > /dev/null 2>&1; then
+			echo "SKIP: $tool not installed (deploy/packages.sh lists openipmi, ipmitool)"
+			exit 77
+		fi
+	done
+	if [ ! -x "${KILN_BIN:-}/kiln-ipmidrive" ]; then
+		echo "SKIP: ${KILN_BIN:-KILN_BIN}/kiln-ipmidrive not built"
+		exit 77
+	fi
+}
+
+ipmisim_cleanup() {
+	local pid
+	for pid in "${IPMISIM_PIDS[@]}"; do
+		kill "$pid" 2> /dev/null
+	done
+	for pid in "${IPMISIM_PIDS[@]}"; do
+		wait "$pid" 2> /dev/null
+	done
+	IPMISIM_PIDS=()
+	if [ -n "$IPMISIM_WORK" ] && [ -z "${KILN_KEEP:-}" ]; then
+		rm -rf "$IPMISIM_WORK"
+	fi
+}
+
+# Is UDP port $1 on 127.0.0.1 free?
+ipmisim_port_free() {
+	[ -z "$(ss -Hlun "sport = :$1" 2> /dev/null)" ]
+}
+
+# Prints the first port of $1 consecutive free UDP ports, starting from a base derived from $$.
+ipmisim_pick_ports() {
+	local want=$1 base tries i ok
+	base=$((10000 + ($$ * 97) % 20000))
+	for tries in $(seq 1 50); do
+		ok=1
+		for ((i = 0; i < want; i++)); do
+			if ! ipmisim_port_free $((base + i)); then
+				ok=0
+				break
+			fi
+		done
+		if [ "$ok" = 1 ] && [ $((base + want)) -lt 32768 ]; then
+			echo "$base"
+			return 0
+		fi
+		base=$((10000 + (base - 10000 + want + 211) % 20000))
+	done
+	return 1
+}
+
+# Starts $1 simulated BMCs. Sets IPMISIM_PORTS, IPMISIM_DIRS (each DIR/chassis holds the
+# chassis state files power, boot, history), and installs the cleanup trap.
+ipmisim_start() {
+	local n=$1 base i dir port guid
+	IPMISIM_WORK=$(mktemp -d "${TMPDIR:-/tmp}/kiln-ipmisim.XXXXXX") || return 1
+	trap ipmisim_cleanup EXIT
+	trap 'exit 130' INT TERM
+	sdrcomp -o "$IPMISIM_WORK/sdr.20.main" "$IPMISIM_KIT/node.sdrs" || return 1
+	base=$(ipmisim_pick_ports "$n") || { echo "no free UDP port range"; return 1; }
+	for ((i = 0; i < n; i++)); do
+		port=$((base + i))
+		dir=$IPMISIM_WORK/bmc$i
+		mkdir -p "$dir/chassis" "$dir/state/ipmi_sim/sim$i"
+		cp "$IPMISIM_WORK/sdr.20.main" "$dir/state/ipmi_sim/sim$i/sdr.20.main"
+		echo 0 > "$dir/chassis/power"
+		guid=$(printf 'a1b2c3d4e5f60718293a4b5c6d7e%04x' "$i")
+		sed -e "s|@NAME@|sim$i|" -e "s|@PORT@|$port|" -e "s|@GUID@|$guid|" \
+			-e "s|@CHASSIS@|$IPMISIM_KIT/chassis.sh|" -e "s|@CHASSIS_DIR@|$dir/chassis|" \
+			-e "s|@SOLPORT@|$((port + 1000))|" -e "s|@USER@|$IPMISIM_USER|" \
+			-e "s|@PASSWORD@|$IPMISIM_PASSWORD|" \
+			"$IPMISIM_KIT/lan.conf.in" > "$dir/lan.conf"
+		(cd "$dir" && exec ipmi_sim -c lan.conf -f "$IPMISIM_KIT/node.emu" -s state -n \
+			> "$dir/sim.log" 2>&1 < /dev/null) &
+		IPMISIM_PIDS+=("$!")
+		IPMISIM_PORTS+=("$port")
+		IPMISIM_DIRS+=("$dir")
+	done
+	for ((i = 0; i < n; i++)); do
+		local waited=0
+		while ipmisim_port_free "${IPMISIM_PORTS[$i]}"; do
+			if ! kill -0 "${IPMISIM_PIDS[$i]}" 2> /dev/null; then
+				echo "ipmi_sim $i exited:"; cat "${IPMISIM_DIRS[$i]}/sim.log"
+				return 1
+			fi
+			waited=$((waited + 1))
+			[ "$waited" -lt 100 ] || { echo "ipmi_sim $i did not listen"; return 1; }
+			sleep 0.1
+		done
+	done
+}
+
+# ipmitool against BMC $1 (an index) with the remaining arguments.
+ipmisim_ipmitool() {
+	local i=$1
+	shift
+	ipmitool -I lanplus -C 3 -H 127.0.0.1 -p "${IPMISIM_PORTS[$i]}" -U "$IPMISIM_USER" \
+		-P "$IPMISIM_PASSWORD" "$@"
+}
+
+# Writes a kiln-ipmidrive targets file: one line per BMC index given (name host port user
+# password-file), with a shared password file.
+ipmisim_targets() {
+	local out=$1 i
+	shift
+	printf '%s\n' "$IPMISIM_PASSWORD" > "$IPMISIM_WORK/password"
+	: > "$out"
+	for i in "$@"; do
+		printf 'sim%s 127.0.0.1 %s\n' "$i" "${IPMISIM_PORTS[$i]}" >> "$out"
+	done
+}
+
+# Fails the test with a message.
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
