@@ -1,0 +1,149 @@
+/* Enrollment with a fleet token, and the per-node token kept in the state folder. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "enroll.h"
+#include "kiln/error.h"
+#include "kiln/json.h"
+#include "send.h"
+
+#define ENROLL_TIMEOUT_MS 30000
+
+int enroll_request(char **node, char **token, const char *server, const char *enroll_token,
+		   const struct kiln_tls_trust *trust, const char *dmi_serial, const char *hostname,
+		   const char *machine_id)
+{
+	struct kiln_http_response resp = { 0 };
+	json_t *req = NULL, *ans = NULL;
+	const char *n = NULL, *t = NULL;
+	char *url = NULL, *body = NULL;
+	int rc;
+
+	req = json_pack("{s:s,s:s?,s:s?,s:s?}", "schema", "kiln.agent.enroll/1", "dmi_serial",
+			dmi_serial, "hostname", hostname, "machine_id", machine_id);
+	body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	url = send_url(server, "/api/v1/agent/enroll");
+	if (!body || !url) {
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto cleanup;
+	}
+	rc = kiln_http_request(&resp, "POST", url, enroll_token, body, strlen(body), trust,
+			       ENROLL_TIMEOUT_MS, SEND_MAX_ANSWER);
+	if (rc < 0)
+		goto cleanup;
+	if (resp.status == 202) {
+		rc = kiln_fail(KILN_EBUSY, "enrollment is waiting for an admin (kiln agent pending)");
+		goto cleanup;
+	}
+	if (resp.status == 401 || resp.status == 403) {
+		rc = kiln_fail(KILN_EAUTH, "kilnd refused the enrollment token (HTTP %ld)", resp.status);
+		goto cleanup;
+	}
+	if (resp.status != 200 && resp.status != 201) {
+		rc = kiln_fail(KILN_ERROR, "enroll: kilnd answered HTTP %ld", resp.status);
+		goto cleanup;
+	}
+	if (kiln_json_parse_object(&ans, resp.body, resp.body_len) < 0 ||
+	    kiln_json_get_string(&n, ans, "node", true) < 0 ||
+	    kiln_json_get_string(&t, ans, "token", true) < 0) {
+		rc = kiln_fail_prefix(KILN_EPROTO, "enroll answer");
+		goto cleanup;
+	}
+	if (!*t) {
+		rc = kiln_fail(KILN_EPROTO, "enroll answer: empty token");
+		goto cleanup;
+	}
+	*node = strdup(n);
+	*token = strdup(t);
+	if (!*node || !*token) {
+		free(*node);
+		free(*token);
+		*node = *token = NULL;
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto cleanup;
+	}
+	rc = 0;
+cleanup:
+	json_decref(req);
+	json_decref(ans);
+	kiln_http_response_free(&resp);
+	free(body);
+	free(url);
+	return rc;
+}
+
+int enroll_token_store(const char *state_dir, const char *token)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	size_t len = strlen(token), off = 0;
+	int fd = -1, dfd, rc;
+
+	if (snprintf(path, sizeof path, "%s/" ENROLL_TOKEN_FILE, state_dir) >= (int)sizeof path ||
+	    snprintf(tmp, sizeof tmp, "%s/" ENROLL_TOKEN_FILE ".tmp", state_dir) >= (int)sizeof tmp)
+		return kiln_fail(KILN_ETOOBIG, "state dir path too long");
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return kiln_fail(KILN_ERROR, "%s: %s", tmp, strerror(errno));
+	while (off <= len) { /* the token, then a newline */
+		const char *p = off < len ? token + off : "\n";
+		size_t n = off < len ? len - off : 1;
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			rc = kiln_fail(KILN_ERROR, "%s: %s", tmp, strerror(errno));
+			goto fail;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) < 0 || close(fd) < 0) {
+		fd = -1;
+		rc = kiln_fail(KILN_ERROR, "%s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		rc = kiln_fail(KILN_ERROR, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return rc;
+}
+
+int enroll_token_load(char **out, const char *state_dir)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof path, "%s/" ENROLL_TOKEN_FILE, state_dir) >= (int)sizeof path)
+		return kiln_fail(KILN_ETOOBIG, "state dir path too long");
+	return kiln_token_read_file(out, path);
+}
+
+int enroll_token_forget(const char *state_dir)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof path, "%s/" ENROLL_TOKEN_FILE, state_dir) >= (int)sizeof path)
+		return kiln_fail(KILN_ETOOBIG, "state dir path too long");
+	if (unlink(path) < 0 && errno != ENOENT)
+		return kiln_fail(KILN_ERROR, "%s: %s", path, strerror(errno));
+	return 0;
+}

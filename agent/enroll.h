@@ -1,0 +1,29 @@
+/* Enrollment: trade the fleet enrollment token for this node's own agent token. */
+#ifndef KILN_AGENT_ENROLL_H
+#define KILN_AGENT_ENROLL_H
+
+#include "kiln/http.h"
+
+/* The file in the state folder that holds the per-node token once enrolled. */
+#define ENROLL_TOKEN_FILE "agent.token"
+
+/*
+ * POSTs {"dmi_serial","hostname","machine_id"} to server/api/v1/agent/enroll with the enrollment
+ * token. On 200/201 {"node","token"} sets *node and *token (caller frees). KILN_EBUSY when
+ * kilnd holds the request for an admin (202, `kiln agent pending`), KILN_EAUTH when the
+ * enrollment token is refused, KILN_EPROTO for a malformed answer.
+ */
+int enroll_request(char **node, char **token, const char *server, const char *enroll_token,
+		   const struct kiln_tls_trust *trust, const char *dmi_serial, const char *hostname,
+		   const char *machine_id);
+
+/* Writes token to state_dir/agent.token (mode 0600, fsync'd, replaced atomically). */
+int enroll_token_store(const char *state_dir, const char *token);
+
+/* Reads state_dir/agent.token; KILN_ENOTFOUND when not enrolled yet. */
+int enroll_token_load(char **out, const char *state_dir);
+
+/* Forgets the stored token (kilnd refused it). */
+int enroll_token_forget(const char *state_dir);
+
+#endif
