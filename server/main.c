@@ -1,5 +1,292 @@
-/* Placeholder entry point; replaced by the real one. */
-int main(void)
+/* kilnd: the kiln server's arguments, configuration and lifecycle. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "config.h"
+#include "kiln/error.h"
+#include "kiln/log.h"
+#include "statedir.h"
+#include "store/store.h"
+#include "tlscert.h"
+
+#define THREADS_AUTO_MAX 16
+
+enum {
+	OPT_STATE_DIR = 256, OPT_LISTEN, OPT_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY, OPT_LOG_LEVEL,
+	OPT_LIST_ROUTES, OPT_PRINT_CONFIG_EXAMPLE, OPT_VERSION, OPT_HELP,
+};
+
+static const struct option long_options[] = {
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "list-routes", no_argument, NULL, OPT_LIST_ROUTES },
+	{ "print-config-example", no_argument, NULL, OPT_PRINT_CONFIG_EXAMPLE },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *f)
 {
-	return 0;
+	fprintf(f,
+		"usage: kilnd --state-dir DIR [--listen ADDR:PORT] [--config FILE]\n"
+		"             [--tls-cert FILE --tls-key FILE] [--log-level error|warn|info|debug]\n"
+		"       kilnd --list-routes | --print-config-example | --version\n"
+		"\n"
+		"  --state-dir DIR     kiln.db, secret.key, admin.token, TLS material (created 0700)\n"
+		"  --listen ADDR:PORT  REST API address (default 127.0.0.1:8470; port 0: any free port)\n"
+		"  --config FILE       kilnd.conf (see deploy/kilnd.conf.example)\n"
+		"  --tls-cert/--tls-key  PEM certificate and key for HTTPS; without them a non-loopback\n"
+		"                      listen uses a generated self-signed certificate\n"
+		"  --list-routes       print the REST endpoints and the role each needs\n");
+}
+
+/* Startup failures: one line, "kilnd: what went wrong". */
+static int die(const char *what)
+{
+	const char *msg = kiln_error_last();
+
+	if (what)
+		fprintf(stderr, "kilnd: %s: %s\n", what, msg[0] ? msg : "failed");
+	else
+		fprintf(stderr, "kilnd: %s\n", msg[0] ? msg : "failed");
+	return 1;
+}
+
+/* Lets the process hold max_connections sockets plus the store and the BMC work. */
+static void fd_limit_raise(unsigned max_connections)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)max_connections + 1024;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < want)
+		log_warn("open-file limit %llu is below http.max_connections %u + 1024; raise "
+			 "LimitNOFILE",
+			 (unsigned long long)rl.rlim_cur, max_connections);
+}
+
+static unsigned threads_pick(int configured)
+{
+	long cpus;
+
+	if (configured > 0)
+		return (unsigned)configured;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cpus < 1)
+		return 1;
+	return cpus > THREADS_AUTO_MAX ? THREADS_AUTO_MAX : (unsigned)cpus;
+}
+
+int main(int argc, char **argv)
+{
+	struct kilnd_config cfg;
+	const char *state_dir = NULL, *config_path = NULL;
+	const char *over_listen = NULL, *over_cert = NULL, *over_key = NULL, *over_level = NULL;
+	struct statedir *sd = NULL;
+	struct store *st = NULL;
+	struct tlscert tls = { 0 };
+	struct api_server *srv = NULL;
+	struct api_listen listen_at;
+	struct api_options opt = { 0 };
+	enum kiln_log_level level;
+	char url[128], line[160], *db_path = NULL, *cert_path = NULL, *key_path = NULL;
+	sigset_t sigs;
+	int c, sig = 0, ret = 1, fd = -1, created = 0, db_existed;
+
+	kiln_log_set_ident("kilnd");
+	if (kilnd_config_init(&cfg) < 0)
+		return die("configuration defaults");
+	while ((c = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+		switch (c) {
+		case OPT_STATE_DIR: state_dir = optarg; break;
+		case OPT_LISTEN: over_listen = optarg; break;
+		case OPT_CONFIG: config_path = optarg; break;
+		case OPT_TLS_CERT: over_cert = optarg; break;
+		case OPT_TLS_KEY: over_key = optarg; break;
+		case OPT_LOG_LEVEL: over_level = optarg; break;
+		case OPT_LIST_ROUTES:
+			ret = api_routes_print(stdout) < 0;
+			goto cleanup;
+		case OPT_PRINT_CONFIG_EXAMPLE:
+			ret = kilnd_config_example_write(stdout) < 0;
+			goto cleanup;
+		case OPT_VERSION:
+			printf("kilnd %s\n", KILN_VERSION);
+			ret = 0;
+			goto cleanup;
+		case OPT_HELP:
+			usage(stdout);
+			ret = 0;
+			goto cleanup;
+		default:
+			fprintf(stderr, "kilnd: try --help\n");
+			ret = 2;
+			goto cleanup;
+		}
+	}
+	if (optind < argc || !state_dir) {
+		fprintf(stderr, optind < argc ? "kilnd: unexpected argument '%s'\n"
+					      : "kilnd: --state-dir DIR is required%s\n",
+			optind < argc ? argv[optind] : "");
+		ret = 2;
+		goto cleanup;
+	}
+	/* The file first, then the command line over it. */
+	if (config_path && kilnd_config_load(&cfg, config_path) < 0) {
+		ret = die(NULL);
+		goto cleanup;
+	}
+	if ((over_listen && kilnd_config_set(&cfg, "listen", over_listen) < 0) ||
+	    (over_cert && kilnd_config_set(&cfg, "tls_cert", over_cert) < 0) ||
+	    (over_key && kilnd_config_set(&cfg, "tls_key", over_key) < 0) ||
+	    (over_level && kilnd_config_set(&cfg, "log_level", over_level) < 0)) {
+		ret = die(NULL);
+		goto cleanup;
+	}
+	if (kiln_log_level_parse(&level, cfg.log_level) < 0) {
+		ret = die("log_level");
+		goto cleanup;
+	}
+	kiln_log_set_level(level);
+	if (api_listen_parse(&listen_at, cfg.listen) < 0) {
+		ret = die(NULL);
+		goto cleanup;
+	}
+	if (cfg.tls_cert && !cfg.tls_cert[0]) {
+		free(cfg.tls_cert);
+		cfg.tls_cert = NULL;
+	}
+	if (cfg.tls_key && !cfg.tls_key[0]) {
+		free(cfg.tls_key);
+		cfg.tls_key = NULL;
+	}
+	if (!cfg.tls_cert != !cfg.tls_key) {
+		fprintf(stderr, "kilnd: tls_cert and tls_key go together: give both or neither\n");
+		goto cleanup;
+	}
+
+	if (statedir_open(&sd, state_dir) < 0) {
+		ret = die(NULL);
+		goto cleanup;
+	}
+	if (sd->key_created)
+		log_info("created %s/secret.key (mode 0600): keep it with kiln.db, the BMC "
+			 "passwords are encrypted with it",
+			 sd->path);
+	db_path = statedir_file(sd, "kiln.db");
+	if (!db_path) {
+		ret = die("out of memory");
+		goto cleanup;
+	}
+	db_existed = access(db_path, F_OK) == 0;
+	if (store_open(&st, db_path) < 0) {
+		ret = die(db_path);
+		goto cleanup;
+	}
+	if (!db_existed)
+		log_info("created %s", db_path);
+	if (statedir_admin_token_ensure(sd, st, &created) < 0) {
+		ret = die("admin token");
+		goto cleanup;
+	}
+	if (created)
+		log_info("first start: wrote the admin token to %s/admin.token (mode 0600)",
+			 sd->path);
+	/* Every server thread opens its own handle. */
+	store_close(st);
+	st = NULL;
+
+	if (cfg.tls_cert) {
+		if (tlscert_load(&tls, cfg.tls_cert, cfg.tls_key) < 0) {
+			ret = die(NULL);
+			goto cleanup;
+		}
+	} else if (!listen_at.loopback) {
+		/* Plain HTTP only on loopback: anywhere else, a generated certificate. */
+		cert_path = statedir_file(sd, "tls.crt");
+		key_path = statedir_file(sd, "tls.key");
+		if (!cert_path || !key_path ||
+		    tlscert_ensure(&tls, cert_path, key_path, listen_at.host) < 0) {
+			ret = die("TLS certificate");
+			goto cleanup;
+		}
+		log_info("%s self-signed certificate %s", tls.generated ? "generated" : "using",
+			 cert_path);
+	}
+	if (tls.cert_pem)
+		log_info("TLS certificate SHA-256 fingerprint %s", tls.fingerprint);
+
+	fd_limit_raise((unsigned)cfg.http_max_connections);
+	/* Signals are taken by sigwait below: block them before any thread exists. */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	if (api_listen_open(&fd, &listen_at) < 0) {
+		ret = die(NULL);
+		goto cleanup;
+	}
+	opt.db_path = db_path;
+	opt.key = &sd->key;
+	opt.listen_fd = fd;
+	opt.ipv6 = listen_at.addr.ss_family == AF_INET6;
+	opt.threads = threads_pick(cfg.http_threads);
+	opt.max_connections = (unsigned)cfg.http_max_connections;
+	opt.connection_timeout = (unsigned)cfg.http_connection_timeout;
+	opt.tls_cert_pem = tls.cert_pem;
+	opt.tls_key_pem = tls.key_pem;
+	if (api_server_start(&srv, &opt) < 0) {
+		ret = die("REST API");
+		goto cleanup;
+	}
+	fd = -1;
+	api_listen_url(url, sizeof(url), &listen_at, tls.cert_pem != NULL);
+	snprintf(line, sizeof(line), "%s\n", url);
+	if (statedir_write_file(sd, "kilnd.url", line, strlen(line), 0644) < 0) {
+		ret = die(NULL);
+		goto cleanup;
+	}
+	log_info("listening on %s (%u threads, at most %d connections)", url, opt.threads,
+		 cfg.http_max_connections);
+
+	while (sigwait(&sigs, &sig) != 0)
+		;
+	log_info("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	ret = 0;
+cleanup:
+	api_server_stop(srv);
+	if (srv && sd) {
+		char *url_path = statedir_file(sd, "kilnd.url");
+
+		if (url_path)
+			unlink(url_path);
+		free(url_path);
+		log_info("stopped");
+	}
+	if (fd >= 0)
+		close(fd);
+	store_close(st);
+	tlscert_clear(&tls);
+	statedir_close(sd);
+	kilnd_config_free(&cfg);
+	free(db_path);
+	free(cert_path);
+	free(key_path);
+	return ret;
 }

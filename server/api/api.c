@@ -1,0 +1,485 @@
+/* The REST API server: libmicrohttpd in epoll mode, dispatch through the route table, bearer
+ * token authentication, the request body cap, per-thread store handles, JSON answers. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <sodium.h>
+
+#include "api/api_internal.h"
+#include "kiln/buf.h"
+#include "kiln/error.h"
+#include "kiln/json.h"
+#include "kiln/log.h"
+#include "kiln/parse.h"
+
+#define TOKEN_MAX 200
+
+struct api_server {
+	struct MHD_Daemon *mhd;
+	char *db_path;
+	struct secret_key key;
+	pthread_key_t store_key;  /* each server thread's own store handle */
+	int store_key_made;
+};
+
+/* One request, from its headers to its answer. */
+struct call {
+	struct api_server *srv;
+	struct api_ctx ctx;
+	struct kiln_buf body;
+	int too_big;
+};
+
+static void store_destroy(void *st)
+{
+	store_close(st);
+}
+
+/* This thread's store handle, opened on first use; NULL with kiln_fail() set. */
+static struct store *thread_store(struct api_server *srv)
+{
+	struct store *st = pthread_getspecific(srv->store_key);
+
+	if (st)
+		return st;
+	if (store_open(&st, srv->db_path) < 0)
+		return NULL;
+	if (pthread_setspecific(srv->store_key, st) != 0) {
+		store_close(st);
+		kiln_fail(KILN_ERROR, "cannot keep the store handle");
+		return NULL;
+	}
+	return st;
+}
+
+static json_t *error_object(const char *msg, const char *field, long index)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "error", json_string(msg));
+	if (field)
+		json_object_set_new(o, "field", json_string(field));
+	if (index >= 0)
+		json_object_set_new(o, "index", json_integer(index));
+	return o;
+}
+
+void api_reply(struct api_ctx *c, unsigned status, json_t *body)
+{
+	json_decref(c->reply);
+	c->status = status;
+	c->reply = body;
+}
+
+static void fail_v(struct api_ctx *c, unsigned status, long index, const char *field,
+		   const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	api_reply(c, status, error_object(msg, field, index));
+}
+
+void api_fail(struct api_ctx *c, unsigned status, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fail_v(c, status, -1, field, fmt, ap);
+	va_end(ap);
+}
+
+void api_fail_index(struct api_ctx *c, unsigned status, long index, const char *field,
+		    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fail_v(c, status, index, field, fmt, ap);
+	va_end(ap);
+}
+
+unsigned api_status_of(int rc)
+{
+	switch (rc) {
+	case KILN_ENOTFOUND: return MHD_HTTP_NOT_FOUND;
+	case KILN_EEXISTS: return MHD_HTTP_CONFLICT;
+	case KILN_EINVAL: return MHD_HTTP_BAD_REQUEST;
+	case KILN_ETOOBIG: return MHD_HTTP_CONTENT_TOO_LARGE;
+	case KILN_EAUTH: return MHD_HTTP_UNAUTHORIZED;
+	case KILN_EPERM: return MHD_HTTP_FORBIDDEN;
+	case KILN_EBUSY: return MHD_HTTP_SERVICE_UNAVAILABLE;
+	default: return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+}
+
+void api_fail_code(struct api_ctx *c, int rc, const char *field)
+{
+	const char *msg = kiln_error_last();
+
+	api_fail(c, api_status_of(rc), field, "%s", msg[0] ? msg : kiln_error_name(rc));
+}
+
+const char *api_query(struct api_ctx *c, const char *name)
+{
+	return MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+int api_body_require(struct api_ctx *c)
+{
+	if (c->body)
+		return 1;
+	api_fail(c, MHD_HTTP_BAD_REQUEST, NULL, "request body is empty; expected a JSON object");
+	return 0;
+}
+
+/* Queues status and body (a JSON value, or an error object when NULL). */
+static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, const json_t *body,
+				 const char *hname, const char *hval)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	size_t len;
+
+	if (!text) {
+		status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		text = strdup("{\"error\":\"internal error: no answer\"}");
+		if (!text)
+			return MHD_NO;
+	}
+	len = strlen(text);
+	/* A newline ends the body, for people reading it with curl. */
+	{
+		char *grown = realloc(text, len + 2);
+
+		if (!grown) {
+			free(text);
+			return MHD_NO;
+		}
+		text = grown;
+		text[len++] = '\n';
+		text[len] = '\0';
+	}
+	resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (hname)
+		MHD_add_response_header(resp, hname, hval);
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *field,
+				  const char *hname, const char *hval, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
+static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *field,
+				  const char *hname, const char *hval, const char *fmt, ...)
+{
+	char msg[512];
+	json_t *o;
+	enum MHD_Result ret;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	o = error_object(msg, field, -1);
+	ret = send_json(conn, status, o, hname, hval);
+	json_decref(o);
+	return ret;
+}
+
+static void log_request(const char *method, const char *url, unsigned status,
+			const struct api_ctx *c)
+{
+	char qurl[256], qmsg[512];
+
+	if (status >= 500) {
+		const char *msg = c->reply ? json_string_value(json_object_get(c->reply, "error"))
+					   : NULL;
+
+		log_error("%s \"%s\" %u: %s", method, kiln_log_quote(qurl, sizeof(qurl), url),
+			  status, kiln_log_quote(qmsg, sizeof(qmsg), msg ? msg : "no message"));
+	} else if (kiln_log_get_level() >= KILN_LOG_DEBUG) {
+		log_debug("%s \"%s\" %u token \"%s\"", method,
+			  kiln_log_quote(qurl, sizeof(qurl), url), status,
+			  kiln_log_quote(qmsg, sizeof(qmsg), c->caller.name ? c->caller.name : "-"));
+	}
+}
+
+/* Checks the bearer token against the route's role; 0 to go on, else the status to answer. */
+static unsigned authenticate(struct call *call, char *msg, size_t msglen)
+{
+	struct api_ctx *c = &call->ctx;
+	const char *hdr, *tok;
+	unsigned char hash[32];
+	int rc;
+
+	hdr = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND,
+					  MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!hdr) {
+		snprintf(msg, msglen, "this endpoint needs a token (Authorization: Bearer TOKEN)");
+		return MHD_HTTP_UNAUTHORIZED;
+	}
+	if (strncasecmp(hdr, "Bearer ", 7) != 0) {
+		snprintf(msg, msglen, "the Authorization header must be 'Bearer TOKEN'");
+		return MHD_HTTP_UNAUTHORIZED;
+	}
+	tok = hdr + 7;
+	while (*tok == ' ')
+		tok++;
+	if (!*tok || strlen(tok) > TOKEN_MAX) {
+		snprintf(msg, msglen, "unknown or revoked token");
+		return MHD_HTTP_UNAUTHORIZED;
+	}
+	secret_token_hash(hash, tok);
+	rc = store_token_lookup(c->st, &c->caller, hash);
+	sodium_memzero(hash, sizeof(hash));
+	if (rc == KILN_ENOTFOUND) {
+		snprintf(msg, msglen, "unknown or revoked token");
+		return MHD_HTTP_UNAUTHORIZED;
+	}
+	if (rc < 0) {
+		snprintf(msg, msglen, "token lookup failed: %s", kiln_error_last());
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+	if ((int)c->caller.role < c->route->role) {
+		snprintf(msg, msglen, "this needs the %s role; token '%s' is %s",
+			 api_role_name(c->route->role), c->caller.name ? c->caller.name : "",
+			 api_role_name((int)c->caller.role));
+		return MHD_HTTP_FORBIDDEN;
+	}
+	return 0;
+}
+
+/* The first call for a request: route, token and declared size, before any body is read. */
+static enum MHD_Result request_begin(struct call *call, const char *url, const char *method)
+{
+	struct api_ctx *c = &call->ctx;
+	const char *cl;
+	char msg[512];
+	int path_known;
+	unsigned status;
+	int64_t declared;
+
+	c->route = api_route_find(method, url, c->param, &path_known);
+	if (!c->route && path_known) {
+		char allow[64] = "";
+
+		for (size_t i = 0; i < api_routes_count; i++) {
+			char p[API_PARAM_MAX];
+			int known;
+
+			if (api_route_find(api_routes[i].method, url, p, &known) == &api_routes[i])
+				snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s",
+					 allow[0] ? ", " : "", api_routes[i].method);
+		}
+		return send_error(c->conn, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, MHD_HTTP_HEADER_ALLOW,
+				  allow, "method %s is not allowed here", method);
+	}
+	if (!c->route)
+		return send_error(c->conn, MHD_HTTP_NOT_FOUND, NULL, NULL, NULL, "no such endpoint");
+	if (c->route->role != ROLE_NONE) {
+		c->st = thread_store(call->srv);
+		if (!c->st)
+			return send_error(c->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, NULL, NULL,
+					  "store: %s", kiln_error_last());
+		status = authenticate(call, msg, sizeof(msg));
+		if (status == MHD_HTTP_UNAUTHORIZED)
+			return send_error(c->conn, status, NULL, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					  "Bearer", "%s", msg);
+		if (status)
+			return send_error(c->conn, status, NULL, NULL, NULL, "%s", msg);
+	}
+	cl = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && kiln_parse_int64(&declared, cl, 0, INT64_MAX) == 0 && declared > API_BODY_MAX)
+		return send_error(c->conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, NULL, NULL,
+				  "request body of %lld bytes exceeds the %d-byte limit",
+				  (long long)declared, API_BODY_MAX);
+	return MHD_YES;
+}
+
+/* The last call: the whole body is here; parse it, run the handler, answer. */
+static enum MHD_Result request_finish(struct call *call, const char *url, const char *method)
+{
+	struct api_ctx *c = &call->ctx;
+	enum MHD_Result ret;
+
+	if (call->too_big)
+		return send_error(c->conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, NULL, NULL,
+				  "request body exceeds the %d-byte limit", API_BODY_MAX);
+	if (!c->st) {
+		c->st = thread_store(call->srv);
+		if (!c->st)
+			return send_error(c->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, NULL, NULL,
+					  "store: %s", kiln_error_last());
+	}
+	if ((strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0 ||
+	     strcmp(method, "PUT") == 0) &&
+	    call->body.len > 0) {
+		if (kiln_json_parse_object(&c->body, call->body.data, call->body.len) < 0)
+			return send_error(c->conn, MHD_HTTP_BAD_REQUEST, NULL, NULL, NULL,
+					  "malformed JSON in the request body: %s", kiln_error_last());
+	}
+	kiln_error_clear();
+	c->route->handler(c);
+	if (!c->reply)
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "internal error: %s",
+			 kiln_error_last()[0] ? kiln_error_last() : "no answer");
+	log_request(method, url, c->status, c);
+	ret = send_json(c->conn, c->status, c->reply, NULL, NULL);
+	return ret;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+				 const char *method, const char *version, const char *upload_data,
+				 size_t *upload_data_size, void **con_cls)
+{
+	struct api_server *srv = cls;
+	struct call *call = *con_cls;
+
+	(void)version;
+	if (!call) {
+		call = calloc(1, sizeof(*call));
+		if (!call)
+			return MHD_NO;
+		call->srv = srv;
+		call->ctx.conn = conn;
+		call->ctx.key = &srv->key;
+		kiln_buf_init(&call->body, API_BODY_MAX);
+		*con_cls = call;
+		return request_begin(call, url, method);
+	}
+	if (*upload_data_size > 0) {
+		/* Over the cap (a chunked body): keep draining, answer 413 at the end. */
+		if (!call->too_big &&
+		    kiln_buf_append(&call->body, upload_data, *upload_data_size) == KILN_ETOOBIG) {
+			call->too_big = 1;
+			kiln_buf_free(&call->body);
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	return request_finish(call, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct call *call = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (!call)
+		return;
+	if (call->body.data)
+		sodium_memzero(call->body.data, call->body.len); /* it may hold a BMC password */
+	kiln_buf_free(&call->body);
+	json_decref(call->ctx.body);
+	json_decref(call->ctx.reply);
+	api_token_clear(&call->ctx.caller);
+	free(call);
+	*con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[512], quoted[600];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	log_warn("http: %s", kiln_log_quote(quoted, sizeof(quoted), line));
+}
+
+int api_server_start(struct api_server **out, const struct api_options *opt)
+{
+	struct api_server *srv = NULL;
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem ops[12];
+	size_t n = 0;
+	int rc = 0;
+
+	if (!MHD_is_feature_supported(MHD_FEATURE_EPOLL))
+		return kiln_fail(KILN_ERROR, "libmicrohttpd was built without epoll");
+	if (opt->tls_cert_pem && !MHD_is_feature_supported(MHD_FEATURE_TLS))
+		return kiln_fail(KILN_ERROR, "libmicrohttpd was built without TLS");
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	srv->db_path = strdup(opt->db_path);
+	if (!srv->db_path) {
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto cleanup;
+	}
+	srv->key = *opt->key;
+	if (pthread_key_create(&srv->store_key, store_destroy) != 0) {
+		rc = kiln_fail(KILN_ERROR, "pthread_key_create failed");
+		goto cleanup;
+	}
+	srv->store_key_made = 1;
+	if (opt->ipv6)
+		flags |= MHD_USE_IPv6;
+	/* The logger first, or MHD prints what comes before it itself. */
+	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log,
+					    NULL };
+	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, opt->listen_fd, NULL };
+	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT,
+					    (intptr_t)opt->max_connections, NULL };
+	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT,
+					    (intptr_t)opt->connection_timeout, NULL };
+	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed,
+					    srv };
+	if (opt->threads > 1)
+		ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE,
+						    (intptr_t)opt->threads, NULL };
+	if (opt->tls_cert_pem) {
+		flags |= MHD_USE_TLS;
+		ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0,
+						    (void *)(uintptr_t)opt->tls_cert_pem };
+		ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0,
+						    (void *)(uintptr_t)opt->tls_key_pem };
+	}
+	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_ARRAY, ops,
+				    MHD_OPTION_END);
+	if (!srv->mhd) {
+		rc = kiln_fail(KILN_ERROR, "libmicrohttpd did not start (see the lines above)");
+		goto cleanup;
+	}
+	*out = srv;
+	srv = NULL;
+cleanup:
+	api_server_stop(srv);
+	return rc;
+}
+
+void api_server_stop(struct api_server *srv)
+{
+	if (!srv)
+		return;
+	if (srv->mhd)
+		MHD_stop_daemon(srv->mhd);
+	if (srv->store_key_made)
+		pthread_key_delete(srv->store_key);
+	sodium_memzero(&srv->key, sizeof(srv->key));
+	free(srv->db_path);
+	free(srv);
+}

@@ -1,0 +1,97 @@
+/* Inside the REST API: the request context handlers work on, the route table, shared helpers. */
+#ifndef KILND_API_INTERNAL_H
+#define KILND_API_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "api/api.h"
+#include "secret.h"
+#include "store/store.h"
+
+#define API_PARAM_MAX 256
+
+/* 0: no token needed; otherwise the least enum token_role that may call the route. */
+#define ROLE_NONE 0
+
+struct api_ctx {
+	struct MHD_Connection *conn;
+	const struct api_route *route;
+	char param[API_PARAM_MAX];     /* the {name} or {id} path segment, "" when none */
+	struct store *st;              /* this thread's store handle */
+	const struct secret_key *key;
+	struct api_token caller;       /* the token's name is the audit actor */
+	json_t *body;                  /* parsed request body, or NULL when empty */
+	unsigned status;               /* the answer the handler sets */
+	json_t *reply;
+};
+
+typedef void (*api_handler_fn)(struct api_ctx *c);
+
+struct api_route {
+	const char *method;
+	const char *path;  /* "/api/v1/nodes/{name}": a {x} segment is captured into param */
+	int role;          /* ROLE_NONE, ROLE_VIEWER, ROLE_OPERATOR, ROLE_ADMIN */
+	api_handler_fn handler;
+};
+
+extern const struct api_route api_routes[];
+extern const size_t api_routes_count;
+
+/*
+ * Finds the route for method and path; fills param. Returns the route, or NULL with
+ * *out_path_known set when the path exists under another method (405).
+ */
+const struct api_route *api_route_find(const char *method, const char *path,
+				       char param[API_PARAM_MAX], int *out_path_known);
+
+const char *api_role_name(int role);
+/* "viewer|operator|admin" -> role; 0 otherwise. */
+int api_role_parse(const char *s);
+
+/* Sets the answer (takes the reference to body). */
+void api_reply(struct api_ctx *c, unsigned status, json_t *body);
+
+/* Sets an error answer {"error": msg, "field": field} (field may be NULL). */
+void api_fail(struct api_ctx *c, unsigned status, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The same with "index" (an element of an import), index >= 0. */
+void api_fail_index(struct api_ctx *c, unsigned status, long index, const char *field,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Answers a kiln error code with its status (404, 409, 400, ...) and kiln_error_last(). */
+void api_fail_code(struct api_ctx *c, int rc, const char *field);
+
+/* The HTTP status a kiln error code maps to. */
+unsigned api_status_of(int rc);
+
+/* A query-string argument, or NULL. */
+const char *api_query(struct api_ctx *c, const char *name);
+
+/* The body must be a JSON object: answers 400 and returns 0 when it is not. */
+int api_body_require(struct api_ctx *c);
+
+/* Audit rows around an action; detail is consumed (may be NULL). */
+int api_audit_begin(struct api_ctx *c, int64_t *out_id, const char *action, const char *target,
+		    json_t *detail);
+void api_audit_finish(struct api_ctx *c, int64_t id, int rc);
+
+/* Handlers, one per route. */
+void api_health_get(struct api_ctx *c);
+void api_nodes_list(struct api_ctx *c);
+void api_nodes_create(struct api_ctx *c);
+void api_nodes_delete_range(struct api_ctx *c);
+void api_nodes_import(struct api_ctx *c);
+void api_node_get(struct api_ctx *c);
+void api_node_patch(struct api_ctx *c);
+void api_node_delete(struct api_ctx *c);
+void api_tokens_create(struct api_ctx *c);
+void api_tokens_list(struct api_ctx *c);
+void api_token_revoke(struct api_ctx *c);
+void api_audit_list(struct api_ctx *c);
+
+#endif

@@ -1,0 +1,364 @@
+/* /api/v1/nodes: list (with a noderange), create, show, update, delete one or a range, import. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "api/node_json.h"
+#include "kiln/error.h"
+#include "kiln/json.h"
+#include "kiln/noderange.h"
+
+#define IMPORT_MAX 100000
+
+/* @group and "all" in a noderange, answered from the store. */
+static int range_resolve(void *ud, const char *name, int is_group, struct kiln_nodelist *out)
+{
+	struct store *st = ud;
+	int rc;
+
+	if (is_group) {
+		rc = store_group_members(st, name, out);
+		return rc == KILN_ENOTFOUND ? 0 : rc; /* an unknown group matches nothing */
+	}
+	if (strcmp(name, "all") == 0)
+		return store_node_names(st, out);
+	return kiln_fail(KILN_EINVAL, "'%s' is not a node range", name);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Expands the ?range= argument into names sorted for bsearch; 400 (field "range") on error. */
+static int range_expand(struct api_ctx *c, struct kiln_nodelist *out, const char *range)
+{
+	int rc;
+
+	rc = noderange_expand(out, range, range_resolve, c->st);
+	if (rc < 0) {
+		api_fail(c, api_status_of(rc), "range", "range: %s", kiln_error_last());
+		return rc;
+	}
+	if (out->count > 1)
+		qsort(out->names, out->count, sizeof(out->names[0]), cmp_str);
+	return 0;
+}
+
+static int sorted_has(const struct kiln_nodelist *l, const char *name)
+{
+	return bsearch(&name, l->names, l->count, sizeof(l->names[0]), cmp_str) != NULL;
+}
+
+void api_nodes_list(struct api_ctx *c)
+{
+	const char *range = api_query(c, "range");
+	struct kiln_nodelist want = { 0 };
+	struct node **nodes = NULL;
+	size_t count = 0;
+	json_t *arr;
+	int rc;
+
+	if (range && range_expand(c, &want, range) < 0)
+		return;
+	rc = store_node_list(c->st, &nodes, &count);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		goto cleanup;
+	}
+	arr = json_array();
+	for (size_t i = 0; arr && i < count; i++) {
+		if (range && !sorted_has(&want, nodes[i]->name))
+			continue;
+		if (json_array_append_new(arr, node_json_from(nodes[i])) < 0) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	api_reply(c, MHD_HTTP_OK, arr);
+cleanup:
+	node_list_free(nodes, count);
+	kiln_nodelist_free(&want);
+}
+
+static json_t *create_detail(json_t *body)
+{
+	return json_pack("{s:o}", "fields", node_json_field_names(body));
+}
+
+void api_nodes_create(struct api_ctx *c)
+{
+	struct node *n = NULL;
+	const char *field = NULL;
+	int64_t audit_id;
+	int rc;
+
+	if (!api_body_require(c))
+		return;
+	rc = node_json_create(&n, c->body, c->key, &field);
+	if (rc < 0) {
+		api_fail_code(c, rc, field);
+		return;
+	}
+	if (api_audit_begin(c, &audit_id, "node.add", n->name, create_detail(c->body)) < 0)
+		goto cleanup;
+	rc = store_node_insert(c->st, n);
+	if (rc == KILN_EEXISTS)
+		rc = kiln_fail(KILN_EEXISTS, "node '%s' already exists", n->name);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, rc == KILN_EEXISTS ? "name" : NULL);
+		goto cleanup;
+	}
+	api_reply(c, MHD_HTTP_CREATED, node_json_from(n));
+cleanup:
+	node_free(n);
+}
+
+void api_node_get(struct api_ctx *c)
+{
+	struct node *n = NULL;
+	int rc;
+
+	rc = store_node_get(c->st, &n, c->param);
+	if (rc == KILN_ENOTFOUND)
+		rc = kiln_fail(KILN_ENOTFOUND, "no node '%s'", c->param);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	api_reply(c, MHD_HTTP_OK, node_json_from(n));
+	node_free(n);
+}
+
+void api_node_patch(struct api_ctx *c)
+{
+	struct node *n = NULL;
+	const char *field = NULL;
+	int64_t audit_id;
+	int rc;
+
+	if (!api_body_require(c))
+		return;
+	rc = store_node_get(c->st, &n, c->param);
+	if (rc == KILN_ENOTFOUND)
+		rc = kiln_fail(KILN_ENOTFOUND, "no node '%s'", c->param);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	rc = node_json_patch(n, c->body, c->key, &field);
+	if (rc < 0) {
+		api_fail_code(c, rc, field);
+		goto cleanup;
+	}
+	if (api_audit_begin(c, &audit_id, "node.set", c->param, create_detail(c->body)) < 0)
+		goto cleanup;
+	rc = store_node_update(c->st, n);
+	if (rc == KILN_EEXISTS)
+		rc = kiln_fail(KILN_EEXISTS, "node '%s' already exists", n->name);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, rc == KILN_EEXISTS ? "name" : NULL);
+		goto cleanup;
+	}
+	api_reply(c, MHD_HTTP_OK, node_json_from(n));
+cleanup:
+	node_free(n);
+}
+
+static json_t *deleted_json(const char *name)
+{
+	return json_pack("{s:s, s:b}", "node", name, "deleted", 1);
+}
+
+void api_node_delete(struct api_ctx *c)
+{
+	struct node *n = NULL;
+	int64_t audit_id;
+	int rc;
+
+	rc = store_node_get(c->st, &n, c->param);
+	node_free(n);
+	if (rc == KILN_ENOTFOUND)
+		rc = kiln_fail(KILN_ENOTFOUND, "no node '%s'", c->param);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	if (api_audit_begin(c, &audit_id, "node.delete", c->param, NULL) < 0)
+		return;
+	rc = store_node_delete(c->st, c->param);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	api_reply(c, MHD_HTTP_OK, deleted_json(c->param));
+}
+
+void api_nodes_delete_range(struct api_ctx *c)
+{
+	const char *range = api_query(c, "range");
+	struct kiln_nodelist want = { 0 }, have = { 0 };
+	char *target = NULL;
+	int64_t audit_id;
+	json_t *arr = NULL;
+	int rc, in_tx = 0;
+
+	if (!range) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "range",
+			 "query argument 'range' is required (a NODERANGE, or 'all')");
+		return;
+	}
+	if (range_expand(c, &want, range) < 0)
+		return;
+	if (want.count == 0) {
+		api_fail(c, MHD_HTTP_NOT_FOUND, "range", "range '%.100s' matches no node", range);
+		goto cleanup;
+	}
+	rc = store_node_names(c->st, &have);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		goto cleanup;
+	}
+	if (have.count > 1)
+		qsort(have.names, have.count, sizeof(have.names[0]), cmp_str);
+	for (size_t i = 0; i < want.count; i++) {
+		if (!sorted_has(&have, want.names[i])) {
+			api_fail(c, MHD_HTTP_NOT_FOUND, "range", "no node '%s'; nothing was deleted",
+				 want.names[i]);
+			goto cleanup;
+		}
+	}
+	target = noderange_compress(want.names, want.count);
+	if (api_audit_begin(c, &audit_id, "node.delete", target ? target : range,
+			    json_pack("{s:I}", "count", (json_int_t)want.count)) < 0)
+		goto cleanup;
+	arr = json_array();
+	rc = store_begin(c->st);
+	in_tx = rc == 0;
+	for (size_t i = 0; rc == 0 && i < want.count; i++) {
+		rc = store_node_delete(c->st, want.names[i]);
+		if (rc == 0)
+			json_array_append_new(arr, deleted_json(want.names[i]));
+	}
+	if (rc == 0) {
+		rc = store_commit(c->st);
+		in_tx = rc < 0;
+	}
+	if (in_tx && rc < 0) {
+		char saved[512];
+
+		snprintf(saved, sizeof(saved), "%s", kiln_error_last());
+		store_rollback(c->st);
+		kiln_fail(rc, "%s; nothing was deleted", saved);
+	}
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		goto cleanup;
+	}
+	api_reply(c, MHD_HTTP_OK, arr);
+	arr = NULL;
+cleanup:
+	json_decref(arr);
+	free(target);
+	kiln_nodelist_free(&want);
+	kiln_nodelist_free(&have);
+}
+
+void api_nodes_import(struct api_ctx *c)
+{
+	static const char *const keys[] = { "nodes", NULL };
+	struct node **nodes = NULL;
+	size_t count = 0, i;
+	const char *field = NULL;
+	char **names = NULL, *target = NULL;
+	json_t *list, *item, *arr = NULL;
+	int64_t audit_id;
+	int rc, in_tx = 0;
+
+	if (!api_body_require(c))
+		return;
+	if (kiln_json_check_keys(c->body, keys, &field) < 0) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, field, "unknown field '%s'", field);
+		return;
+	}
+	list = json_object_get(c->body, "nodes");
+	if (!json_is_array(list) || json_array_size(list) == 0 ||
+	    json_array_size(list) > IMPORT_MAX) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "nodes",
+			 "field 'nodes' must be an array of 1 to %d node objects", IMPORT_MAX);
+		return;
+	}
+	nodes = calloc(json_array_size(list), sizeof(*nodes));
+	names = calloc(json_array_size(list), sizeof(*names));
+	if (!nodes || !names) {
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+		goto cleanup;
+	}
+	/* Every element is checked before anything is written. */
+	json_array_foreach(list, i, item) {
+		rc = node_json_create(&nodes[i], item, c->key, &field);
+		if (rc < 0) {
+			api_fail_index(c, api_status_of(rc), (long)i, field, "nodes[%zu]: %s", i,
+				       kiln_error_last());
+			goto cleanup;
+		}
+		count++;
+		names[i] = nodes[i]->name;
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(names[j], names[i]) == 0) {
+				api_fail_index(c, MHD_HTTP_BAD_REQUEST, (long)i, "name",
+					       "nodes[%zu]: node '%s' is also nodes[%zu]", i, names[i],
+					       j);
+				goto cleanup;
+			}
+		}
+	}
+	target = noderange_compress(names, count);
+	if (api_audit_begin(c, &audit_id, "node.import", target ? target : "?",
+			    json_pack("{s:I}", "count", (json_int_t)count)) < 0)
+		goto cleanup;
+	arr = json_array();
+	rc = store_begin(c->st);
+	in_tx = rc == 0;
+	for (i = 0; rc == 0 && i < count; i++) {
+		rc = store_node_insert(c->st, nodes[i]);
+		if (rc == 0)
+			json_array_append_new(arr, node_json_from(nodes[i]));
+	}
+	if (rc == 0) {
+		rc = store_commit(c->st);
+		in_tx = rc < 0;
+	}
+	if (rc < 0) {
+		size_t bad = i > 0 ? i - 1 : 0;
+		char saved[512];
+
+		if (rc == KILN_EEXISTS)
+			kiln_fail(rc, "nodes[%zu]: node '%s' already exists", bad, names[bad]);
+		snprintf(saved, sizeof(saved), "%s", kiln_error_last());
+		if (in_tx)
+			store_rollback(c->st);
+		kiln_fail(rc, "%s; nothing was imported", saved);
+		api_audit_finish(c, audit_id, rc);
+		if (rc == KILN_EEXISTS)
+			api_fail_index(c, MHD_HTTP_CONFLICT, (long)bad, "name", "%s",
+				       kiln_error_last());
+		else
+			api_fail_code(c, rc, NULL);
+		goto cleanup;
+	}
+	api_audit_finish(c, audit_id, 0);
+	api_reply(c, MHD_HTTP_CREATED, arr);
+	arr = NULL;
+cleanup:
+	json_decref(arr);
+	for (i = 0; nodes && i < count; i++)
+		node_free(nodes[i]);
+	free(nodes);
+	free(names);
+	free(target);
+}

@@ -1,0 +1,93 @@
+/* The REST API's route table: the one list of endpoints, the role each needs and its handler. */
+#include <stdio.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "kiln/error.h"
+
+/* Literal paths before patterns that could also match them (nodes/import vs nodes/{name}). */
+const struct api_route api_routes[] = {
+	{ "GET", "/api/v1/health", ROLE_NONE, api_health_get },
+	{ "GET", "/api/v1/nodes", ROLE_VIEWER, api_nodes_list },
+	{ "POST", "/api/v1/nodes", ROLE_ADMIN, api_nodes_create },
+	{ "DELETE", "/api/v1/nodes", ROLE_ADMIN, api_nodes_delete_range },
+	{ "POST", "/api/v1/nodes/import", ROLE_ADMIN, api_nodes_import },
+	{ "GET", "/api/v1/nodes/{name}", ROLE_VIEWER, api_node_get },
+	{ "PATCH", "/api/v1/nodes/{name}", ROLE_ADMIN, api_node_patch },
+	{ "DELETE", "/api/v1/nodes/{name}", ROLE_ADMIN, api_node_delete },
+	{ "POST", "/api/v1/tokens", ROLE_ADMIN, api_tokens_create },
+	{ "GET", "/api/v1/tokens", ROLE_ADMIN, api_tokens_list },
+	{ "DELETE", "/api/v1/tokens/{id}", ROLE_ADMIN, api_token_revoke },
+	{ "GET", "/api/v1/audit", ROLE_VIEWER, api_audit_list },
+};
+
+const size_t api_routes_count = sizeof(api_routes) / sizeof(api_routes[0]);
+
+static const char *const role_names[] = { "none", "viewer", "operator", "admin" };
+
+const char *api_role_name(int role)
+{
+	if (role < 0 || role > ROLE_ADMIN)
+		return "?";
+	return role_names[role];
+}
+
+int api_role_parse(const char *s)
+{
+	for (int r = ROLE_VIEWER; s && r <= ROLE_ADMIN; r++)
+		if (strcmp(s, role_names[r]) == 0)
+			return r;
+	return 0;
+}
+
+/* Matches path against pattern segment by segment; a {x} segment captures one segment. */
+static int path_match(const char *pattern, const char *path, char param[API_PARAM_MAX])
+{
+	const char *p = pattern, *s = path;
+
+	param[0] = '\0';
+	while (*p && *s) {
+		if (*p == '{') {
+			size_t n = strcspn(s, "/");
+
+			if (n == 0 || n >= API_PARAM_MAX)
+				return 0;
+			memcpy(param, s, n);
+			param[n] = '\0';
+			s += n;
+			p = strchr(p, '}');
+			if (!p)
+				return 0;
+			p++;
+			continue;
+		}
+		if (*p != *s)
+			return 0;
+		p++;
+		s++;
+	}
+	return *p == '\0' && *s == '\0';
+}
+
+const struct api_route *api_route_find(const char *method, const char *path,
+				       char param[API_PARAM_MAX], int *out_path_known)
+{
+	*out_path_known = 0;
+	for (size_t i = 0; i < api_routes_count; i++) {
+		if (!path_match(api_routes[i].path, path, param))
+			continue;
+		if (strcmp(api_routes[i].method, method) == 0)
+			return &api_routes[i];
+		*out_path_known = 1;
+	}
+	param[0] = '\0';
+	return NULL;
+}
+
+int api_routes_print(FILE *f)
+{
+	for (size_t i = 0; i < api_routes_count; i++)
+		fprintf(f, "%s %s %s\n", api_routes[i].method, api_routes[i].path,
+			api_role_name(api_routes[i].role));
+	return ferror(f) ? kiln_fail(KILN_ERROR, "cannot print the routes") : 0;
+}
