@@ -280,8 +280,12 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < n; i++) {
 			R.results[i] = NULL;
 			if (ipmi_submit(&targets[i], &op, &limits, on_done, (void *)(uintptr_t)i) < 0) {
+				/* nothing was sent for a bad target: stop before waiting on it */
 				fprintf(stderr, "kiln-ipmidrive: %s\n", kiln_error_last());
-				return 2;
+				json_decref(results);
+				json_decref(rounds_out);
+				status = 2;
+				goto done;
 			}
 		}
 		pthread_mutex_lock(&R.lock);
@@ -327,6 +331,7 @@ int main(int argc, char **argv)
 		free(text);
 	}
 	json_decref(out);
+done:
 	ipmi_helper_stop();
 	free(targets);
 	free(R.results);

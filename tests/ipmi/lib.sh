@@ -131,3 +131,20 @@ fail() {
 	echo "FAIL: $*"
 	exit 1
 }
+
+# Runs kiln-ipmidrive with the simulators' credentials and the opensesspriv workaround
+# ipmi_sim needs: ipmisim_drive TARGETS_FILE [options...] OP [ARG]. Prints its JSON.
+ipmisim_drive() {
+	local targets=$1
+	shift
+	mkdir -p "$IPMISIM_WORK/kiln"
+	"$KILN_BIN/kiln-ipmidrive" --state-dir "$IPMISIM_WORK/kiln" --targets "$targets" \
+		--password-file "$IPMISIM_WORK/password" --user "$IPMISIM_USER" \
+		--workarounds opensesspriv "$@"
+}
+
+# Adds a SEL entry (a temperature threshold event) to BMC $1 the way a BMC would log it.
+ipmisim_sel_inject() {
+	ipmisim_ipmitool "$1" raw 0x0a 0x44 0x00 0x00 0x02 0x00 0x00 0x00 0x00 0x20 0x00 0x04 \
+		0x01 0x01 0x01 0x57 0x00 0x00 > /dev/null
+}
