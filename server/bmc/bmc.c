@@ -1,0 +1,435 @@
+/* The BMC engine: per-node queues (one operation at a time per BMC, in order), a global
+ * fan-out limit, per-BMC driver state cached by node id, dispatch to the protocol drivers. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bmc/bmc.h"
+#include "bmc/redfish/redfish.h"
+#include "kiln/buf.h"
+#include "kiln/error.h"
+#include "store/store.h"
+
+#define BMC_BUCKETS 4096
+
+struct bmc_job {
+	struct bmc_job *next;
+	struct bmc_node *node;
+	struct bmc_op op;
+	struct bmc_target target;   /* strings owned by the job */
+	bmc_done_fn done;
+	void *ud;
+	struct bmc_engine *engine;
+};
+
+struct bmc_node {
+	struct bmc_node *hnext;     /* hash chain */
+	struct bmc_node *ready_next;
+	int64_t node_id;
+	char *key;                  /* what the driver state was built from */
+	int64_t credentials_version;
+	struct redfish_bmc *rf;
+	struct bmc_job *head, *tail;
+	int busy, ready;
+};
+
+struct bmc_engine {
+	struct bmc_engine_config cfg;
+	pthread_mutex_t lock;
+	struct redfish *rf;
+	struct bmc_node *buckets[BMC_BUCKETS];
+	struct bmc_node *ready_head, *ready_tail;
+	int running;
+	int stopping;
+};
+
+const char *bmc_power_name(enum bmc_power p)
+{
+	switch (p) {
+	case BMC_POWER_ON: return "on";
+	case BMC_POWER_OFF: return "off";
+	default: return "unknown";
+	}
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void target_free(struct bmc_target *t)
+{
+	free((char *)t->node_name);
+	free((char *)t->host);
+	free((char *)t->user);
+	if (t->password) {
+		explicit_bzero((char *)t->password, strlen(t->password));
+		free((char *)t->password);
+	}
+	free((char *)t->tls_ca_file);
+	free((char *)t->tls_fingerprint);
+	free((char *)t->ipmi_privilege);
+	free((char *)t->ipmi_workarounds);
+	free((char *)t->bmc_system);
+}
+
+static int target_copy(struct bmc_target *dst, const struct bmc_target *src)
+{
+	*dst = *src;
+	dst->node_name = dup_or_null(src->node_name);
+	dst->host = dup_or_null(src->host);
+	dst->user = dup_or_null(src->user);
+	dst->password = dup_or_null(src->password);
+	dst->tls_ca_file = dup_or_null(src->tls_ca_file);
+	dst->tls_fingerprint = dup_or_null(src->tls_fingerprint);
+	dst->ipmi_privilege = dup_or_null(src->ipmi_privilege);
+	dst->ipmi_workarounds = dup_or_null(src->ipmi_workarounds);
+	dst->bmc_system = dup_or_null(src->bmc_system);
+	if ((src->node_name && !dst->node_name) || (src->host && !dst->host) ||
+	    (src->user && !dst->user) || (src->password && !dst->password)) {
+		target_free(dst);
+		return kiln_fail(KILN_ERROR, "out of memory");
+	}
+	return 0;
+}
+
+/* Everything the driver state depends on; a change rebuilds it (and drops the session). */
+static char *target_key(const struct bmc_target *t)
+{
+	struct kiln_buf b;
+	kiln_buf_init(&b, 0);
+	kiln_buf_printf(&b, "%d|%s|%d|%s|%s|%d|%s|%s|%s|%lld", t->protocol, t->host ? t->host : "",
+			t->port, t->user ? t->user : "", t->password ? t->password : "",
+			t->tls_mode, t->tls_ca_file ? t->tls_ca_file : "",
+			t->tls_fingerprint ? t->tls_fingerprint : "",
+			t->bmc_system ? t->bmc_system : "", (long long)t->credentials_version);
+	return kiln_buf_steal(&b);
+}
+
+static void key_free(char *key)
+{
+	if (key) {
+		explicit_bzero(key, strlen(key));
+		free(key);
+	}
+}
+
+static void job_free(struct bmc_job *j)
+{
+	if (!j)
+		return;
+	free((char *)j->op.media_url);
+	target_free(&j->target);
+	free(j);
+}
+
+static struct bmc_node *node_get(struct bmc_engine *e, int64_t id)
+{
+	size_t h = (size_t)((uint64_t)id * 0x9E3779B97F4A7C15ull >> 52) % BMC_BUCKETS;
+	for (struct bmc_node *n = e->buckets[h]; n; n = n->hnext)
+		if (n->node_id == id)
+			return n;
+	struct bmc_node *n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->node_id = id;
+	n->hnext = e->buckets[h];
+	e->buckets[h] = n;
+	return n;
+}
+
+static void ready_push(struct bmc_engine *e, struct bmc_node *n)
+{
+	if (n->ready || n->busy || !n->head)
+		return;
+	n->ready = 1;
+	n->ready_next = NULL;
+	if (e->ready_tail)
+		e->ready_tail->ready_next = n;
+	else
+		e->ready_head = n;
+	e->ready_tail = n;
+}
+
+/* Under the lock: takes the jobs that may start now (a slot free, their node idle). */
+static struct bmc_job *pump(struct bmc_engine *e)
+{
+	struct bmc_job *start = NULL, **tail = &start;
+	while (!e->stopping && e->running < e->cfg.fanout && e->ready_head) {
+		struct bmc_node *n = e->ready_head;
+		e->ready_head = n->ready_next;
+		if (!e->ready_head)
+			e->ready_tail = NULL;
+		n->ready = 0;
+		struct bmc_job *j = n->head;
+		n->head = j->next;
+		if (!n->head)
+			n->tail = NULL;
+		j->next = NULL;
+		n->busy = 1;
+		e->running++;
+		*tail = j;
+		tail = &j->next;
+	}
+	return start;
+}
+
+static void start_jobs(struct bmc_engine *e, struct bmc_job *list);
+
+static void job_done(void *ud, const struct bmc_result *res)
+{
+	struct bmc_job *j = ud;
+	struct bmc_engine *e = j->engine;
+
+	pthread_mutex_lock(&e->lock);
+	j->node->busy = 0;
+	e->running--;
+	ready_push(e, j->node);
+	struct bmc_job *next = pump(e);
+	pthread_mutex_unlock(&e->lock);
+
+	if (j->done)
+		j->done(j->ud, res);
+	job_free(j);
+	start_jobs(e, next);
+}
+
+static void job_fail(struct bmc_job *j, int rc, const char *msg)
+{
+	struct bmc_result res = {.rc = rc};
+	snprintf(res.error, sizeof(res.error), "%s: %s",
+		 j->target.node_name ? j->target.node_name : "node", msg);
+	job_done(j, &res);
+}
+
+/* Runs one job; its node is marked busy, so its driver state is ours alone. */
+static void job_start(struct bmc_engine *e, struct bmc_job *j)
+{
+	struct bmc_node *n = j->node;
+	int rc;
+
+	if (j->target.protocol == BMC_IPMI) {
+		job_fail(j, KILN_EINVAL, "ipmi not built");
+		return;
+	}
+	char *key = target_key(&j->target);
+	if (!key) {
+		job_fail(j, KILN_ERROR, "out of memory");
+		return;
+	}
+	if (!n->rf || !n->key || strcmp(n->key, key) != 0 ||
+	    n->credentials_version != j->target.credentials_version) {
+		redfish_bmc_retire(e->rf, n->rf); /* logs out the old session */
+		n->rf = NULL;
+		key_free(n->key);
+		n->key = NULL;
+		kiln_error_clear();
+		if ((rc = redfish_bmc_new(e->rf, &n->rf, &j->target)) < 0) {
+			key_free(key);
+			job_fail(j, rc, kiln_error_last());
+			return;
+		}
+		n->key = key;
+		n->credentials_version = j->target.credentials_version;
+	} else {
+		key_free(key);
+	}
+	kiln_error_clear();
+	if ((rc = redfish_submit(e->rf, n->rf, &j->op, job_done, j)) < 0)
+		job_fail(j, rc, kiln_error_last());
+}
+
+static void start_jobs(struct bmc_engine *e, struct bmc_job *list)
+{
+	while (list) {
+		struct bmc_job *j = list;
+		list = list->next;
+		j->next = NULL;
+		job_start(e, j);
+	}
+}
+
+int bmc_engine_start(struct bmc_engine **out, const struct bmc_engine_config *cfg)
+{
+	struct bmc_engine *e = calloc(1, sizeof(*e));
+	if (!e)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	e->cfg = *cfg;
+	if (e->cfg.fanout <= 0)
+		e->cfg.fanout = 256;
+	pthread_mutex_init(&e->lock, NULL);
+	struct redfish_config rc = {
+		.max_inflight = e->cfg.fanout,
+		.connect_timeout_ms = e->cfg.connect_timeout_ms,
+		.request_timeout_ms = e->cfg.request_timeout_ms,
+		.action_timeout_ms = e->cfg.action_timeout_ms,
+	};
+	int err = redfish_start(&e->rf, &rc);
+	if (err < 0) {
+		pthread_mutex_destroy(&e->lock);
+		free(e);
+		return err;
+	}
+	*out = e;
+	return 0;
+}
+
+void bmc_engine_stop(struct bmc_engine *e)
+{
+	if (!e)
+		return;
+	struct bmc_job *queued = NULL;
+	pthread_mutex_lock(&e->lock);
+	e->stopping = 1;
+	for (size_t h = 0; h < BMC_BUCKETS; h++) {
+		for (struct bmc_node *n = e->buckets[h]; n; n = n->hnext) {
+			if (n->tail) {
+				n->tail->next = queued;
+				queued = n->head;
+			}
+			n->head = n->tail = NULL;
+			n->ready = 0;
+		}
+	}
+	e->ready_head = e->ready_tail = NULL;
+	pthread_mutex_unlock(&e->lock);
+
+	while (queued) {
+		struct bmc_job *j = queued;
+		queued = j->next;
+		struct bmc_result res = {.rc = KILN_ERROR};
+		snprintf(res.error, sizeof(res.error), "%s: kilnd is stopping",
+			 j->target.node_name ? j->target.node_name : "node");
+		if (j->done)
+			j->done(j->ud, &res);
+		job_free(j);
+	}
+	/* fails what runs, deletes every session, frees every driver state */
+	redfish_stop(e->rf);
+
+	for (size_t h = 0; h < BMC_BUCKETS; h++) {
+		struct bmc_node *n = e->buckets[h];
+		while (n) {
+			struct bmc_node *next = n->hnext;
+			key_free(n->key);
+			free(n);
+			n = next;
+		}
+	}
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
+int bmc_submit(struct bmc_engine *e, const struct bmc_target *target, const struct bmc_op *op,
+	       bmc_done_fn done, void *ud)
+{
+	switch (target->protocol) {
+	case BMC_REDFISH:
+	case BMC_REDFISH_HTTP:
+		break;
+	case BMC_IPMI:
+		return kiln_fail(KILN_EINVAL, "%s: ipmi not built", target->node_name);
+	default:
+		return kiln_fail(KILN_EINVAL, "%s: the node has no BMC address",
+				 target->node_name ? target->node_name : "node");
+	}
+	if ((op->kind == BMC_OP_MEDIA_INSERT) && (!op->media_url || !op->media_url[0]))
+		return kiln_fail(KILN_EINVAL, "media insert needs an image URL");
+
+	struct bmc_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	if (target_copy(&j->target, target) < 0) {
+		free(j);
+		return KILN_ERROR;
+	}
+	j->op = *op;
+	j->op.media_url = dup_or_null(op->media_url);
+	j->done = done;
+	j->ud = ud;
+	j->engine = e;
+
+	pthread_mutex_lock(&e->lock);
+	struct bmc_node *n = e->stopping ? NULL : node_get(e, target->node_id);
+	if (!n) {
+		int stopping = e->stopping;
+		pthread_mutex_unlock(&e->lock);
+		job_free(j);
+		return stopping ? kiln_fail(KILN_EBUSY, "the BMC engine is stopping")
+				: kiln_fail(KILN_ERROR, "out of memory");
+	}
+	j->node = n;
+	if (n->tail)
+		n->tail->next = j;
+	else
+		n->head = j;
+	n->tail = j;
+	ready_push(e, n);
+	struct bmc_job *start = pump(e);
+	pthread_mutex_unlock(&e->lock);
+	start_jobs(e, start);
+	return 0;
+}
+
+/* --- batches ------------------------------------------------------------------------------ */
+
+struct batch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	size_t remaining;
+	struct bmc_result *results;
+};
+
+struct batch_slot {
+	struct batch *batch;
+	size_t index;
+};
+
+static void batch_done(void *ud, const struct bmc_result *res)
+{
+	struct batch_slot *s = ud;
+	struct batch *b = s->batch;
+	struct bmc_result *out = &b->results[s->index];
+	out->rc = res->rc;
+	memcpy(out->error, res->error, sizeof(out->error));
+	out->data = res->rc == 0 && res->data ? json_incref(res->data) : NULL;
+	pthread_mutex_lock(&b->lock);
+	b->remaining--;
+	pthread_cond_broadcast(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+int bmc_run_batch(struct bmc_engine *e, const struct bmc_target *targets, size_t n,
+		  const struct bmc_op *op, struct bmc_result *results)
+{
+	struct batch b = {.remaining = n, .results = results};
+	struct batch_slot *slots = calloc(n ? n : 1, sizeof(*slots));
+	if (!slots)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	pthread_mutex_init(&b.lock, NULL);
+	pthread_cond_init(&b.cond, NULL);
+	memset(results, 0, n * sizeof(*results));
+
+	for (size_t i = 0; i < n; i++) {
+		slots[i].batch = &b;
+		slots[i].index = i;
+		kiln_error_clear();
+		int rc = bmc_submit(e, &targets[i], op, batch_done, &slots[i]);
+		if (rc < 0) {
+			results[i].rc = rc;
+			snprintf(results[i].error, sizeof(results[i].error), "%s", kiln_error_last());
+			pthread_mutex_lock(&b.lock);
+			b.remaining--;
+			pthread_mutex_unlock(&b.lock);
+		}
+	}
+	pthread_mutex_lock(&b.lock);
+	while (b.remaining > 0)
+		pthread_cond_wait(&b.cond, &b.lock);
+	pthread_mutex_unlock(&b.lock);
+	pthread_cond_destroy(&b.cond);
+	pthread_mutex_destroy(&b.lock);
+	free(slots);
+	return 0;
+}

@@ -1,0 +1,299 @@
+/* Redfish discovery: from the service root, following links only, to the system, its
+ * chassis and manager, and the vendor profile that selects quirks. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bmc/redfish/internal.h"
+#include "kiln/error.h"
+
+const char *rf_link(const json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	if (json_is_string(v))
+		return json_string_value(v);
+	return json_string_value(json_object_get(v, "@odata.id"));
+}
+
+/* Paths compare case-insensitively with a trailing slash dropped (iLO mixes both). */
+int rf_path_equal(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	while (la > 1 && a[la - 1] == '/')
+		la--;
+	while (lb > 1 && b[lb - 1] == '/')
+		lb--;
+	return la == lb && strncasecmp(a, b, la) == 0;
+}
+
+/* The last segment of a path ("System.Embedded.1" of ".../Systems/System.Embedded.1/"). */
+static void path_last(char *out, size_t n, const char *path)
+{
+	size_t len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	size_t start = len;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	size_t m = len - start < n - 1 ? len - start : n - 1;
+	memcpy(out, path + start, m);
+	out[m] = '\0';
+}
+
+static void set_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = v ? strdup(v) : NULL;
+}
+
+static int contains_ci(const char *hay, const char *needle)
+{
+	return hay && strcasestr(hay, needle) != NULL;
+}
+
+enum rf_profile rf_profile_detect(const json_t *root, const json_t *manager)
+{
+	const char *vendor = json_string_value(json_object_get(root, "Vendor"));
+	json_t *oem = json_object_get(root, "Oem");
+	const char *model = json_string_value(json_object_get(manager, "Model"));
+
+	if (contains_ci(vendor, "Dell") || json_object_get(oem, "Dell") ||
+	    contains_ci(model, "iDRAC"))
+		return RF_DELL;
+	if (contains_ci(vendor, "HPE") || json_object_get(oem, "Hpe") ||
+	    json_object_get(oem, "Hp") || contains_ci(model, "iLO"))
+		return RF_HPE;
+	if (contains_ci(vendor, "OpenBMC") || json_object_get(oem, "OpenBMC") ||
+	    contains_ci(model, "OpenBmc"))
+		return RF_OPENBMC;
+	return RF_GENERIC;
+}
+
+void rf_bmc_forget_discovery(struct redfish_bmc *b)
+{
+	if (!b)
+		return;
+	b->discovered = 0;
+	free(b->vendor);
+	free(b->sessions);
+	free(b->system);
+	free(b->manager);
+	free(b->reset_target);
+	json_decref(b->reset_allowed);
+	free(b->reset_info);
+	free(b->vmedia_system);
+	free(b->vmedia_manager);
+	free(b->logs_system);
+	free(b->logs_manager);
+	free(b->processors);
+	free(b->memory);
+	json_decref(b->pcie_links);
+	free(b->bmc_firmware);
+	free(b->bmc_model);
+	for (size_t i = 0; i < b->nchassis; i++) {
+		struct rf_chassis *c = &b->chassis[i];
+		free(c->path);
+		free(c->thermal);
+		free(c->power);
+		free(c->thermal_subsystem);
+		free(c->power_subsystem);
+		free(c->environment);
+		free(c->pcie_devices);
+		free(c->hpe_devices);
+	}
+	free(b->chassis);
+	b->vendor = b->sessions = b->system = b->manager = b->reset_target = NULL;
+	b->reset_allowed = NULL;
+	b->reset_info = b->vmedia_system = b->vmedia_manager = NULL;
+	b->logs_system = b->logs_manager = b->processors = b->memory = NULL;
+	b->pcie_links = NULL;
+	b->bmc_firmware = b->bmc_model = NULL;
+	b->chassis = NULL;
+	b->nchassis = 0;
+}
+
+/* --- the steps, in the order they run ---------------------------------------------------- */
+
+static int on_chassis(struct rf_op *op, const struct rf_reply *r)
+{
+	struct redfish_bmc *b = op->bmc;
+	struct rf_chassis *more = realloc(b->chassis, (b->nchassis + 1) * sizeof(*more));
+	if (!more)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	b->chassis = more;
+	struct rf_chassis *c = &b->chassis[b->nchassis++];
+	memset(c, 0, sizeof(*c));
+	set_str(&c->path, rf_link(r->json, "@odata.id"));
+	set_str(&c->thermal, rf_link(r->json, "Thermal"));
+	set_str(&c->power, rf_link(r->json, "Power"));
+	set_str(&c->thermal_subsystem, rf_link(r->json, "ThermalSubsystem"));
+	set_str(&c->power_subsystem, rf_link(r->json, "PowerSubsystem"));
+	set_str(&c->environment, rf_link(r->json, "EnvironmentMetrics"));
+	set_str(&c->pcie_devices, rf_link(r->json, "PCIeDevices"));
+	json_t *hpe = json_object_get(json_object_get(r->json, "Oem"), "Hpe");
+	set_str(&c->hpe_devices, rf_link(json_object_get(hpe, "Links"), "Devices"));
+	return 0;
+}
+
+static int push_links(struct rf_op *op, const json_t *members, rf_handler h)
+{
+	size_t i;
+	json_t *m;
+	json_array_foreach(members, i, m) {
+		const char *p = rf_link(m, "@odata.id");
+		if (p)
+			rf_push(op, "GET", p, NULL, 0, h);
+	}
+	return 0;
+}
+
+static int on_chassis_collection(struct rf_op *op, const struct rf_reply *r)
+{
+	return push_links(op, json_object_get(r->json, "Members"), on_chassis);
+}
+
+static int on_manager(struct rf_op *op, const struct rf_reply *r)
+{
+	struct redfish_bmc *b = op->bmc;
+	if (b->manager)
+		return 0; /* several managers: the first one linked is ours */
+	set_str(&b->manager, rf_link(r->json, "@odata.id"));
+	set_str(&b->bmc_firmware, json_string_value(json_object_get(r->json, "FirmwareVersion")));
+	set_str(&b->bmc_model, json_string_value(json_object_get(r->json, "Model")));
+	set_str(&b->logs_manager, rf_link(r->json, "LogServices"));
+	set_str(&b->vmedia_manager, rf_link(r->json, "VirtualMedia"));
+	if (b->profile == RF_GENERIC)
+		b->profile = rf_profile_detect(NULL, r->json);
+	return 0;
+}
+
+static int on_manager_collection(struct rf_op *op, const struct rf_reply *r)
+{
+	json_t *first = json_array_get(json_object_get(r->json, "Members"), 0);
+	const char *p = rf_link(first, "@odata.id");
+	if (p)
+		rf_push(op, "GET", p, NULL, 0, on_manager);
+	return 0;
+}
+
+static int on_reset_info(struct rf_op *op, const struct rf_reply *r)
+{
+	json_decref(op->bmc->reset_allowed);
+	op->bmc->reset_allowed = rf_reset_allowed_parse(r->json);
+	return 0;
+}
+
+static int on_system(struct rf_op *op, const struct rf_reply *r)
+{
+	struct redfish_bmc *b = op->bmc;
+	json_t *sys = r->json;
+	json_t *reset = json_object_get(json_object_get(sys, "Actions"), "#ComputerSystem.Reset");
+
+	set_str(&b->system, rf_link(sys, "@odata.id"));
+	set_str(&b->reset_target, json_string_value(json_object_get(reset, "target")));
+	json_decref(b->reset_allowed);
+	b->reset_allowed = rf_reset_allowed_parse(reset);
+	set_str(&b->reset_info, json_string_value(json_object_get(reset, "@Redfish.ActionInfo")));
+	set_str(&b->vmedia_system, rf_link(sys, "VirtualMedia"));
+	set_str(&b->logs_system, rf_link(sys, "LogServices"));
+	set_str(&b->processors, rf_link(sys, "Processors"));
+	set_str(&b->memory, rf_link(sys, "Memory"));
+	json_decref(b->pcie_links);
+	b->pcie_links = json_is_array(json_object_get(sys, "PCIeDevices"))
+				? json_deep_copy(json_object_get(sys, "PCIeDevices"))
+				: NULL;
+	if (!b->system)
+		return kiln_fail(KILN_EPROTO, "system resource without @odata.id");
+
+	if (b->reset_info && !b->reset_allowed)
+		rf_push(op, "GET", b->reset_info, NULL, 0, on_reset_info);
+
+	json_t *links = json_object_get(sys, "Links");
+	const char *mgr = rf_link(json_array_get(json_object_get(links, "ManagedBy"), 0),
+				  "@odata.id");
+	if (mgr)
+		rf_push(op, "GET", mgr, NULL, 0, on_manager);
+	else if (op->scratch && rf_link(op->scratch, "Managers"))
+		rf_push(op, "GET", rf_link(op->scratch, "Managers"), NULL, 0, on_manager_collection);
+
+	json_t *chassis = json_object_get(links, "Chassis");
+	if (json_array_size(chassis) > 0)
+		push_links(op, chassis, on_chassis);
+	else if (op->scratch && rf_link(op->scratch, "Chassis"))
+		rf_push(op, "GET", rf_link(op->scratch, "Chassis"), NULL, 0, on_chassis_collection);
+	return 0;
+}
+
+static int on_systems(struct rf_op *op, const struct rf_reply *r)
+{
+	struct redfish_bmc *b = op->bmc;
+	json_t *members = json_object_get(r->json, "Members");
+	size_t n = json_array_size(members);
+	const char *chosen = NULL;
+	struct kiln_buf ids;
+	int rc = 0;
+
+	kiln_buf_init(&ids, 256);
+	for (size_t i = 0; i < n; i++) {
+		const char *p = rf_link(json_array_get(members, i), "@odata.id");
+		char last[128];
+		if (!p)
+			continue;
+		path_last(last, sizeof(last), p);
+		kiln_buf_printf(&ids, "%s%s", ids.len ? ", " : "", last); /* capped: may stop */
+		if (b->want_system ? strcasecmp(last, b->want_system) == 0 : !chosen)
+			chosen = p;
+	}
+	if (b->want_system && !chosen)
+		rc = kiln_fail(KILN_ENOTFOUND, "no system '%s' on this BMC (it has: %s)",
+			       b->want_system, ids.len ? ids.data : "none");
+	else if (!b->want_system && n > 1)
+		rc = kiln_fail(KILN_EINVAL, "this BMC has %zu systems (%s); choose one with "
+			       "--bmc-system", n, ids.data);
+	else if (!chosen)
+		rc = kiln_fail(KILN_EPROTO, "the Systems collection is empty");
+	else
+		rf_push(op, "GET", chosen, NULL, 0, on_system);
+	kiln_buf_free(&ids);
+	return rc;
+}
+
+static int on_root(struct rf_op *op, const struct rf_reply *r)
+{
+	struct redfish_bmc *b = op->bmc;
+	json_t *root = r->json;
+	const char *systems = rf_link(root, "Systems");
+
+	if (!systems)
+		return kiln_fail(KILN_EPROTO, "the service root links no Systems");
+	set_str(&b->vendor, json_string_value(json_object_get(root, "Vendor")));
+	b->profile = rf_profile_detect(root, NULL);
+	const char *sessions = rf_link(json_object_get(root, "Links"), "Sessions");
+	set_str(&b->sessions, sessions);
+	if (!sessions)
+		b->basic_only = 1;
+	json_decref(op->scratch);
+	op->scratch = json_incref(root);
+	rf_push(op, "GET", systems, NULL, 0, on_systems);
+	return 0;
+}
+
+static int discover_done(struct rf_op *op)
+{
+	struct redfish_bmc *b = op->bmc;
+	json_decref(op->scratch);
+	op->scratch = NULL;
+	if (!b->system)
+		return kiln_fail(KILN_EPROTO, "discovery found no system");
+	b->discovered = 1;
+	return op->start(op);
+}
+
+int rf_discover_begin(struct rf_op *op)
+{
+	rf_bmc_forget_discovery(op->bmc);
+	rf_push(op, "GET", "/redfish/v1/", NULL, RF_NOAUTH, on_root);
+	rf_push_call(op, discover_done);
+	return 0;
+}

@@ -1,0 +1,254 @@
+/* The Redfish driver's event loop: one thread, one curl multi handle, every BMC's requests. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "bmc/redfish/internal.h"
+#include "kiln/error.h"
+#include "kiln/http.h"
+#include "kiln/parse.h"
+
+#define RF_HEADER_MAX 4096
+
+struct rf_request {
+	struct rf_op *op;
+	struct rf_step *step;
+	CURL *easy;
+	struct curl_slist *headers;
+	struct kiln_buf body;
+	int too_big;
+	char errbuf[CURL_ERROR_SIZE];
+	char *location, *etag, *token;
+	long retry_after_s;
+};
+
+int64_t rf_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+	struct rf_request *req = ud;
+	if (kiln_buf_append(&req->body, p, size * n) < 0) {
+		req->too_big = 1;
+		return 0; /* curl aborts the transfer */
+	}
+	return size * n;
+}
+
+/* Copies a header's value (trimmed) when name matches. */
+static void header_take(char **dst, const char *line, size_t len, const char *name)
+{
+	size_t nl = strlen(name);
+	if (len <= nl + 1 || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
+		return;
+	const char *v = line + nl + 1;
+	const char *end = line + len;
+	while (v < end && (*v == ' ' || *v == '\t'))
+		v++;
+	while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+		end--;
+	free(*dst);
+	*dst = strndup(v, (size_t)(end - v));
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+	struct rf_request *req = ud;
+	size_t len = size * n;
+	if (len > RF_HEADER_MAX)
+		return len; /* ignore absurd headers rather than storing them */
+	header_take(&req->location, p, len, "Location");
+	header_take(&req->etag, p, len, "ETag");
+	header_take(&req->token, p, len, "X-Auth-Token");
+	char *ra = NULL;
+	header_take(&ra, p, len, "Retry-After");
+	if (ra) {
+		int v;
+		if (kiln_parse_int(&v, ra, 0, 3600) == 0)
+			req->retry_after_s = v;
+		free(ra);
+	}
+	return len;
+}
+
+void rf_request_free(struct rf_request *req)
+{
+	if (!req)
+		return;
+	if (req->easy) {
+		if (req->op && req->op->rf)
+			curl_multi_remove_handle(req->op->rf->multi, req->easy);
+		curl_easy_cleanup(req->easy);
+	}
+	curl_slist_free_all(req->headers);
+	kiln_buf_free(&req->body);
+	free(req->location);
+	free(req->etag);
+	free(req->token);
+	free(req);
+}
+
+/* The URL for path: our base joined with the path; an absolute URL (a Location header)
+ * keeps only its path, so that a BMC cannot send us to another host. */
+static int url_build(struct kiln_buf *out, const struct redfish_bmc *b, const char *path)
+{
+	if (strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0) {
+		const char *rest = strstr(path, "://") + 3;
+		path = strchr(rest, '/');
+		if (!path)
+			path = "/";
+	}
+	if (path[0] != '/')
+		return kiln_fail(KILN_EPROTO, "link '%.80s' is not a path", path);
+	if (kiln_buf_puts(out, b->base_url) < 0 || kiln_buf_puts(out, path) < 0)
+		return kiln_fail(KILN_ETOOBIG, "URL too long");
+	return 0;
+}
+
+int rf_request_start(struct rf_op *op, struct rf_step *step)
+{
+	struct redfish *rf = op->rf;
+	struct redfish_bmc *b = op->bmc;
+	struct rf_request *req = calloc(1, sizeof(*req));
+	struct kiln_buf url;
+	struct kiln_buf hdr;
+	int rc = KILN_ERROR;
+
+	kiln_buf_init(&url, 8192);
+	kiln_buf_init(&hdr, 8192);
+	if (!req)
+		goto cleanup;
+	req->op = op;
+	req->step = step;
+	req->retry_after_s = -1;
+	kiln_buf_init(&req->body, rf->cfg.max_body);
+	req->easy = curl_easy_init();
+	if (!req->easy)
+		goto cleanup;
+	if ((rc = url_build(&url, b, step->path)) < 0)
+		goto cleanup;
+	rc = KILN_ERROR;
+
+	CURL *h = req->easy;
+	curl_easy_setopt(h, CURLOPT_URL, url.data);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, step->method);
+	if (strcmp(step->method, "GET") == 0)
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PRIVATE, req);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, req->errbuf);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, req);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, req);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, rf->cfg.connect_timeout_ms);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, rf->cfg.request_timeout_ms);
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+
+	if (!b->plain_http) {
+		struct kiln_tls_trust trust = {
+			.ca_file = b->ca_file,
+			.fingerprint = b->fingerprint,
+			.insecure = b->tls_insecure,
+			.system_ca = !b->ca_file && !b->fingerprint,
+		};
+		if ((rc = kiln_http_apply_trust(h, &trust)) < 0)
+			goto cleanup;
+		rc = KILN_ERROR;
+	}
+
+	req->headers = curl_slist_append(NULL, "Accept: application/json");
+	req->headers = curl_slist_append(req->headers, "OData-Version: 4.0");
+	if (step->body) {
+		req->headers = curl_slist_append(req->headers, "Content-Type: application/json");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, step->body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(step->body));
+	}
+	if (step->if_match) {
+		kiln_buf_reset(&hdr);
+		kiln_buf_printf(&hdr, "If-Match: %s", step->if_match);
+		req->headers = curl_slist_append(req->headers, hdr.data);
+	}
+	if (!(step->flags & (RF_NOAUTH | RF_LOGIN))) {
+		if (b->token) {
+			kiln_buf_reset(&hdr);
+			kiln_buf_printf(&hdr, "X-Auth-Token: %s", b->token);
+			req->headers = curl_slist_append(req->headers, hdr.data);
+		} else if (b->user) {
+			curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+			curl_easy_setopt(h, CURLOPT_USERNAME, b->user);
+			curl_easy_setopt(h, CURLOPT_PASSWORD, b->password ? b->password : "");
+		}
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, req->headers);
+
+	if (curl_multi_add_handle(rf->multi, h) != CURLM_OK) {
+		rc = kiln_fail(KILN_ERROR, "curl_multi_add_handle failed");
+		goto cleanup;
+	}
+	op->inflight = req;
+	rf->inflight++;
+	req = NULL;
+	rc = 0;
+cleanup:
+	if (req && rc < 0 && !kiln_error_last()[0])
+		kiln_fail(rc, "cannot start request");
+	if (req)
+		req->op = NULL; /* not added to the multi handle */
+	rf_request_free(req);
+	kiln_buf_free(&url);
+	kiln_buf_free(&hdr);
+	return rc;
+}
+
+/* A finished transfer: builds the reply and lets session.c and the step's handler decide. */
+void rf_loop_complete(struct redfish *rf, CURLMsg *msg)
+{
+	struct rf_request *req = NULL;
+	curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&req);
+	struct rf_op *op = req->op;
+	struct rf_step *step = req->step;
+	struct rf_reply r = {.retry_after_s = req->retry_after_s};
+	char cerr[CURL_ERROR_SIZE + 64];
+
+	rf->inflight--;
+	op->inflight = NULL;
+	r.curl_code = (int)msg->data.result;
+	if (msg->data.result == CURLE_OK)
+		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &r.status);
+	if (req->too_big) {
+		r.status = 0;
+		snprintf(cerr, sizeof(cerr), "response body over the %zu-byte cap",
+			 rf->cfg.max_body);
+		r.curl_error = cerr;
+	} else if (msg->data.result != CURLE_OK) {
+		if (msg->data.result == CURLE_PARTIAL_FILE)
+			snprintf(cerr, sizeof(cerr), "truncated response body (%s)", req->errbuf);
+		else
+			snprintf(cerr, sizeof(cerr), "%s",
+				 req->errbuf[0] ? req->errbuf
+						: curl_easy_strerror(msg->data.result));
+		r.curl_error = cerr;
+	}
+	r.body = req->body.data ? req->body.data : "";
+	r.body_len = req->body.len;
+	r.location = req->location;
+	r.etag = req->etag;
+	r.token = req->token;
+
+	int rc = rf_reply_process(op, step, &r);
+	json_decref(r.json);
+	rf_request_free(req);
+	if (rc < 0) {
+		rf_op_fail(op, rc, kiln_error_last());
+		return;
+	}
+	rf_op_advance(op);
+}

@@ -1,0 +1,232 @@
+/* Internals shared by the Redfish driver's files: the per-BMC state, operations as queues
+ * of request steps, and the pure parsers that the unit tests exercise. */
+#ifndef KILN_REDFISH_INTERNAL_H
+#define KILN_REDFISH_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "bmc/bmc.h"
+#include "bmc/redfish/redfish.h"
+#include "kiln/buf.h"
+
+enum rf_profile { RF_GENERIC = 0, RF_DELL, RF_HPE, RF_OPENBMC };
+
+struct rf_chassis {
+	char *path;
+	char *thermal, *power;                 /* legacy Thermal / Power */
+	char *thermal_subsystem, *power_subsystem, *environment;
+	char *pcie_devices;                    /* PCIeDevice collection */
+	char *hpe_devices;                     /* Oem.Hpe.Links.Devices (iLO's GPU list) */
+};
+
+struct redfish_bmc {
+	struct redfish_bmc *next;              /* the driver's list of every BMC state */
+	int retired;
+	int64_t node_id;
+	char *name;
+	char *base_url;                        /* "https://host:port" */
+	char *user, *password;
+	int tls_insecure, plain_http;
+	char *ca_file, *fingerprint;
+	char *want_system;                     /* --bmc-system, or NULL */
+
+	/* authentication */
+	char *token;                           /* X-Auth-Token of our session */
+	char *session_uri;                     /* to DELETE at shutdown */
+	int basic_only;                        /* no SessionService: Basic on every request */
+	int auth_failures;                     /* consecutive rejections */
+	int rejected;                          /* tried twice: left alone until credentials change */
+	long sessions_created;
+	int logout_sent;
+
+	/* discovery (paths as the BMC spells them) */
+	int discovered;
+	enum rf_profile profile;
+	char *vendor;
+	char *sessions;
+	char *system, *manager;
+	char *reset_target;
+	json_t *reset_allowed;                 /* array of strings, or NULL: not advertised */
+	char *reset_info;                      /* ActionInfo resource, when that is how they are listed */
+	char *vmedia_system, *vmedia_manager;
+	char *logs_system, *logs_manager;
+	char *processors, *memory;
+	json_t *pcie_links;                    /* the system's PCIeDevices link array, or NULL */
+	char *bmc_firmware, *bmc_model;
+	struct rf_chassis *chassis;
+	size_t nchassis;
+};
+
+struct rf_reply {
+	long status;                           /* 0: transport failure */
+	int curl_code;
+	const char *curl_error;
+	const char *body;
+	size_t body_len;
+	json_t *json;                          /* parsed body, or NULL (empty body or error status) */
+	const char *location;
+	const char *etag;
+	const char *token;
+	long retry_after_s;                    /* -1 when absent */
+};
+
+struct rf_op;
+/* A step's handler: 0 to go on, a negative kiln code (with kiln_fail) to fail the operation.
+ * Steps it pushes run next, before the steps already queued (depth first). */
+typedef int (*rf_handler)(struct rf_op *op, const struct rf_reply *r);
+typedef int (*rf_call_fn)(struct rf_op *op);
+
+enum {
+	RF_NOAUTH = 1,       /* the service root: no credentials */
+	RF_ALLOW_ERROR = 2,  /* pass 4xx/5xx to the handler instead of failing */
+	RF_LOGIN = 4,        /* internal: POST Sessions */
+	RF_NO_RETRY = 8,     /* never retry this one as transient */
+};
+
+struct rf_step {
+	struct rf_step *next;
+	char *method;                          /* NULL: a call, no request */
+	char *path;
+	char *body;
+	char *if_match;
+	int flags;
+	int retries;
+	int64_t not_before_ms;
+	rf_handler handler;
+	rf_call_fn call;
+};
+
+struct rf_request;
+
+struct rf_op {
+	struct rf_op *next;                    /* the driver's list of active operations */
+	struct redfish *rf;
+	struct redfish_bmc *bmc;
+	struct bmc_op op;
+	char *media_url;
+	bmc_done_fn done;
+	void *ud;
+
+	struct rf_step *queue;
+	struct rf_step *pushed, **pushed_tail; /* steps pushed by the running handler */
+	struct rf_step *last_pushed;
+	char *task_uri;
+	struct rf_request *inflight;
+	int relogged;                          /* one re-login per operation after a 401 */
+	int finished;
+
+	rf_call_fn start;                      /* runs once discovery is done */
+	rf_call_fn finish;                     /* runs when the queue is empty; may push more */
+	rf_call_fn task_then;                  /* after a task monitor completes */
+	int logout;                            /* internal: deletes the session, frees the BMC */
+	json_t *data;                          /* the result being built */
+	int64_t deadline_ms;
+
+	/* scratch for the operation kinds */
+	int phase;
+	int seen_off;
+	int task_done;
+	int retried;
+	int goal;                              /* enum bmc_power wanted at the end */
+	const char *reset_type;
+	const char *second_reset;              /* cycle as off-then-on: the "on" ResetType */
+	char *etag;
+	char *device;                          /* virtual media device chosen */
+	json_t *scratch;
+	size_t index;
+};
+
+/* The driver (http.c). */
+struct redfish {
+	struct redfish_config cfg;
+	CURLM *multi;
+	pthread_t thread;
+	int thread_started;
+	pthread_mutex_t lock;                  /* guards inbox, retired, stopping */
+	struct rf_op *inbox;
+	struct redfish_bmc *bmcs;              /* every BMC state, retired ones included */
+	int stopping;
+	struct rf_op *ops;                     /* loop thread only */
+	int inflight;
+};
+
+int64_t rf_now_ms(void);
+
+/* Steps (redfish.c). path is copied; body is copied (may be NULL). */
+void rf_push(struct rf_op *op, const char *method, const char *path, const char *body,
+	     int flags, rf_handler handler);
+void rf_push_delayed(struct rf_op *op, const char *method, const char *path, long delay_ms,
+		     rf_handler handler);
+void rf_push_call(struct rf_op *op, rf_call_fn call);
+/* Sets If-Match on the step pushed last. */
+void rf_push_if_match(struct rf_op *op, const char *etag);
+/* Follows a task monitor at location until it completes, then calls then. */
+int rf_task_follow(struct rf_op *op, const char *location, long retry_after_s, rf_call_fn then);
+
+/* Request engine (http.c). */
+int rf_request_start(struct rf_op *op, struct rf_step *step);
+void rf_request_free(struct rf_request *req);
+void rf_loop_complete(struct redfish *rf, CURLMsg *msg);
+
+/* Authentication and reply handling (session.c). */
+int rf_step_needs_login(struct rf_op *op, const struct rf_step *step);
+void rf_push_login(struct rf_op *op);
+/* Decides what a reply means for its step: 1 done (handler ran), 0 the step stays queued
+ * (retry or re-login), < 0 the operation fails. */
+int rf_reply_process(struct rf_op *op, struct rf_step *step, struct rf_reply *r);
+void rf_session_forget(struct redfish_bmc *b);
+
+/* Operation plumbing (redfish.c). */
+void rf_op_fail(struct rf_op *op, int code, const char *msg);
+void rf_op_advance(struct rf_op *op);
+void rf_step_free(struct rf_step *s);
+/* "MessageId: Message" from a Redfish error body, "" when there is none. */
+void rf_error_text(char *out, size_t n, const json_t *body);
+int rf_fail_reply(const char *method, const char *path, const struct rf_reply *r);
+const char *rf_profile_name(enum rf_profile p);
+
+/* Discovery (discover.c). */
+int rf_discover_begin(struct rf_op *op);
+void rf_bmc_forget_discovery(struct redfish_bmc *b);
+enum rf_profile rf_profile_detect(const json_t *root, const json_t *manager);
+int rf_path_equal(const char *a, const char *b);
+const char *rf_link(const json_t *obj, const char *key);
+
+/* Operation kinds. */
+int rf_power_start(struct rf_op *op);
+int rf_boot_start(struct rf_op *op);
+int rf_media_start(struct rf_op *op);
+int rf_sensors_start(struct rf_op *op);
+int rf_logs_start(struct rf_op *op);
+int rf_inventory_start(struct rf_op *op);
+
+/* Pure parsers (unit-tested). */
+enum bmc_power rf_power_parse(const char *power_state);
+/* The first of candidates (NULL-terminated) that allowed (array or NULL: all) lists. */
+const char *rf_reset_pick(const json_t *allowed, const char *const *candidates);
+/* Allowed ResetType values from a Reset action object or an ActionInfo resource. */
+json_t *rf_reset_allowed_parse(const json_t *action_or_info);
+/* Appends normalised sensors from a legacy Thermal or Power resource. */
+void rf_sensors_from_thermal(json_t *out, const json_t *thermal);
+void rf_sensors_from_power(json_t *out, const json_t *power);
+/* ThermalMetrics, a Fan, a PowerSupply, EnvironmentMetrics (newer schemas). */
+void rf_sensors_from_thermal_metrics(json_t *out, const json_t *tm);
+void rf_sensors_from_fan(json_t *out, const json_t *fan);
+void rf_sensors_from_power_supply(json_t *out, const json_t *psu);
+void rf_sensors_from_environment(json_t *out, const json_t *env, const char *chassis_name);
+/* Converts LogEntry members to {"id","time","timestamp","severity","message",...} and appends
+ * those created at or after since (0: all), skipping ids already in seen (an object). */
+size_t rf_log_entries_append(json_t *out, json_t *seen, const json_t *collection,
+			     const char *service, int64_t since);
+int rf_log_service_wanted(const char *id);
+int64_t rf_time_parse(const char *iso8601);
+/* Fills the inventory object from a ComputerSystem. */
+void rf_inventory_from_system(json_t *inv, const json_t *sys);
+/* 1 when a PCIeDevice or OEM device looks like a GPU. */
+int rf_device_is_gpu(const json_t *dev);
+
+#endif

@@ -1,0 +1,240 @@
+/* Redfish power: read PowerState, act with a ResetType the BMC allows, and confirm the
+ * outcome by reading PowerState back (a cycle or reset must be seen to happen). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bmc/redfish/internal.h"
+#include "kiln/error.h"
+
+#define POLL_MS 500
+
+enum { GOAL_ON = 1, GOAL_OFF, GOAL_CYCLE };
+
+enum bmc_power rf_power_parse(const char *s)
+{
+	if (!s)
+		return BMC_POWER_UNKNOWN;
+	if (strcmp(s, "On") == 0)
+		return BMC_POWER_ON;
+	if (strcmp(s, "Off") == 0)
+		return BMC_POWER_OFF;
+	return BMC_POWER_UNKNOWN; /* PoweringOn, PoweringOff, Paused, null */
+}
+
+json_t *rf_reset_allowed_parse(const json_t *obj)
+{
+	json_t *v = json_object_get(obj, "ResetType@Redfish.AllowableValues");
+	if (json_is_array(v))
+		return json_deep_copy(v);
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(obj, "Parameters"), i, p) {
+		const char *name = json_string_value(json_object_get(p, "Name"));
+		json_t *av = json_object_get(p, "AllowableValues");
+		if (name && strcmp(name, "ResetType") == 0 && json_is_array(av))
+			return json_deep_copy(av);
+	}
+	return NULL;
+}
+
+const char *rf_reset_pick(const json_t *allowed, const char *const *candidates)
+{
+	for (size_t c = 0; candidates[c]; c++) {
+		if (!allowed)
+			return candidates[c];
+		size_t i;
+		json_t *v;
+		json_array_foreach(allowed, i, v)
+			if (json_is_string(v) && strcmp(json_string_value(v), candidates[c]) == 0)
+				return candidates[c];
+	}
+	return NULL;
+}
+
+static const char *const ON_TYPES[] = {"On", "ForceOn", NULL};
+static const char *const OFF_TYPES[] = {"ForceOff", NULL};
+static const char *const SOFT_TYPES[] = {"GracefulShutdown", NULL};
+static const char *const RESET_TYPES[] = {"ForceRestart", "GracefulRestart", "PowerCycle", NULL};
+static const char *const CYCLE_TYPES[] = {"PowerCycle", NULL};
+
+static const char *action_name(enum bmc_power_action a)
+{
+	switch (a) {
+	case BMC_ACT_ON: return "on";
+	case BMC_ACT_OFF: return "off";
+	case BMC_ACT_SOFT: return "soft";
+	case BMC_ACT_RESET: return "reset";
+	default: return "cycle";
+	}
+}
+
+static int not_allowed(struct rf_op *op, const char *what)
+{
+	char *list = op->bmc->reset_allowed ? json_dumps(op->bmc->reset_allowed, JSON_COMPACT) : NULL;
+	int rc = kiln_fail(KILN_EINVAL, "no allowed ResetType for '%s' (the BMC allows %s)", what,
+			   list ? list : "none");
+	free(list);
+	return rc;
+}
+
+static int on_reset_reply(struct rf_op *op, const struct rf_reply *r);
+static int on_poll(struct rf_op *op, const struct rf_reply *r);
+
+static int send_reset(struct rf_op *op, const char *type, long delay_ms)
+{
+	char body[64];
+	if (!op->bmc->reset_target)
+		return kiln_fail(KILN_EPROTO, "the system has no ComputerSystem.Reset action");
+	snprintf(body, sizeof(body), "{\"ResetType\":\"%s\"}", type);
+	op->reset_type = type;
+	rf_push(op, "POST", op->bmc->reset_target, body, RF_ALLOW_ERROR, on_reset_reply);
+	if (delay_ms)
+		op->last_pushed->not_before_ms = rf_now_ms() + delay_ms;
+	return 0;
+}
+
+static int confirm_begin(struct rf_op *op)
+{
+	rf_push_delayed(op, "GET", op->bmc->system, POLL_MS, on_poll);
+	return 0;
+}
+
+static int on_race_state(struct rf_op *op, const struct rf_reply *r)
+{
+	enum bmc_power p = rf_power_parse(json_string_value(json_object_get(r->json, "PowerState")));
+	/* a redundant request (ForceOff of a node already off): the state is what we wanted */
+	if ((op->goal == GOAL_OFF && p == BMC_POWER_OFF) || (op->goal == GOAL_ON && p == BMC_POWER_ON))
+		return confirm_begin(op);
+	if (op->retried)
+		return kiln_fail(KILN_EBUSY, "POST %s: the BMC refused %s twice in state '%s'",
+				 op->bmc->reset_target, op->reset_type,
+				 json_string_value(json_object_get(r->json, "PowerState")));
+	op->retried = 1;
+	return send_reset(op, op->reset_type, 2000);
+}
+
+static int on_reset_reply(struct rf_op *op, const struct rf_reply *r)
+{
+	if (r->status >= 400) {
+		if (r->body_len && memmem(r->body, r->body_len, "InvalidOperationForSystemState", 30)) {
+			rf_push(op, "GET", op->bmc->system, NULL, 0, on_race_state);
+			return 0;
+		}
+		return rf_fail_reply("POST", op->bmc->reset_target, r);
+	}
+	json_object_set_new(op->data, "reset_type", json_string(op->reset_type));
+	if (r->status == 202 && r->location)
+		return rf_task_follow(op, r->location, r->retry_after_s, confirm_begin);
+	return confirm_begin(op);
+}
+
+static void succeed(struct rf_op *op, enum bmc_power p, const char *result)
+{
+	json_object_set_new(op->data, "power", json_string(bmc_power_name(p)));
+	json_object_set_new(op->data, "result", json_string(result));
+}
+
+static int on_poll(struct rf_op *op, const struct rf_reply *r)
+{
+	const char *raw = json_string_value(json_object_get(r->json, "PowerState"));
+	enum bmc_power p = rf_power_parse(raw);
+
+	if (raw && (strcmp(raw, "Off") == 0 || strcmp(raw, "PoweringOff") == 0))
+		op->seen_off = 1;
+	if (op->goal == GOAL_ON && p == BMC_POWER_ON) {
+		succeed(op, p, "ok");
+		return 0;
+	}
+	if (op->goal == GOAL_OFF && p == BMC_POWER_OFF) {
+		if (op->second_reset) {
+			const char *on = op->second_reset;
+			op->second_reset = NULL;
+			op->goal = GOAL_ON;
+			return send_reset(op, on, 0);
+		}
+		succeed(op, p, "ok");
+		return 0;
+	}
+	if (op->goal == GOAL_CYCLE && p == BMC_POWER_ON && (op->seen_off || op->task_done)) {
+		succeed(op, p, "ok");
+		return 0;
+	}
+	if (rf_now_ms() > op->deadline_ms) {
+		json_object_set_new(op->data, "power", json_string(bmc_power_name(p)));
+		if (op->goal == GOAL_CYCLE && !op->seen_off)
+			return kiln_fail(KILN_ETIMEOUT, "%s sent but the node was never seen going "
+					 "off (PowerState '%s') before the action timeout",
+					 op->reset_type, raw ? raw : "null");
+		return kiln_fail(KILN_ETIMEOUT, "%s sent but PowerState is still '%s' at the "
+				 "action timeout", op->reset_type, raw ? raw : "null");
+	}
+	rf_push_delayed(op, "GET", op->bmc->system, POLL_MS, on_poll);
+	return 0;
+}
+
+static int act(struct rf_op *op, const char *const *types, const char *what, int goal)
+{
+	const char *t = rf_reset_pick(op->bmc->reset_allowed, types);
+	if (!t)
+		return not_allowed(op, what);
+	op->goal = goal;
+	return send_reset(op, t, 0);
+}
+
+static int on_initial(struct rf_op *op, const struct rf_reply *r)
+{
+	const char *raw = json_string_value(json_object_get(r->json, "PowerState"));
+	enum bmc_power p = rf_power_parse(raw);
+	enum bmc_power_action a = op->op.action;
+
+	op->data = json_object();
+	json_object_set_new(op->data, "power", json_string(bmc_power_name(p)));
+	if (op->op.kind == BMC_OP_POWER_GET) {
+		json_object_set_new(op->data, "power_state", raw ? json_string(raw) : json_null());
+		return 0;
+	}
+	json_object_set_new(op->data, "action", json_string(action_name(a)));
+	if (p == BMC_POWER_UNKNOWN)
+		return kiln_fail(KILN_EBUSY, "PowerState is '%s'; no action on an unknown state",
+				 raw ? raw : "null");
+
+	switch (a) {
+	case BMC_ACT_ON:
+		if (p == BMC_POWER_ON)
+			break;
+		return act(op, ON_TYPES, "on", GOAL_ON);
+	case BMC_ACT_OFF:
+		if (p == BMC_POWER_OFF)
+			break;
+		return act(op, OFF_TYPES, "off", GOAL_OFF);
+	case BMC_ACT_SOFT:
+		if (p == BMC_POWER_OFF)
+			break;
+		return act(op, SOFT_TYPES, "soft", GOAL_OFF);
+	case BMC_ACT_RESET:
+	case BMC_ACT_CYCLE:
+		if (p == BMC_POWER_OFF) {
+			if (!op->op.on_if_off)
+				return kiln_fail(KILN_EINVAL, "the node is off; %s does not power it on "
+						 "without --on-if-off", action_name(a));
+			return act(op, ON_TYPES, "on", GOAL_ON);
+		}
+		if (a == BMC_ACT_RESET)
+			return act(op, RESET_TYPES, "reset", GOAL_CYCLE);
+		if (rf_reset_pick(op->bmc->reset_allowed, CYCLE_TYPES))
+			return act(op, CYCLE_TYPES, "cycle", GOAL_CYCLE);
+		/* no PowerCycle: off, wait for Off, then on */
+		op->second_reset = rf_reset_pick(op->bmc->reset_allowed, ON_TYPES);
+		if (!op->second_reset)
+			return not_allowed(op, "on");
+		return act(op, OFF_TYPES, "cycle (off then on)", GOAL_OFF);
+	}
+	json_object_set_new(op->data, "result", json_string("noop"));
+	return 0;
+}
+
+int rf_power_start(struct rf_op *op)
+{
+	rf_push(op, "GET", op->bmc->system, NULL, 0, on_initial);
+	return 0;
+}

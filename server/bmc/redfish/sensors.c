@@ -1,0 +1,289 @@
+/* Redfish sensors: Thermal/Power (older) or ThermalSubsystem/PowerSubsystem/EnvironmentMetrics
+ * (newer), normalised to {"name","kind","value","unit","health","thresholds"}. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bmc/redfish/internal.h"
+#include "kiln/error.h"
+
+static int absent(const json_t *obj)
+{
+	const char *state = json_string_value(json_object_get(json_object_get(obj, "Status"), "State"));
+	return state && strcmp(state, "Absent") == 0;
+}
+
+static json_t *number_or_null(const json_t *v)
+{
+	return json_is_number(v) ? json_real(json_number_value(v)) : json_null();
+}
+
+/* Adds one sensor; value may be NULL (no reading). */
+static void sensor_add(json_t *out, const char *name, const char *kind, const json_t *value,
+		       const char *unit, const json_t *obj)
+{
+	json_t *s = json_object();
+	const char *health = json_string_value(json_object_get(json_object_get(obj, "Status"), "Health"));
+	json_object_set_new(s, "name", json_string(name ? name : "unnamed"));
+	json_object_set_new(s, "kind", json_string(kind));
+	json_object_set_new(s, "value", number_or_null(value));
+	json_object_set_new(s, "unit", json_string(unit));
+	json_object_set_new(s, "health", health ? json_string(health) : json_null());
+
+	static const struct { const char *key, *as; } th[] = {
+		{"UpperThresholdNonCritical", "upper_warning"},
+		{"UpperThresholdCritical", "upper_critical"},
+		{"UpperThresholdFatal", "upper_fatal"},
+		{"LowerThresholdNonCritical", "lower_warning"},
+		{"LowerThresholdCritical", "lower_critical"},
+		{"LowerThresholdFatal", "lower_fatal"},
+	};
+	json_t *t = json_object();
+	for (size_t i = 0; i < sizeof(th) / sizeof(th[0]); i++) {
+		json_t *v = json_object_get(obj, th[i].key);
+		if (json_is_number(v))
+			json_object_set_new(t, th[i].as, json_real(json_number_value(v)));
+	}
+	/* the newer schemas: Thresholds {"UpperCritical":{"Reading":n}} */
+	static const struct { const char *key, *as; } nt[] = {
+		{"UpperCaution", "upper_warning"}, {"UpperCritical", "upper_critical"},
+		{"UpperFatal", "upper_fatal"},     {"LowerCaution", "lower_warning"},
+		{"LowerCritical", "lower_critical"}, {"LowerFatal", "lower_fatal"},
+	};
+	json_t *thresholds = json_object_get(obj, "Thresholds");
+	for (size_t i = 0; i < sizeof(nt) / sizeof(nt[0]); i++) {
+		json_t *v = json_object_get(json_object_get(thresholds, nt[i].key), "Reading");
+		if (json_is_number(v))
+			json_object_set_new(t, nt[i].as, json_real(json_number_value(v)));
+	}
+	if (json_object_size(t))
+		json_object_set_new(s, "thresholds", t);
+	else
+		json_decref(t);
+	json_array_append_new(out, s);
+}
+
+static const char *name_of(const json_t *obj, const char *fallback_key)
+{
+	const char *n = json_string_value(json_object_get(obj, "Name"));
+	if (!n && fallback_key)
+		n = json_string_value(json_object_get(obj, fallback_key));
+	if (!n)
+		n = json_string_value(json_object_get(obj, "MemberId"));
+	return n;
+}
+
+static const char *fan_unit(const char *units)
+{
+	if (units && strcmp(units, "Percent") == 0)
+		return "%";
+	return "RPM";
+}
+
+void rf_sensors_from_thermal(json_t *out, const json_t *thermal)
+{
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(thermal, "Temperatures"), i, t) {
+		if (!absent(t))
+			sensor_add(out, name_of(t, NULL), "temperature",
+				   json_object_get(t, "ReadingCelsius"), "C", t);
+	}
+	json_array_foreach(json_object_get(thermal, "Fans"), i, t) {
+		if (!absent(t))
+			sensor_add(out, name_of(t, "FanName"), "fan", json_object_get(t, "Reading"),
+				   fan_unit(json_string_value(json_object_get(t, "ReadingUnits"))), t);
+	}
+}
+
+void rf_sensors_from_power(json_t *out, const json_t *power)
+{
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(power, "PowerControl"), i, p) {
+		const char *name = name_of(p, NULL);
+		sensor_add(out, name ? name : "Power Consumed", "power",
+			   json_object_get(p, "PowerConsumedWatts"), "W", p);
+	}
+	json_array_foreach(json_object_get(power, "Voltages"), i, p) {
+		if (!absent(p))
+			sensor_add(out, name_of(p, NULL), "voltage", json_object_get(p, "ReadingVolts"),
+				   "V", p);
+	}
+	json_array_foreach(json_object_get(power, "PowerSupplies"), i, p) {
+		if (absent(p))
+			continue;
+		json_t *w = json_object_get(p, "LastPowerOutputWatts");
+		if (!json_is_number(w))
+			w = json_object_get(p, "PowerOutputWatts");
+		sensor_add(out, name_of(p, NULL), "psu", w, "W", p);
+	}
+}
+
+void rf_sensors_from_thermal_metrics(json_t *out, const json_t *tm)
+{
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(tm, "TemperatureReadingsCelsius"), i, t) {
+		const char *name = json_string_value(json_object_get(t, "DeviceName"));
+		if (!name)
+			name = json_string_value(json_object_get(t, "DataSourceUri"));
+		sensor_add(out, name, "temperature", json_object_get(t, "Reading"), "C", t);
+	}
+}
+
+void rf_sensors_from_fan(json_t *out, const json_t *fan)
+{
+	if (absent(fan))
+		return;
+	json_t *speed = json_object_get(fan, "SpeedPercent");
+	json_t *rpm = json_object_get(speed, "SpeedRPM");
+	if (json_is_number(rpm))
+		sensor_add(out, name_of(fan, NULL), "fan", rpm, "RPM", fan);
+	else
+		sensor_add(out, name_of(fan, NULL), "fan", json_object_get(speed, "Reading"), "%", fan);
+}
+
+void rf_sensors_from_power_supply(json_t *out, const json_t *psu)
+{
+	if (absent(psu))
+		return;
+	sensor_add(out, name_of(psu, NULL), "psu", NULL, "W", psu);
+}
+
+void rf_sensors_from_environment(json_t *out, const json_t *env, const char *chassis_name)
+{
+	char name[160];
+	json_t *w = json_object_get(json_object_get(env, "PowerWatts"), "Reading");
+	if (json_is_number(w)) {
+		snprintf(name, sizeof(name), "%s Power", chassis_name ? chassis_name : "Chassis");
+		sensor_add(out, name, "power", w, "W", env);
+	}
+	json_t *t = json_object_get(json_object_get(env, "TemperatureCelsius"), "Reading");
+	if (json_is_number(t)) {
+		snprintf(name, sizeof(name), "%s Temperature", chassis_name ? chassis_name : "Chassis");
+		sensor_add(out, name, "temperature", t, "C", env);
+	}
+}
+
+/* --- the crawl --------------------------------------------------------------------------- */
+
+static int on_thermal(struct rf_op *op, const struct rf_reply *r)
+{
+	rf_sensors_from_thermal(op->scratch, r->json);
+	return 0;
+}
+
+static int on_power(struct rf_op *op, const struct rf_reply *r)
+{
+	rf_sensors_from_power(op->scratch, r->json);
+	return 0;
+}
+
+static int on_thermal_metrics(struct rf_op *op, const struct rf_reply *r)
+{
+	rf_sensors_from_thermal_metrics(op->scratch, r->json);
+	return 0;
+}
+
+static int on_fan(struct rf_op *op, const struct rf_reply *r)
+{
+	rf_sensors_from_fan(op->scratch, r->json);
+	return 0;
+}
+
+static int on_psu(struct rf_op *op, const struct rf_reply *r)
+{
+	rf_sensors_from_power_supply(op->scratch, r->json);
+	return 0;
+}
+
+static int on_environment(struct rf_op *op, const struct rf_reply *r)
+{
+	rf_sensors_from_environment(op->scratch, r->json, NULL);
+	return 0;
+}
+
+static int push_members(struct rf_op *op, const struct rf_reply *r, rf_handler h)
+{
+	size_t i;
+	json_t *m;
+	json_array_foreach(json_object_get(r->json, "Members"), i, m) {
+		const char *p = rf_link(m, "@odata.id");
+		if (p)
+			rf_push(op, "GET", p, NULL, 0, h);
+	}
+	return 0;
+}
+
+static int on_fans(struct rf_op *op, const struct rf_reply *r)
+{
+	return push_members(op, r, on_fan);
+}
+
+static int on_psus(struct rf_op *op, const struct rf_reply *r)
+{
+	return push_members(op, r, on_psu);
+}
+
+static int on_thermal_subsystem(struct rf_op *op, const struct rf_reply *r)
+{
+	const char *tm = rf_link(r->json, "ThermalMetrics");
+	const char *fans = rf_link(r->json, "Fans");
+	if (tm)
+		rf_push(op, "GET", tm, NULL, 0, on_thermal_metrics);
+	if (fans)
+		rf_push(op, "GET", fans, NULL, 0, on_fans);
+	return 0;
+}
+
+static int on_power_subsystem(struct rf_op *op, const struct rf_reply *r)
+{
+	const char *psus = rf_link(r->json, "PowerSupplies");
+	if (psus)
+		rf_push(op, "GET", psus, NULL, 0, on_psus);
+	return 0;
+}
+
+/* Names made unique ("HpeServerPowerSupply", "HpeServerPowerSupply #2") so that stored
+ * readings keep apart. */
+static int sensors_finish(struct rf_op *op)
+{
+	json_t *count = json_object();
+	size_t i;
+	json_t *s;
+	json_array_foreach(op->scratch, i, s) {
+		const char *name = json_string_value(json_object_get(s, "name"));
+		json_int_t n = json_integer_value(json_object_get(count, name)) + 1;
+		json_object_set_new(count, name, json_integer(n));
+		if (n > 1) {
+			char buf[300];
+			snprintf(buf, sizeof(buf), "%s #%lld", name, (long long)n);
+			json_object_set_new(s, "name", json_string(buf));
+		}
+	}
+	json_decref(count);
+	op->data = json_pack("{s:O}", "sensors", op->scratch);
+	return 0;
+}
+
+int rf_sensors_start(struct rf_op *op)
+{
+	op->scratch = json_array();
+	for (size_t i = 0; i < op->bmc->nchassis; i++) {
+		const struct rf_chassis *c = &op->bmc->chassis[i];
+		if (c->thermal)
+			rf_push(op, "GET", c->thermal, NULL, 0, on_thermal);
+		else if (c->thermal_subsystem)
+			rf_push(op, "GET", c->thermal_subsystem, NULL, 0, on_thermal_subsystem);
+		if (c->power) {
+			rf_push(op, "GET", c->power, NULL, 0, on_power);
+		} else {
+			if (c->power_subsystem)
+				rf_push(op, "GET", c->power_subsystem, NULL, 0, on_power_subsystem);
+			if (c->environment)
+				rf_push(op, "GET", c->environment, NULL, 0, on_environment);
+		}
+	}
+	op->finish = sensors_finish;
+	return 0;
+}
