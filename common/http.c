@@ -286,6 +286,11 @@ int kiln_http_request(struct kiln_http_response *resp, const char *method, const
 		}
 	} else if (strcmp(method, "HEAD") == 0) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	} else if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
+		   strcmp(method, "PATCH") == 0) {
+		/* an empty body still says Content-Length: 0, which servers expect */
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
 	}
 	pin_mismatch[0] = '\0';
 	c = curl_easy_perform(h);

@@ -433,7 +433,9 @@ static int pattern_expand(const struct parser *p, size_t start, size_t end, stru
 		if (exclude)
 			nset_remove(s, name);
 		else if ((rc = nset_add(s, name, o)) < 0)
-			return rc == KILN_ETOOBIG ? fail_at(p, start, kiln_error_last()) : rc;
+			return rc == KILN_ETOOBIG ?
+				       fail_at(p, start, "expression yields more than 1000000 names") :
+				       rc;
 		/* Odometer: the last group turns fastest. */
 		for (size_t k = ng; k-- > 0;) {
 			if (cursor_next(p, &g[k], &cur[k]))

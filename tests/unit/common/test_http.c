@@ -457,8 +457,10 @@ static void test_plain_status_and_empty_body(void **state)
 
 	(void)state;
 	server_start(&s, 0, "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-	assert_int_equal(request(&s, &r, "GET", NULL, NULL, 0), 0);
+	assert_int_equal(request(&s, &r, "POST", NULL, NULL, 0), 0);
 	server_stop(&s);
+	assert_non_null(strstr(s.request, "POST /api/v1/x HTTP/1.1\r\n"));
+	assert_non_null(strstr(s.request, "Content-Length: 0\r\n"));
 	assert_int_equal(r.status, 401);
 	assert_non_null(r.body);
 	assert_int_equal(r.body_len, 0);

@@ -154,6 +154,7 @@ static const struct bad_vector bad[] = {
 	{ "@nosuch", KILN_ENOTFOUND, "unknown group 'nosuch'" },
 	{ "gpu[1-1000001]", KILN_EINVAL, "more than 1000000 names" },
 	{ "a[1-1000]b[1-1001]", KILN_EINVAL, "more than 1000000 names" },
+	{ "a[1-600000],b[1-600000]", KILN_EINVAL, "position 13: expression yields more than 1000000" },
 	{ "gpu[1234567890123456789]", KILN_EINVAL, "number too long" },
 	{ "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij[1-2000]", KILN_EINVAL,
 	  "longer than 63" },
