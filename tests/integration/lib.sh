@@ -3,7 +3,7 @@
 # Source it; it installs an EXIT trap that stops every kilnd it started and removes the
 # temporary files (a test that needs its own EXIT work calls kiln_test_cleanup from it).
 
-KILN_BIN=${KILN_BIN:?KILN_BIN must name the build's bin/ folder}
+KILN_BIN=${KILN_BIN:?"KILN_BIN must name the build's bin/ folder"}
 KILND=$KILN_BIN/kilnd
 
 for _tool in curl jq; do
@@ -38,7 +38,8 @@ trap kiln_test_cleanup EXIT
 # kiln_test_start_kilnd [STATE_DIR [KILND_ARGS...]]
 # Starts kilnd on 127.0.0.1:0 (unless KILND_ARGS name another --listen) with STATE_DIR
 # (default: a new temporary one), waits for DIR/kilnd.url and /api/v1/health, and sets
-# KILND_DIR, KILND_PID, KILND_LOG (stderr, appended), KILND_URL; exports KILN_URL and
+# KILND_DIR (the state dir; KILND_STATE names it too), KILND_PID, KILND_LOG (stderr,
+# appended), KILND_URL; exports KILN_URL and
 # KILN_TOKEN_FILE. Returns 1 (and prints the log) if kilnd exits or does not answer in 30 s.
 kiln_test_start_kilnd() {
 	local dir=${1:-} listen=(--listen 127.0.0.1:0) arg i
@@ -50,6 +51,7 @@ kiln_test_start_kilnd() {
 		[ "$arg" = "--listen" ] && listen=()
 	done
 	KILND_DIR=$dir
+	KILND_STATE=$dir
 	KILND_LOG=$dir/kilnd.log
 	rm -f "$dir/kilnd.url"
 	"$KILND" --state-dir "$dir" "${listen[@]}" "$@" 2>>"$KILND_LOG" &
