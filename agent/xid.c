@@ -162,10 +162,11 @@ static int add_event(struct xid_reader *r, json_t *events, size_t max, const cha
 		r->dropped++;
 		return 0;
 	}
-	o = json_pack("{s:s?,s:i,s:s,s:s}", "pci_bus_id", ev.pci_bus_id[0] ? ev.pci_bus_id : NULL,
-		      "xid", ev.xid, "message", ev.message, "source", "kmsg");
+	o = json_pack("{s:i,s:s,s:s}", "xid", ev.xid, "message", ev.message, "source", "kmsg");
 	if (!o)
 		return kiln_fail(KILN_ERROR, "out of memory");
+	if (ev.pci_bus_id[0])
+		json_object_set_new(o, "pci_bus_id", json_string(ev.pci_bus_id));
 	if (ev.seq >= 0)
 		json_object_set_new(o, "seq", json_integer(ev.seq));
 	if (ev.time_us >= 0)
