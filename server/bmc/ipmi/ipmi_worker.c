@@ -31,6 +31,7 @@ static struct {
 	int nworkers;
 	int stop;
 	int fd;
+	char ipmi_root[PATH_MAX];
 	char sdr_root[PATH_MAX];
 } W = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -127,6 +128,9 @@ static void job_execute(json_t *msg)
 	job.sel_after_id = int_or(msg, "sel_after_id", 0);
 	sdr_dir_for(sdr_dir, sizeof(sdr_dir), job.node);
 	job.sdr_dir = sdr_dir;
+	/* kilnd may start the helper before its state dir exists: make the cache path now */
+	(void)mkdir(W.ipmi_root, 0700);
+	(void)mkdir(W.sdr_root, 0700);
 
 	kiln_error_clear();
 	rc = ipmi_job_run(&data, &job);
@@ -180,18 +184,17 @@ static void *worker_thread(void *arg)
 
 int ipmi_worker_main(int fd, const char *state_dir, int workers)
 {
-	char dir[PATH_MAX];
-
 	W.fd = fd;
 	W.nworkers = workers > 0 ? workers : 64;
 	W.tail = &W.head;
 	W.busy = calloc((size_t)W.nworkers, sizeof(*W.busy));
 	if (!W.busy)
 		return 1;
-	snprintf(dir, sizeof(dir), "%s/ipmi", state_dir);
-	(void)mkdir(dir, 0700);
-	snprintf(W.sdr_root, sizeof(W.sdr_root), "%s/ipmi/sdr", state_dir);
-	(void)mkdir(W.sdr_root, 0700);
+	if (snprintf(W.ipmi_root, sizeof(W.ipmi_root), "%s/ipmi", state_dir) >= (int)sizeof(W.ipmi_root) ||
+	    snprintf(W.sdr_root, sizeof(W.sdr_root), "%s/ipmi/sdr", state_dir) >= (int)sizeof(W.sdr_root)) {
+		fprintf(stderr, "kilnd ipmi helper: state dir path too long\n");
+		return 1;
+	}
 	if (ipmi_monitor_init() < 0) {
 		fprintf(stderr, "kilnd ipmi helper: %s\n", kiln_error_last());
 		return 1;
