@@ -434,14 +434,17 @@ static json_t *body_printable(const json_t *body)
 	return c;
 }
 
-/* The node objects in an answer to a bulk create: an array, or {"nodes": [...]}. */
-static json_t *answer_nodes(json_t *res)
+/* An import error's message without kilnd's "nodes[N]: " (the caller names the node). */
+static const char *import_message(const json_t *err)
 {
-	if (json_is_array(res))
-		return res;
-	if (json_is_array(json_object_get(res, "nodes")))
-		return json_object_get(res, "nodes");
-	return NULL;
+	const char *msg = json_string_value(json_object_get(err, "error"));
+	const char *p;
+
+	if (!msg)
+		return "rejected";
+	if (strncmp(msg, "nodes[", 6) == 0 && (p = strstr(msg, "]: ")) != NULL)
+		return p + 3;
+	return msg;
 }
 
 static int node_add(struct cli_ctx *ctx, int argc, char **argv)
@@ -518,25 +521,19 @@ static int node_add(struct cli_ctx *ctx, int argc, char **argv)
 		json_decref(body);
 		if (rc < 0) {
 			json_t *idx = json_object_get(err, "index");
+			const char *field = json_string_value(json_object_get(err, "field"));
 
 			if (json_is_integer(idx) && json_integer_value(idx) >= 0 &&
 			    (size_t)json_integer_value(idx) < names.count)
-				rc = kiln_fail_prefix(rc, "%s", names.names[json_integer_value(idx)]);
+				rc = kiln_fail(rc, "%s: %s%s%s%s", names.names[json_integer_value(idx)],
+					       import_message(err), field ? " (field " : "",
+					       field ? field : "", field ? ")" : "");
 			goto cleanup;
 		}
-		out = json_incref(answer_nodes(res));
-		if (!out) {
-			char *q = cli_url_escape(range), path[4096];
-
-			snprintf(path, sizeof(path), "/nodes?range=%s", q ? q : "");
-			free(q);
-			rc = cli_api(&out, NULL, ctx, "GET", path, NULL);
-			if (rc < 0)
-				goto cleanup;
-		}
+		out = json_incref(res);
 	}
-	if (!out) {
-		rc = oom();
+	if (!json_is_array(out)) {
+		rc = out ? kiln_fail(KILN_EPROTO, "kilnd's answer is not a list of nodes") : oom();
 		goto cleanup;
 	}
 	if (ctx->output == CLI_OUT_JSON) {
@@ -1026,7 +1023,6 @@ static int node_import(struct cli_ctx *ctx, int argc, char **argv)
 	if (rc < 0) {
 		json_t *idx = json_object_get(err, "index");
 		const char *field = json_string_value(json_object_get(err, "field"));
-		const char *msg = json_string_value(json_object_get(err, "error"));
 
 		if (json_is_integer(idx) && json_integer_value(idx) >= 0 &&
 		    (size_t)json_integer_value(idx) + 1 < doc.count) {
@@ -1034,20 +1030,17 @@ static int node_import(struct cli_ctx *ctx, int argc, char **argv)
 
 			if (field)
 				rc = kiln_fail(rc, "%s: line %zu, column %s: %s", pos.v[0], line,
-					       field_column(field), msg ? msg : "rejected");
+					       field_column(field), import_message(err));
 			else
 				rc = kiln_fail(rc, "%s: line %zu: %s", pos.v[0], line,
-					       msg ? msg : "rejected");
+					       import_message(err));
 		}
 		rc = kiln_fail_prefix(rc, "nothing imported");
 		goto cleanup;
 	}
 	if (ctx->output == CLI_OUT_JSON) {
-		json_t *out = answer_nodes(res);
-
-		if (out)
-			nodes_tag(out);
-		rc = out_json_print(out ? out : res, stdout);
+		nodes_tag(res);
+		rc = out_json_print(res, stdout);
 	} else {
 		printf("imported %s (%zu node%s)\n", range ? range : "", json_array_size(nodes),
 		       json_array_size(nodes) == 1 ? "" : "s");
