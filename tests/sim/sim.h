@@ -1,0 +1,69 @@
+/* kiln-bmcsim: configuration, vendor profiles, the reply shape and the timer queue shared by its modules. */
+#ifndef SIM_SIM_H
+#define SIM_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Vendor behaviour the simulator imitates. */
+struct sim_profile {
+	const char *name;
+	bool redundant_off_400;   /* iLO: ForceOff while off -> 400 InvalidOperationForSystemState */
+	bool on_after_off_409;    /* iDRAC: power on shortly after reaching off -> 409 */
+	bool eject_needs_body;    /* iDRAC: EjectMedia without a {} body -> 400 */
+	bool insert_needs_proto;  /* iDRAC: InsertMedia without TransferProtocolType -> 400 */
+	bool etag;                /* If-Match honoured on PATCH (412 when stale) */
+	bool newest_first;        /* log entries listed newest first */
+	bool action_200;          /* actions answer 200 with a message body instead of 204 */
+};
+
+/* Finds a profile by name; NULL when unknown. */
+const struct sim_profile *sim_profile_find(const char *name);
+
+struct sim_config {
+	const struct sim_profile *profile;
+	const char *user, *password;
+	int power_delay_ms;       /* each PoweringOn/PoweringOff phase */
+	int settle_ms;            /* iDRAC: refuse power on this long after reaching off */
+	int session_cap;
+	int64_t session_timeout_ms;
+	int task_ms;              /* async: a task completes no sooner than this */
+	bool async;               /* actions answer 202 with a task monitor */
+	bool require_etag;        /* PATCH without If-Match -> 428 */
+	int record_max;           /* recorded requests kept per BMC */
+	const char *power_hook;
+	int latency_ms, jitter_ms;
+	int hang_ms;              /* a hung request is dropped after this long */
+	int slow_ms;              /* pause between chunks of a slow body */
+};
+
+/* A reply being built: the body is either owned (body) or borrowed from the tree (text). */
+struct sim_reply {
+	int status;
+	char *body;
+	const char *text;
+	size_t len;
+	const char *ctype;
+	char *location;
+	char *token;
+	char *etag;
+	int retry_after;          /* seconds, 0: none */
+	bool www_auth;
+};
+
+void sim_reply_free(struct sim_reply *r);
+
+/* Monotonic milliseconds. */
+uint64_t sim_now_ms(void);
+
+/* One process-wide timer queue, run by the server loop. fn(arg, data) is called once at or
+ * after `at`. Returns KILN_ERROR when out of memory. */
+typedef void (*sim_timer_fn)(void *arg, uint64_t data);
+int sim_timer_add(uint64_t at, sim_timer_fn fn, void *arg, uint64_t data);
+/* Milliseconds until the next timer (0 when due), -1 when none. */
+int64_t sim_timer_next(uint64_t now);
+void sim_timer_run(uint64_t now);
+void sim_timer_clear(void);
+
+#endif
