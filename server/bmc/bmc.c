@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bmc/bmc.h"
+#include "bmc/ipmi/ipmi.h"
 #include "bmc/redfish/redfish.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"
@@ -210,7 +211,13 @@ static void job_start(struct bmc_engine *e, struct bmc_job *j)
 	int rc;
 
 	if (j->target.protocol == BMC_IPMI) {
-		job_fail(j, KILN_EINVAL, "ipmi not built");
+		struct ipmi_limits limits = {
+			.request_timeout_ms = e->cfg.request_timeout_ms,
+			.action_timeout_ms = e->cfg.action_timeout_ms,
+		};
+		kiln_error_clear();
+		if ((rc = ipmi_submit(&j->target, &j->op, &limits, job_done, j)) < 0)
+			job_fail(j, rc, kiln_error_last());
 		return;
 	}
 	char *key = target_key(&j->target);
@@ -327,9 +334,8 @@ int bmc_submit(struct bmc_engine *e, const struct bmc_target *target, const stru
 	switch (target->protocol) {
 	case BMC_REDFISH:
 	case BMC_REDFISH_HTTP:
-		break;
 	case BMC_IPMI:
-		return kiln_fail(KILN_EINVAL, "%s: ipmi not built", target->node_name);
+		break;
 	default:
 		return kiln_fail(KILN_EINVAL, "%s: the node has no BMC address",
 				 target->node_name ? target->node_name : "node");

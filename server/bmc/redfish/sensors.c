@@ -100,7 +100,7 @@ void rf_sensors_from_power(json_t *out, const json_t *power)
 	size_t i;
 	json_t *p;
 	json_array_foreach(json_object_get(power, "PowerControl"), i, p) {
-		const char *name = name_of(p, NULL);
+		const char *name = json_string_value(json_object_get(p, "Name"));
 		sensor_add(out, name ? name : "Power Consumed", "power",
 			   json_object_get(p, "PowerConsumedWatts"), "W", p);
 	}

@@ -1,0 +1,255 @@
+/* Unit tests for the Redfish driver's pure parsers: sensors, reset types, logs, inventory. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bmc/redfish/internal.h"
+
+static json_t *load(const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/unit/server/data/%s", KILN_TEST_DATA, name);
+	json_error_t err;
+	json_t *j = json_load_file(path, 0, &err);
+	if (!j)
+		fail_msg("%s: %s", path, err.text);
+	return j;
+}
+
+static json_t *find(json_t *sensors, const char *name)
+{
+	size_t i;
+	json_t *s;
+	json_array_foreach(sensors, i, s)
+		if (strcmp(json_string_value(json_object_get(s, "name")), name) == 0)
+			return s;
+	return NULL;
+}
+
+static void test_thermal(void **state)
+{
+	(void)state;
+	json_t *in = load("redfish_thermal.json");
+	json_t *out = json_array();
+	rf_sensors_from_thermal(out, in);
+	assert_int_equal(json_array_size(out), 4); /* the absent CPU 2 is left out */
+
+	json_t *s = find(out, "Inlet");
+	assert_non_null(s);
+	assert_string_equal(json_string_value(json_object_get(s, "kind")), "temperature");
+	assert_string_equal(json_string_value(json_object_get(s, "unit")), "C");
+	assert_true(json_number_value(json_object_get(s, "value")) == 23.5);
+	assert_string_equal(json_string_value(json_object_get(s, "health")), "OK");
+	json_t *t = json_object_get(s, "thresholds");
+	assert_true(json_number_value(json_object_get(t, "upper_critical")) == 42);
+	assert_true(json_number_value(json_object_get(t, "upper_fatal")) == 47);
+	assert_null(json_object_get(t, "lower_critical"));
+
+	s = find(out, "Fan A"); /* named by FanName when Name is missing */
+	assert_non_null(s);
+	assert_string_equal(json_string_value(json_object_get(s, "unit")), "RPM");
+	assert_true(json_number_value(json_object_get(
+			    json_object_get(s, "thresholds"), "lower_critical")) == 600);
+	s = find(out, "Fan B");
+	assert_string_equal(json_string_value(json_object_get(s, "unit")), "%");
+	assert_null(json_object_get(s, "thresholds"));
+	s = find(out, "GPU 0");
+	assert_string_equal(json_string_value(json_object_get(s, "health")), "Warning");
+	json_decref(in);
+	json_decref(out);
+}
+
+static void test_power(void **state)
+{
+	(void)state;
+	json_t *in = load("redfish_power.json");
+	json_t *out = json_array();
+	rf_sensors_from_power(out, in);
+	assert_int_equal(json_array_size(out), 4);
+	json_t *s = json_array_get(out, 0);
+	assert_string_equal(json_string_value(json_object_get(s, "kind")), "power");
+	assert_string_equal(json_string_value(json_object_get(s, "name")), "Power Consumed");
+	assert_true(json_number_value(json_object_get(s, "value")) == 812);
+	assert_true(json_is_null(json_object_get(s, "health")));
+	s = json_array_get(out, 1);
+	assert_string_equal(json_string_value(json_object_get(s, "kind")), "voltage");
+	assert_string_equal(json_string_value(json_object_get(s, "unit")), "V");
+	s = json_array_get(out, 3); /* PowerOutputWatts when LastPowerOutputWatts is missing */
+	assert_string_equal(json_string_value(json_object_get(s, "kind")), "psu");
+	assert_true(json_number_value(json_object_get(s, "value")) == 412);
+	assert_string_equal(json_string_value(json_object_get(s, "health")), "Critical");
+	json_decref(in);
+	json_decref(out);
+}
+
+static void test_newer_schemas(void **state)
+{
+	(void)state;
+	json_t *out = json_array();
+	json_t *tm = json_pack("{s:[{s:f, s:s}, {s:i, s:s}]}", "TemperatureReadingsCelsius",
+			       "Reading", 24.8, "DeviceName", "Intake", "Reading", 40,
+			       "DataSourceUri", "/redfish/v1/Chassis/1U/Sensors/ExhaustTemp");
+	rf_sensors_from_thermal_metrics(out, tm);
+	json_t *fan = json_pack("{s:s, s:{s:i, s:i}, s:{s:s}}", "Name", "Bay 1", "SpeedPercent",
+				"Reading", 45, "SpeedRPM", 3000, "Status", "Health", "OK");
+	rf_sensors_from_fan(out, fan);
+	json_t *env = json_pack("{s:{s:i}}", "PowerWatts", "Reading", 374);
+	rf_sensors_from_environment(out, env, "1U");
+	assert_int_equal(json_array_size(out), 4);
+	assert_true(json_number_value(json_object_get(find(out, "Intake"), "value")) == 24.8);
+	assert_non_null(find(out, "/redfish/v1/Chassis/1U/Sensors/ExhaustTemp"));
+	assert_string_equal(json_string_value(json_object_get(find(out, "Bay 1"), "unit")), "RPM");
+	assert_true(json_number_value(json_object_get(find(out, "1U Power"), "value")) == 374);
+	json_decref(tm);
+	json_decref(fan);
+	json_decref(env);
+	json_decref(out);
+}
+
+static void test_reset_types(void **state)
+{
+	(void)state;
+	json_t *action = json_pack("{s:[s,s,s]}", "ResetType@Redfish.AllowableValues", "On",
+				   "ForceOff", "GracefulRestart");
+	json_t *allowed = rf_reset_allowed_parse(action);
+	static const char *const reset[] = {"ForceRestart", "GracefulRestart", "PowerCycle", NULL};
+	static const char *const cycle[] = {"PowerCycle", NULL};
+	assert_string_equal(rf_reset_pick(allowed, reset), "GracefulRestart");
+	assert_null(rf_reset_pick(allowed, cycle));
+	assert_string_equal(rf_reset_pick(NULL, cycle), "PowerCycle"); /* not advertised */
+
+	json_t *info = json_pack("{s:[{s:s, s:[s,s]}]}", "Parameters", "Name", "ResetType",
+				 "AllowableValues", "On", "PowerCycle");
+	json_t *a2 = rf_reset_allowed_parse(info);
+	assert_int_equal(json_array_size(a2), 2);
+	assert_string_equal(rf_reset_pick(a2, cycle), "PowerCycle");
+	json_t *empty = json_object();
+	assert_null(rf_reset_allowed_parse(empty));
+	json_decref(empty);
+	json_decref(action);
+	json_decref(allowed);
+	json_decref(info);
+	json_decref(a2);
+
+	assert_int_equal(rf_power_parse("On"), BMC_POWER_ON);
+	assert_int_equal(rf_power_parse("Off"), BMC_POWER_OFF);
+	assert_int_equal(rf_power_parse("PoweringOn"), BMC_POWER_UNKNOWN);
+	assert_int_equal(rf_power_parse(NULL), BMC_POWER_UNKNOWN);
+}
+
+static void test_logs(void **state)
+{
+	(void)state;
+	static const struct { const char *in; int64_t want; } times[] = {
+		{"2012-03-07T14:44:00Z", 1331131440},
+		{"2023-06-02T10:29:20-05:00", 1685719760},
+		{"2023-08-16T19:42:58.033389+00:00", 1692214978},
+		{"garbage", 0},
+	};
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++)
+		assert_int_equal(rf_time_parse(times[i].in), times[i].want);
+
+	assert_true(rf_log_service_wanted("Sel"));
+	assert_true(rf_log_service_wanted("IML"));
+	assert_true(rf_log_service_wanted("EventLog"));
+	assert_false(rf_log_service_wanted("Journal"));
+	assert_false(rf_log_service_wanted("FaultList"));
+	assert_false(rf_log_service_wanted("PostCodes-Dump"));
+
+	json_t *coll = json_pack("{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s}]}", "Members",
+				 "Id", "1", "Created", "2012-03-07T14:44:00Z", "Severity",
+				 "Critical", "Message", "Temperature threshold exceeded",
+				 "Id", "2", "Created", "2020-01-01T00:00:00Z", "Message", "later",
+				 "Name", "no id: skipped");
+	json_t *out = json_array();
+	json_t *seen = json_object();
+	assert_int_equal(rf_log_entries_append(out, seen, coll, "Log1", 0), 2);
+	json_t *e = json_array_get(out, 0);
+	assert_string_equal(json_string_value(json_object_get(e, "id")), "Log1/1");
+	assert_string_equal(json_string_value(json_object_get(e, "severity")), "critical");
+	assert_int_equal(json_integer_value(json_object_get(e, "timestamp")), 1331131440);
+	/* the same page again adds nothing; since filters */
+	assert_int_equal(rf_log_entries_append(out, seen, coll, "Log1", 0), 0);
+	json_t *out2 = json_array();
+	json_t *seen2 = json_object();
+	assert_int_equal(rf_log_entries_append(out2, seen2, coll, "Log1", 1500000000), 1);
+	json_decref(coll);
+	json_decref(out);
+	json_decref(seen);
+	json_decref(out2);
+	json_decref(seen2);
+}
+
+static void test_inventory(void **state)
+{
+	(void)state;
+	json_t *sys = json_pack("{s:s, s:s, s:s, s:s, s:{s:i}, s:{s:i, s:s}}", "Manufacturer", "HPE",
+				"Model", "ProLiant XL675d Gen10 Plus", "SerialNumber", "JS05NP0896",
+				"BiosVersion", "A47", "MemorySummary", "TotalSystemMemoryGiB", 256,
+				"ProcessorSummary", "Count", 2, "Model", "AMD EPYC 7702   ");
+	json_t *inv = json_object();
+	rf_inventory_from_system(inv, sys);
+	assert_string_equal(json_string_value(json_object_get(inv, "serial")), "JS05NP0896");
+	assert_string_equal(json_string_value(json_object_get(inv, "cpu_model")), "AMD EPYC 7702");
+	assert_true(json_is_null(json_object_get(inv, "sku")));
+	assert_true(json_number_value(json_object_get(inv, "memory_gib")) == 256);
+
+	json_t *gpu = json_pack("{s:s, s:s}", "Name", "NVIDIA A100-SXM4-40GB", "DeviceType", "GPU");
+	json_t *nic = json_pack("{s:s, s:s}", "Name", "Ethernet 25G", "Manufacturer", "Intel");
+	json_t *nv = json_pack("{s:s}", "Manufacturer", "NVIDIA Corporation");
+	assert_true(rf_device_is_gpu(gpu));
+	assert_false(rf_device_is_gpu(nic));
+	assert_true(rf_device_is_gpu(nv));
+	json_decref(sys);
+	json_decref(inv);
+	json_decref(gpu);
+	json_decref(nic);
+	json_decref(nv);
+}
+
+static void test_paths_and_errors(void **state)
+{
+	(void)state;
+	assert_true(rf_path_equal("/redfish/v1/Systems/1/", "/redfish/v1/systems/1"));
+	assert_false(rf_path_equal("/redfish/v1/Systems/1", "/redfish/v1/Systems/10"));
+
+	char text[200];
+	json_t *err = json_pack("{s:{s:s, s:s, s:[{s:s, s:s}]}}", "error", "code",
+				"Base.1.8.GeneralError", "message", "See ExtendedInfo",
+				"@Message.ExtendedInfo", "MessageId", "IDRAC.2.8.SYS518",
+				"Message", "iDRAC is busy");
+	rf_error_text(text, sizeof(text), err);
+	assert_string_equal(text, "IDRAC.2.8.SYS518: iDRAC is busy");
+	rf_error_text(text, sizeof(text), NULL);
+	assert_string_equal(text, "");
+	json_decref(err);
+
+	json_t *root = json_pack("{s:s}", "Vendor", "Dell");
+	assert_int_equal(rf_profile_detect(root, NULL), RF_DELL);
+	json_t *mgr = json_pack("{s:s}", "Model", "OpenBmc");
+	assert_int_equal(rf_profile_detect(NULL, mgr), RF_OPENBMC);
+	json_t *hpe = json_pack("{s:{s:{}}}", "Oem", "Hpe");
+	assert_int_equal(rf_profile_detect(hpe, NULL), RF_HPE);
+	assert_int_equal(rf_profile_detect(NULL, NULL), RF_GENERIC);
+	json_decref(root);
+	json_decref(mgr);
+	json_decref(hpe);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_thermal),
+		cmocka_unit_test(test_power),
+		cmocka_unit_test(test_newer_schemas),
+		cmocka_unit_test(test_reset_types),
+		cmocka_unit_test(test_logs),
+		cmocka_unit_test(test_inventory),
+		cmocka_unit_test(test_paths_and_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
