@@ -34,6 +34,8 @@ int xid_pci_normalize(char out[32], const char *text)
 	char tail;
 	int n;
 
+	if (strspn(text, "0123456789abcdefABCDEF:.") != strlen(text))
+		return kiln_fail(KILN_EINVAL, "not a PCI address: '%.40s'", text);
 	n = sscanf(text, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail);
 	if (n == 4 || n == 3) {
 		snprintf(out, 32, "%08X:%02X:%02X.%X", dom, bus & 0xff, dev & 0x1f, fn & 0x7);
