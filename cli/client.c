@@ -169,10 +169,8 @@ int cli_client_open(struct cli_ctx *ctx)
 			goto cleanup;
 		}
 		rc = kiln_token_read_file(&ctx->token, token_file);
-		if (rc < 0) {
-			rc = kiln_fail_prefix(rc, "token file '%s'", token_file);
+		if (rc < 0)
 			goto cleanup;
-		}
 	}
 
 	ca = first(ctx->ca, getenv("KILN_CA"), conf.ca);

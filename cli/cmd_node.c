@@ -1,13 +1,10 @@
 /* kiln node: the node inventory (add, list, show, set, rm, import). */
 #include <ctype.h>
-#include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <kiln/buf.h>
 #include <kiln/error.h>
-#include <kiln/http.h>
 #include <kiln/noderange.h>
 #include <kiln/parse.h>
 
@@ -15,217 +12,15 @@
 #include "client.h"
 #include "csv.h"
 #include "output.h"
+#include "node_body.h"
 #include "prompt.h"
 
 /* node rm asks for confirmation above this many nodes (unless --yes). */
 #define RM_CONFIRM_ABOVE 10
 
-enum {
-	O_BMC = 1,
-	O_BMC_USER,
-	O_BMC_PASSWORD_FILE,
-	O_ASK_BMC_PASSWORD,
-	O_GROUP,
-	O_RACK,
-	O_TLS_VERIFY,
-	O_TLS_INSECURE,
-	O_TLS_CA,
-	O_TLS_FINGERPRINT,
-	O_IPMI_CIPHER,
-	O_IPMI_PRIVILEGE,
-	O_IPMI_WORKAROUNDS,
-	O_SOL,
-	O_BMC_SYSTEM,
-	O_CLEAR,
-};
-
-#define NODE_OPTS \
-	{ "bmc", 0, "URL", O_BMC, \
-	  "redfish://HOST[:PORT], redfish+http://HOST:PORT or ipmi://HOST[:PORT]" }, \
-	{ "bmc-user", 0, "USER", O_BMC_USER, "BMC user name" }, \
-	{ "bmc-password-file", 0, "FILE", O_BMC_PASSWORD_FILE, \
-	  "read the BMC password from FILE's first line ('-': standard input)" }, \
-	{ "ask-bmc-password", 0, NULL, O_ASK_BMC_PASSWORD, \
-	  "ask for the BMC password on the terminal (no echo)" }, \
-	{ "group", 0, "GROUP", O_GROUP, "member of GROUP (repeat for several)" }, \
-	{ "rack", 0, "RACK", O_RACK, "rack or location" }, \
-	{ "tls-verify", 0, NULL, O_TLS_VERIFY, "verify the BMC's certificate (the default)" }, \
-	{ "tls-insecure", 0, NULL, O_TLS_INSECURE, "do not verify the BMC's certificate" }, \
-	{ "tls-ca", 0, "FILE", O_TLS_CA, "verify the BMC's certificate with this CA file" }, \
-	{ "tls-fingerprint", 0, "SHA256", O_TLS_FINGERPRINT, "pin the BMC certificate's SHA-256" }, \
-	{ "ipmi-cipher", 0, "N", O_IPMI_CIPHER, "IPMI 2.0 cipher suite (default 3)" }, \
-	{ "ipmi-privilege", 0, "user|operator|admin", O_IPMI_PRIVILEGE, "IPMI privilege level" }, \
-	{ "ipmi-workarounds", 0, "LIST", O_IPMI_WORKAROUNDS, \
-	  "FreeIPMI workarounds (opensesspriv,solpayloadsize,...)" }, \
-	{ "sol", 0, "ipmi://HOST[:PORT]", O_SOL, "IPMI address for the serial console" }, \
-	{ "bmc-system", 0, "ID", O_BMC_SYSTEM, "the system's ID on a BMC with several (blades)" }
-
-static const struct cli_opt add_opts[] = { NODE_OPTS, { 0 } };
-
-static const struct cli_opt set_opts[] = {
-	NODE_OPTS,
-	{ "clear", 0, "FIELD", O_CLEAR,
-	  "unset a field: bmc, bmc_user, bmc_password, group, rack, tls, ipmi_cipher, "
-	  "ipmi_privilege, ipmi_workarounds, sol, bmc_system" },
-	{ 0 },
-};
-
-/* The fields of a node being added or changed, as they go to kilnd. */
-struct node_body {
-	json_t *obj;
-	json_t *groups;            /* --group values, NULL when none given */
-	const char *tls_opt;       /* the --tls-* option that set the mode */
-	const char *password_file;
-	const char *base_dir;      /* relative paths are taken from here (import); NULL: cwd */
-	bool ask_password;
-};
-
-static void node_body_free(struct node_body *nb)
-{
-	json_decref(nb->obj);
-	json_decref(nb->groups);
-	nb->obj = nb->groups = NULL;
-}
-
 static int oom(void)
 {
 	return kiln_fail(KILN_ERROR, "out of memory");
-}
-
-static int set_str(json_t *obj, const char *key, const char *value)
-{
-	return json_object_set_new(obj, key, value ? json_string(value) : json_null()) < 0 ? oom() : 0;
-}
-
-/* A path as kilnd should see it: absolute, taken relative to base_dir (or the cwd). */
-static int path_absolute(char **out, const char *base_dir, const char *path)
-{
-	struct kiln_buf b;
-	char *real;
-
-	kiln_buf_init(&b, PATH_MAX);
-	if (path[0] != '/' && base_dir && kiln_buf_printf(&b, "%s/", base_dir) < 0)
-		goto fail;
-	if (kiln_buf_puts(&b, path) < 0)
-		goto fail;
-	real = realpath(b.data, NULL);
-	if (!real) {
-		int rc = kiln_fail(KILN_EINVAL, "%s: %s", b.data, strerror(errno));
-
-		kiln_buf_free(&b);
-		return rc;
-	}
-	kiln_buf_free(&b);
-	*out = real;
-	return 0;
-fail:
-	kiln_buf_free(&b);
-	return oom();
-}
-
-static int tls_mode(struct node_body *nb, const char *opt_name, const char *mode)
-{
-	if (nb->tls_opt && strcmp(nb->tls_opt, opt_name) != 0)
-		return kiln_fail(KILN_EINVAL, "excludes %s", nb->tls_opt);
-	nb->tls_opt = opt_name;
-	return set_str(nb->obj, "tls", mode);
-}
-
-static bool has_prefix(const char *s, const char *prefix)
-{
-	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-/*
- * Sets one field from an option or a CSV column. Returns 0 or KILN_EINVAL with a message
- * about the value only (the caller names the option or the column).
- */
-static int node_field_set(struct node_body *nb, const struct cli_opt *opt, const char *value)
-{
-	char fp[65], *path = NULL;
-	int64_t n;
-	int rc = 0;
-
-	switch (opt->id) {
-	case O_BMC:
-		if (!has_prefix(value, "redfish://") && !has_prefix(value, "redfish+http://") &&
-		    !has_prefix(value, "ipmi://"))
-			return kiln_fail(KILN_EINVAL, "'%s' is not redfish://HOST[:PORT], "
-					 "redfish+http://HOST:PORT or ipmi://HOST[:PORT]", value);
-		return set_str(nb->obj, "bmc", value);
-	case O_BMC_USER: return set_str(nb->obj, "bmc_user", value);
-	case O_BMC_PASSWORD_FILE: nb->password_file = value; return 0;
-	case O_ASK_BMC_PASSWORD: nb->ask_password = true; return 0;
-	case O_GROUP:
-		if (!*value)
-			return kiln_fail(KILN_EINVAL, "empty group name");
-		if (!nb->groups && !(nb->groups = json_array()))
-			return oom();
-		return json_array_append_new(nb->groups, json_string(value)) < 0 ? oom() : 0;
-	case O_RACK: return set_str(nb->obj, "rack", value);
-	case O_TLS_VERIFY: return tls_mode(nb, "--tls-verify", "verify");
-	case O_TLS_INSECURE: return tls_mode(nb, "--tls-insecure", "insecure");
-	case O_TLS_CA:
-		rc = tls_mode(nb, "--tls-ca", "ca");
-		if (rc == 0)
-			rc = path_absolute(&path, nb->base_dir, value);
-		if (rc == 0)
-			rc = set_str(nb->obj, "tls_ca_file", path);
-		free(path);
-		return rc;
-	case O_TLS_FINGERPRINT:
-		rc = tls_mode(nb, "--tls-fingerprint", "fingerprint");
-		if (rc == 0 && kiln_http_fingerprint_normalize(fp, value) < 0)
-			return kiln_fail(KILN_EINVAL, "'%s' is not a SHA-256 fingerprint", value);
-		return rc ? rc : set_str(nb->obj, "tls_fingerprint", fp);
-	case O_IPMI_CIPHER:
-		rc = kiln_parse_int64(&n, value, 0, 17);
-		if (rc < 0)
-			return rc;
-		return json_object_set_new(nb->obj, "ipmi_cipher", json_integer(n)) < 0 ? oom() : 0;
-	case O_IPMI_PRIVILEGE:
-		if (strcmp(value, "user") != 0 && strcmp(value, "operator") != 0 &&
-		    strcmp(value, "admin") != 0)
-			return kiln_fail(KILN_EINVAL, "'%s' is not user, operator or admin", value);
-		return set_str(nb->obj, "ipmi_privilege", value);
-	case O_IPMI_WORKAROUNDS: return set_str(nb->obj, "ipmi_workarounds", value);
-	case O_SOL:
-		if (!has_prefix(value, "ipmi://"))
-			return kiln_fail(KILN_EINVAL, "'%s' is not ipmi://HOST[:PORT]", value);
-		return set_str(nb->obj, "sol", value);
-	case O_BMC_SYSTEM: return set_str(nb->obj, "bmc_system", value);
-	default: return 0;
-	}
-}
-
-/* --clear FIELD for node set: null for the field (tls goes back to verify). */
-static int node_field_clear(struct node_body *nb, const char *field)
-{
-	static const char *const fields[] = { "bmc", "bmc_user", "bmc_password", "rack",
-					      "ipmi_cipher", "ipmi_privilege", "ipmi_workarounds",
-					      "sol", "bmc_system", NULL };
-	char name[32];
-	size_t i;
-
-	kiln_strlcpy(name, field, sizeof(name));
-	for (i = 0; name[i]; i++)
-		if (name[i] == '-')
-			name[i] = '_';
-	if (strcmp(name, "group") == 0 || strcmp(name, "groups") == 0) {
-		json_decref(nb->groups);
-		nb->groups = json_array();
-		return nb->groups ? 0 : oom();
-	}
-	if (strcmp(name, "tls") == 0) {
-		if (tls_mode(nb, "--clear tls", "verify") < 0 || set_str(nb->obj, "tls_ca_file", NULL) < 0 ||
-		    set_str(nb->obj, "tls_fingerprint", NULL) < 0)
-			return kiln_fail(KILN_EINVAL, "%s", kiln_error_last());
-		return 0;
-	}
-	for (i = 0; fields[i]; i++)
-		if (strcmp(fields[i], name) == 0)
-			return set_str(nb->obj, name, NULL);
-	return kiln_fail(KILN_EINVAL, "'%s' is not a field that can be cleared", field);
 }
 
 struct node_parse {
@@ -236,48 +31,14 @@ struct node_parse {
 static int node_opt(void *ud, const struct cli_opt *opt, const char *value)
 {
 	struct node_parse *p = ud;
-	int rc = opt->id == O_CLEAR ? node_field_clear(&p->nb, value)
-				    : node_field_set(&p->nb, opt, value);
+	int rc = opt->id == NODE_O_CLEAR ? node_body_clear(&p->nb, value)
+				    : node_body_set(&p->nb, opt, value);
 
 	if (rc == KILN_EINVAL)
 		return cli_usage_error(p->ctx, "--%s: %s", opt->name, kiln_error_last());
 	return rc;
 }
 
-/*
- * Completes the body: the groups, and the password from the file or the terminal.
- * prompt_when_user: ask on the terminal when a BMC user is given without a password file
- * (node add).
- */
-static int node_body_finish(struct node_body *nb, const char *who, bool prompt_when_user)
-{
-	char *password = NULL, *path = NULL, prompt[128];
-	int rc = 0;
-
-	if (nb->groups && json_object_set(nb->obj, "groups", nb->groups) < 0)
-		return oom();
-	if (nb->password_file) {
-		if (strcmp(nb->password_file, "-") != 0 && nb->password_file[0] != '/' && nb->base_dir) {
-			rc = path_absolute(&path, nb->base_dir, nb->password_file);
-			if (rc < 0)
-				return rc;
-		}
-		rc = secret_read_file(&password, path ? path : nb->password_file);
-		free(path);
-	} else if (nb->ask_password ||
-		   (prompt_when_user && json_object_get(nb->obj, "bmc_user") &&
-		    json_object_get(nb->obj, "bmc"))) {
-		snprintf(prompt, sizeof(prompt), "BMC password for %s: ", who);
-		rc = prompt_secret(&password, prompt);
-		if (rc == KILN_ENOTFOUND)
-			rc = kiln_fail(CLI_EUSAGE, "--bmc-user needs --bmc-password-file FILE when there "
-				       "is no terminal to ask on");
-	}
-	if (rc == 0 && password && set_str(nb->obj, "bmc_password", password) < 0)
-		rc = oom();
-	secret_free(password);
-	return rc;
-}
 
 /* Expands a noderange of literal names (no @group or all: those need nodes that exist). */
 static int names_expand(struct kiln_nodelist *out, struct cli_ctx *ctx, const char *expr)
@@ -422,17 +183,6 @@ static int node_show_print(json_t *node)
 	return rc;
 }
 
-/* A copy of a body fit to print: the password replaced by has_bmc_password. */
-static json_t *body_printable(const json_t *body)
-{
-	json_t *c = json_deep_copy(body);
-
-	if (c && json_object_get(c, "bmc_password")) {
-		json_object_del(c, "bmc_password");
-		json_object_set_new(c, "has_bmc_password", json_true());
-	}
-	return c;
-}
 
 /* An import error's message without kilnd's "nodes[N]: " (the caller names the node). */
 static const char *import_message(const json_t *err)
@@ -461,14 +211,14 @@ static int node_add(struct cli_ctx *ctx, int argc, char **argv)
 	p.nb.obj = json_object();
 	if (!p.nb.obj)
 		return oom();
-	rc = cli_args_parse(&pos, ctx, add_opts, argc - 1, argv + 1, node_opt, &p);
+	rc = cli_args_parse(&pos, ctx, node_add_opts, argc - 1, argv + 1, node_opt, &p);
 	if (rc < 0)
 		goto cleanup;
 	if (ctx->help) {
 		cli_help_print(stdout, ctx, synopsis,
 			       "Adds nodes (one, or a range with the same settings). Without --bmc the "
 			       "node is agent-only.\nWith --bmc-user and no password file, the password "
-			       "is asked on the terminal.", add_opts);
+			       "is asked on the terminal.", node_add_opts);
 		goto cleanup;
 	}
 	rc = one_arg(ctx, &pos, "NODERANGE");
@@ -501,7 +251,7 @@ static int node_add(struct cli_ctx *ctx, int argc, char **argv)
 		if (ctx->output == CLI_OUT_JSON) {
 			out = json_array();
 			for (size_t i = 0; out && i < names.count; i++)
-				json_array_append_new(out, body_printable(json_array_get(list, i)));
+				json_array_append_new(out, node_body_printable(json_array_get(list, i)));
 			rc = out ? out_json_print(out, stdout) : oom();
 		} else {
 			for (size_t i = 0; i < names.count; i++)
@@ -666,14 +416,14 @@ static int node_set(struct cli_ctx *ctx, int argc, char **argv)
 	p.nb.obj = json_object();
 	if (!p.nb.obj)
 		return oom();
-	rc = cli_args_parse(&pos, ctx, set_opts, argc - 1, argv + 1, node_opt, &p);
+	rc = cli_args_parse(&pos, ctx, node_set_opts, argc - 1, argv + 1, node_opt, &p);
 	if (rc < 0)
 		goto cleanup;
 	if (ctx->help) {
 		cli_help_print(stdout, ctx, "NAME [options] [--clear FIELD]...",
 			       "Changes a node's settings; what is not given stays. --group replaces the "
 			       "group list\n(--clear group empties it). A new password comes from "
-			       "--bmc-password-file or --ask-bmc-password.", set_opts);
+			       "--bmc-password-file or --ask-bmc-password.", node_set_opts);
 		goto cleanup;
 	}
 	rc = one_arg(ctx, &pos, "NAME");
@@ -686,7 +436,7 @@ static int node_set(struct cli_ctx *ctx, int argc, char **argv)
 	if (rc < 0)
 		goto cleanup;
 	if (ctx->dry_run) {
-		shown = body_printable(p.nb.obj);
+		shown = node_body_printable(p.nb.obj);
 		if (!shown) {
 			rc = oom();
 		} else if (ctx->output == CLI_OUT_JSON) {
@@ -814,8 +564,8 @@ static const struct cli_opt *column_opt(const char *column)
 	kiln_strlcpy(name, column, sizeof(name));
 	for (size_t i = 0; name[i]; i++)
 		name[i] = name[i] == '_' ? '-' : (char)tolower((unsigned char)name[i]);
-	for (const struct cli_opt *o = add_opts; o->name; o++)
-		if (strcmp(o->name, name) == 0 && o->id != O_ASK_BMC_PASSWORD)
+	for (const struct cli_opt *o = node_add_opts; o->name; o++)
+		if (strcmp(o->name, name) == 0 && o->id != NODE_O_ASK_BMC_PASSWORD)
 			return o;
 	return NULL;
 }
@@ -858,9 +608,9 @@ static int cell_apply(struct node_body *nb, const struct cli_opt *opt, char *val
 	if (!opt->arg) {
 		if (kiln_parse_bool(&on, value) < 0)
 			return kiln_fail(KILN_EINVAL, "'%s' is not yes or no", value);
-		return on ? node_field_set(nb, opt, value) : 0;
+		return on ? node_body_set(nb, opt, value) : 0;
 	}
-	if (opt->id == O_GROUP) {
+	if (opt->id == NODE_O_GROUP) {
 		char *save = NULL;
 
 		for (char *g = value; g && rc == 0; g = save) {
@@ -869,11 +619,11 @@ static int cell_apply(struct node_body *nb, const struct cli_opt *opt, char *val
 				*save++ = '\0';
 			g = trim(g);
 			if (*g)
-				rc = node_field_set(nb, opt, g);
+				rc = node_body_set(nb, opt, g);
 		}
 		return rc;
 	}
-	return node_field_set(nb, opt, value);
+	return node_body_set(nb, opt, value);
 }
 
 /* Builds the import body from the CSV document; errors name the line and the column. */
@@ -919,7 +669,7 @@ static int import_body(json_t *nodes, const struct csv_doc *doc, const char *fil
 				rc = kiln_fail_prefix(rc, "%s: line %zu, column bmc_password_file", file,
 						      rec->line);
 		}
-		if (rc == 0 && (set_str(nb.obj, "name", name) < 0 ||
+		if (rc == 0 && (json_object_set_new(nb.obj, "name", json_string(name)) < 0 ||
 				json_array_append(nodes, nb.obj) < 0))
 			rc = oom();
 		node_body_free(&nb);
@@ -1009,7 +759,7 @@ static int node_import(struct cli_ctx *ctx, int argc, char **argv)
 
 		json_array_foreach(nodes, i, n) {
 			if (ctx->output == CLI_OUT_JSON)
-				json_array_append_new(out, body_printable(n));
+				json_array_append_new(out, node_body_printable(n));
 			else
 				printf("would add %s\n", json_string_value(json_object_get(n, "name")));
 		}
