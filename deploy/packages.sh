@@ -3,7 +3,8 @@
 KILN_BUILD_PACKAGES=(build-essential cmake pkg-config libcurl4-openssl-dev libjansson-dev
 	libfreeipmi-dev libipmiconsole-dev libipmimonitoring-dev libsqlite3-dev
 	libmicrohttpd-dev libgnutls28-dev libsodium-dev libinih-dev libssl-dev)
-KILN_TEST_PACKAGES=(libcmocka-dev openipmi ipmitool freeipmi-tools curl jq sqlite3 procps)
+KILN_TEST_PACKAGES=(libcmocka-dev openipmi ipmitool freeipmi-tools curl jq sqlite3 procps iproute2
+	python3 bsdutils openssl)
 KILN_LAB_PACKAGES=(openipmi curl jq procps)
 
 kiln_install_packages() {
