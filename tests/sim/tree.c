@@ -534,6 +534,7 @@ static void facts_read(struct tree *t)
 	if (mr && mr->json) {
 		t->manager_firmware = dup_or_null(json_string_value(json_object_get(mr->json, "FirmwareVersion")));
 		t->manager_model = dup_or_null(json_string_value(json_object_get(mr->json, "Model")));
+		t->manager_openbmc = json_object_get(json_object_get(mr->json, "Oem"), "OpenBmc") != NULL;
 	}
 	const char *sess = json_string_value(json_object_get(
 		json_object_get(json_object_get(root->json, "Links"), "Sessions"), "@odata.id"));
@@ -555,7 +556,7 @@ const char *tree_profile_guess(const struct tree *t)
 		return "ilo6";
 	if ((t->vendor && strcasecmp(t->vendor, "HPE") == 0) || strstr(fw, "iLO") || strstr(model, "iLO"))
 		return "ilo5";
-	if (strcasecmp(model, "OpenBmc") == 0 || tree_find(t, "/redfish/v1/Managers/bmc"))
+	if (strcasecmp(model, "OpenBmc") == 0 || t->manager_openbmc)
 		return "openbmc";
 	return "generic";
 }

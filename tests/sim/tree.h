@@ -81,6 +81,7 @@ struct tree {
 	char *vendor;                /* service root Vendor or Oem key, may be NULL */
 	char *manager_firmware;      /* first manager's FirmwareVersion, may be NULL */
 	char *manager_model;
+	bool manager_openbmc;        /* the manager has an Oem.OpenBmc section */
 	size_t bytes;                /* text bytes held */
 };
 
