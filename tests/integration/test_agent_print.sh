@@ -126,6 +126,20 @@ for n in h100 consumer old nodriver mismatch missing hang; do
 	check "$n" '(.nvidia.status | IN("ok","no_driver","mismatch","error")) and (.xid_events | all(.source | IN("kmsg","nvml"))) and (.gpus | all(has("index")))' "enums and required fields"
 done
 
+# every report validates against schema/agent-report.schema.json where python3-jsonschema is there
+if python3 -c 'import jsonschema' 2>/dev/null; then
+	for n in h100 consumer old nodriver mismatch missing hang; do
+		if python3 - "$SRC/schema/agent-report.schema.json" "$TMP/$n.json" <<'PY'
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(json.load(open(sys.argv[2])))
+PY
+		then echo "ok   $n: valid against the JSON Schema"; else echo "FAIL $n: schema"; fails=$((fails + 1)); fi
+	done
+else
+	echo "note: python3-jsonschema not installed, JSON Schema validation skipped (jq checks above still ran)"
+fi
+
 # a usage error is one line and exit status 2
 set +e
 "$AGENT" --interval 0 >/dev/null 2>"$TMP/usage.err"; rc=$?
