@@ -50,6 +50,40 @@ struct ipmi_limits {
 int ipmi_submit(const struct bmc_target *target, const struct bmc_op *op,
 		const struct ipmi_limits *limits, bmc_done_fn done, void *ud);
 
+/*
+ * The serial console (IPMI SOL) through the helper. A session is opened with
+ * ipmi_console_open; fn is then called from the helper reply thread with OPEN once the SOL
+ * session is established, DATA for each chunk of serial output, and CLOSED exactly once
+ * at the end (rc 0 after ipmi_console_close, < 0 with the reason when the open failed,
+ * the BMC ended the session or the helper died). After CLOSED, fn is never called again
+ * for that id, so the caller frees ud there. fn must not block: it runs on the thread
+ * that reads every IPMI answer.
+ */
+enum ipmi_console_event { IPMI_CONSOLE_OPEN, IPMI_CONSOLE_DATA, IPMI_CONSOLE_CLOSED };
+
+typedef void (*ipmi_console_fn)(void *ud, enum ipmi_console_event ev, const unsigned char *data,
+				size_t len, int rc, const char *error);
+
+struct ipmi_console_options {
+	int steal;       /* take over a SOL session someone else holds (else: KILN_EBUSY) */
+	int keepalive;   /* also send (empty) serial keepalives: for long unattended capture */
+	long timeout_ms; /* IPMI session timeout; 0: 5000 */
+};
+
+/*
+ * Starts opening the console of target (ipmi_host/port: the node's BMC or its --sol
+ * address). *out_cid identifies the session. Returns 0 (fn will be called), or KILN_EINVAL
+ * for a bad target, KILN_ERROR when the helper is not running (then fn is never called).
+ */
+int ipmi_console_open(int64_t *out_cid, const struct bmc_target *target,
+		      const struct ipmi_console_options *opt, ipmi_console_fn fn, void *ud);
+
+/* Queues bytes typed into the console. KILN_ENOTFOUND once the session is closed. */
+int ipmi_console_write(int64_t cid, const void *data, size_t len);
+
+/* Asks the helper to end the session; CLOSED follows. Unknown ids are ignored. */
+void ipmi_console_close(int64_t cid);
+
 /* 1 while a helper process is running, 0 otherwise (for health output and tests). */
 int ipmi_helper_running(void);
 

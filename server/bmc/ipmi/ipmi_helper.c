@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bmc/ipmi/ipmi_options.h"
+#include "bmc/ipmi/ipmi_sol.h"
 #include "bmc/ipmi/ipmi_wire.h"
 #include "bmc/ipmi/ipmi_worker.h"
 #include "kiln/error.h"
@@ -235,6 +236,10 @@ static void reply_dispatch(json_t *msg)
 	struct bmc_result res;
 	json_t *data;
 
+	if (json_object_get(msg, "console")) {
+		ipmi_sol_dispatch(msg);
+		return;
+	}
 	pthread_mutex_lock(&H.lock);
 	for (pp = &H.pending; *pp; pp = &(*pp)->next) {
 		if ((*pp)->id == id) {
@@ -321,9 +326,17 @@ static void *reader_thread(void *arg)
 		H.helper_pid = 0;
 		pending_fail_all(H.stopping ? "ipmi helper stopped; request failed"
 					    : "ipmi helper died; request failed (helper restarted)");
+		{
+			const char *why = H.stopping ? "ipmi helper stopped" : "ipmi helper died";
+
+			pthread_mutex_unlock(&H.lock);
+			ipmi_sol_fail_all(why);
+			pthread_mutex_lock(&H.lock);
+		}
 	}
 	pending_fail_all("ipmi helper stopped; request failed");
 	pthread_mutex_unlock(&H.lock);
+	ipmi_sol_fail_all("ipmi helper stopped");
 	return NULL;
 }
 
@@ -405,6 +418,21 @@ void ipmi_helper_stop(void)
 	H.nmarks = H.capmarks = 0;
 	H.started = 0;
 	pthread_mutex_unlock(&H.lock);
+}
+
+int ipmi_helper_send(const json_t *msg)
+{
+	int fd, rc;
+
+	pthread_mutex_lock(&H.lock);
+	fd = H.started ? H.fd : -1;
+	pthread_mutex_unlock(&H.lock);
+	if (fd < 0)
+		return kiln_fail(KILN_ERROR, "ipmi helper is not running");
+	pthread_mutex_lock(&H.write_lock);
+	rc = H.fd == fd ? ipmi_wire_send(fd, msg) : kiln_fail(KILN_ERROR, "ipmi helper died");
+	pthread_mutex_unlock(&H.write_lock);
+	return rc;
 }
 
 int ipmi_helper_running(void)

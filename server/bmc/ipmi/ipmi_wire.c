@@ -105,3 +105,75 @@ cleanup:
 	free(body);
 	return rc;
 }
+
+static const char b64_chars[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int ipmi_wire_b64_encode(char **out, const unsigned char *data, size_t len)
+{
+	char *text = malloc((len + 2) / 3 * 4 + 1);
+	size_t i, o = 0;
+
+	if (!text)
+		return kiln_fail(KILN_ERROR, "ipmi wire: out of memory");
+	for (i = 0; i + 2 < len; i += 3) {
+		uint32_t v = (uint32_t)data[i] << 16 | (uint32_t)data[i + 1] << 8 | data[i + 2];
+
+		text[o++] = b64_chars[v >> 18 & 63];
+		text[o++] = b64_chars[v >> 12 & 63];
+		text[o++] = b64_chars[v >> 6 & 63];
+		text[o++] = b64_chars[v & 63];
+	}
+	if (i < len) {
+		uint32_t v = (uint32_t)data[i] << 16 | (i + 1 < len ? (uint32_t)data[i + 1] << 8 : 0);
+
+		text[o++] = b64_chars[v >> 18 & 63];
+		text[o++] = b64_chars[v >> 12 & 63];
+		text[o++] = i + 1 < len ? b64_chars[v >> 6 & 63] : '=';
+		text[o++] = '=';
+	}
+	text[o] = '\0';
+	*out = text;
+	return 0;
+}
+
+static int b64_value(char c)
+{
+	const char *p = c ? strchr(b64_chars, c) : NULL;
+
+	return p ? (int)(p - b64_chars) : -1;
+}
+
+int ipmi_wire_b64_decode(unsigned char **out, size_t *out_len, const char *text)
+{
+	size_t len = strlen(text), i, o = 0;
+	unsigned char *bytes;
+
+	if (len % 4 != 0)
+		return kiln_fail(KILN_EPROTO, "ipmi wire: base64 text of %zu characters", len);
+	bytes = malloc(len / 4 * 3 + 1);
+	if (!bytes)
+		return kiln_fail(KILN_ERROR, "ipmi wire: out of memory");
+	for (i = 0; i < len; i += 4) {
+		int a = b64_value(text[i]), b = b64_value(text[i + 1]);
+		int c = text[i + 2] == '=' ? 0 : b64_value(text[i + 2]);
+		int d = text[i + 3] == '=' ? 0 : b64_value(text[i + 3]);
+		int pad = (text[i + 2] == '=') + (text[i + 3] == '=');
+		uint32_t v;
+
+		if (a < 0 || b < 0 || c < 0 || d < 0 || (pad && i + 4 != len) ||
+		    (text[i + 2] == '=' && text[i + 3] != '=')) {
+			free(bytes);
+			return kiln_fail(KILN_EPROTO, "ipmi wire: bad base64 text");
+		}
+		v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
+		bytes[o++] = (unsigned char)(v >> 16);
+		if (pad < 2)
+			bytes[o++] = (unsigned char)(v >> 8);
+		if (pad < 1)
+			bytes[o++] = (unsigned char)v;
+	}
+	*out = bytes;
+	*out_len = o;
+	return 0;
+}

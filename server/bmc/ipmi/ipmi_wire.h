@@ -20,4 +20,12 @@ int ipmi_wire_send(int fd, const json_t *msg);
  */
 int ipmi_wire_recv(int fd, json_t **out);
 
+/*
+ * Console bytes travel in JSON as base64 (RFC 4648, padded). Encode: *out is a
+ * NUL-terminated string the caller frees. Decode: *out (caller frees) gets the bytes and
+ * *out_len their count; KILN_EPROTO for text that is not base64.
+ */
+int ipmi_wire_b64_encode(char **out, const unsigned char *data, size_t len);
+int ipmi_wire_b64_decode(unsigned char **out, size_t *out_len, const char *text);
+
 #endif

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bmc/ipmi/ipmi_console.h"
 #include "bmc/ipmi/ipmi_ops.h"
 #include "bmc/ipmi/ipmi_wire.h"
 #include "kiln/error.h"
@@ -155,6 +156,17 @@ static void job_execute(json_t *msg)
 	json_decref(reply);
 }
 
+/* Console sessions answer through this (their own threads, the same socket). */
+static int frame_send(json_t *msg)
+{
+	int rc;
+
+	pthread_mutex_lock(&W.write_lock);
+	rc = ipmi_wire_send(W.fd, msg);
+	pthread_mutex_unlock(&W.write_lock);
+	return rc;
+}
+
 static void *worker_thread(void *arg)
 {
 	int slot = (int)(intptr_t)arg;
@@ -195,6 +207,7 @@ int ipmi_worker_main(int fd, const char *state_dir, int workers)
 		fprintf(stderr, "kilnd ipmi helper: state dir path too long\n");
 		return 1;
 	}
+	ipmi_console_setup(frame_send);
 	if (ipmi_monitor_init() < 0) {
 		fprintf(stderr, "kilnd ipmi helper: %s\n", kiln_error_last());
 		return 1;
@@ -221,6 +234,10 @@ int ipmi_worker_main(int fd, const char *state_dir, int workers)
 
 		if (rc != 0)
 			break; /* kilnd closed its end (or is gone): stop */
+		if (ipmi_console_request(msg)) {
+			json_decref(msg);
+			continue;
+		}
 		it = calloc(1, sizeof(*it));
 		if (!it) {
 			json_decref(msg);
@@ -235,5 +252,6 @@ int ipmi_worker_main(int fd, const char *state_dir, int workers)
 		pthread_mutex_unlock(&W.lock);
 	}
 	/* jobs in flight are abandoned: kilnd has already failed them */
+	ipmi_console_shutdown();
 	return 0;
 }

@@ -1,0 +1,136 @@
+/* kiln-serialsim: the serial side of a simulated BMC, for SOL tests. ipmi_sim's
+ * `sol "tcp:127.0.0.1:PORT"` connects here as a TCP client. Bytes appended to the --tx
+ * file are sent to the BMC (the node "prints" them); bytes the BMC sends (typed into the
+ * console) are appended to the --rx file. Stops on SIGTERM. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "kiln/parse.h"
+
+static int listen_on(int port)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons((unsigned short)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 4) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "rx", required_argument, NULL, 'r' },
+		{ "tx", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *rx_path = NULL, *tx_path = NULL;
+	int64_t port = 0;
+	off_t sent = 0;
+	int c, lfd, cfd = -1, rx;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'p' && kiln_parse_int64(&port, optarg, 1, 65535) == 0)
+			continue;
+		if (c == 'r') {
+			rx_path = optarg;
+			continue;
+		}
+		if (c == 't') {
+			tx_path = optarg;
+			continue;
+		}
+		fprintf(stderr, "usage: kiln-serialsim --port PORT --rx FILE --tx FILE\n");
+		return 2;
+	}
+	if (!port || !rx_path || !tx_path) {
+		fprintf(stderr, "usage: kiln-serialsim --port PORT --rx FILE --tx FILE\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	rx = open(rx_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	lfd = listen_on((int)port);
+	if (rx < 0 || lfd < 0) {
+		fprintf(stderr, "kiln-serialsim: %s: %s\n", rx < 0 ? rx_path : "listen", strerror(errno));
+		return 1;
+	}
+	for (;;) {
+		struct pollfd p[2] = { { lfd, POLLIN, 0 }, { cfd, POLLIN, 0 } };
+		struct stat st;
+		char buf[4096];
+
+		if (poll(p, cfd >= 0 ? 2 : 1, 50) < 0 && errno != EINTR)
+			return 1;
+		if (p[0].revents & POLLIN) {
+			int nfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (nfd >= 0) {
+				if (cfd >= 0)
+					close(cfd);
+				cfd = nfd;
+				fprintf(stderr, "kiln-serialsim: BMC connected\n");
+			}
+		}
+		if (cfd >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t r = read(cfd, buf, sizeof(buf));
+
+			if (r > 0) {
+				if (write_all(rx, buf, (size_t)r) < 0)
+					return 1;
+			} else if (r == 0 || errno != EINTR) {
+				close(cfd);
+				cfd = -1;
+				fprintf(stderr, "kiln-serialsim: BMC disconnected\n");
+			}
+		}
+		/* new bytes in the tx file go out while a BMC is connected */
+		if (cfd >= 0 && stat(tx_path, &st) == 0 && st.st_size > sent) {
+			int tfd = open(tx_path, O_RDONLY | O_CLOEXEC);
+
+			if (tfd >= 0) {
+				ssize_t r = pread(tfd, buf, sizeof(buf), sent);
+
+				if (r > 0 && write_all(cfd, buf, (size_t)r) == 0)
+					sent += r;
+				close(tfd);
+			}
+		}
+	}
+}
