@@ -149,6 +149,15 @@ int store_event_list(struct store *st, struct event **out, size_t *out_count, in
 		     size_t limit);
 void event_list_free(struct event *events, size_t count);
 
+/* --- serial console capture (store_console.c) ------------------------------------ */
+
+/* Switches capture on or off for a node. KILN_ENOTFOUND for an unknown node. */
+int store_console_capture_set(struct store *st, const char *node, int enabled);
+/* Whether capture is on (0 when never set). KILN_ENOTFOUND for an unknown node. */
+int store_console_capture_get(struct store *st, const char *node, int *out_enabled);
+/* Names of the nodes with capture on, by name; the caller frees each and the array. */
+int store_console_capture_list(struct store *st, char ***out, size_t *out_count);
+
 /* --- transactions ------------------------------------------------------------------- */
 /* store_begin takes the write lock (BEGIN IMMEDIATE); every store_* call inside joins the
  * transaction (multi-statement writes use savepoints, so they nest). */
