@@ -149,6 +149,237 @@ int store_event_list(struct store *st, struct event **out, size_t *out_count, in
 		     size_t limit);
 void event_list_free(struct event *events, size_t count);
 
+/* --- agent reports: de-duplication, latest state, GPUs, history (store_agent.c) ----- */
+
+/* A node's latest agent state (node_agent_state). Strings may be NULL. */
+struct agent_state {
+	int64_t node_id;
+	char *node;                  /* node name (joined) */
+	char *report_id;
+	int64_t last_seen;           /* when kilnd received the latest report */
+	int64_t report_time;         /* the report's own time */
+	char *boot_id;
+	char *hostname;
+	char *machine_id;
+	char *os;
+	char *kernel;
+	char *dmi_serial;
+	char *agent_version;
+	char *nvidia_status;         /* "ok" | "no_driver" | "mismatch" | "error" */
+	char *driver_version;
+	char *kernel_module_version;
+	char *cuda_driver_version;
+	char *nvml_version;
+	int64_t gpu_count;
+	int64_t gpu_count_max;       /* the most GPUs the node ever reported */
+	char *report;                /* the latest report (JSON text), or NULL when not read */
+};
+
+void agent_state_clear(struct agent_state *s); /* frees the strings; accepts NULL */
+void agent_state_list_free(struct agent_state *list, size_t count);
+
+/* One GPU's latest state (node_gpus). Unknown numbers: -1 for integers, NAN for reals. */
+struct agent_gpu {
+	int64_t index;
+	char *uuid;
+	char *name;
+	char *serial;
+	char *pci_bus_id;
+	int64_t memory_total_bytes;
+	int64_t memory_used_bytes;
+	double temperature_c;
+	double power_draw_w;
+	double utilization_gpu_pct;
+	int64_t ecc_volatile_uncorrected;
+	int64_t ecc_aggregate_uncorrected;
+	int remapped_rows_failure;   /* 1, 0, or -1 unknown */
+	char *detail;                /* the GPU's JSON object from the report */
+};
+
+void agent_gpu_list_free(struct agent_gpu *gpus, size_t count);
+
+/* One compact history row per report (agent_history). Unknown reals are NAN, ints -1. */
+struct agent_history_row {
+	int64_t node_id;
+	int64_t time;                /* the report's time */
+	int64_t received_at;
+	const char *report_id;
+	const char *boot_id;
+	const char *nvidia_status;
+	const char *driver_version;
+	const char *cuda_driver_version;
+	int64_t gpu_count;
+	double temperature_max_c;
+	double power_draw_total_w;
+	double utilization_avg_pct;
+	int64_t ecc_uncorrected;
+	int64_t xid_count;
+	const char *gpus;            /* compact JSON, or NULL */
+};
+
+/* Records report_id for node_id; *out_new = 0 when it was already stored (a duplicate). */
+int store_agent_report_claim(struct store *st, int *out_new, const char *report_id,
+			     int64_t node_id);
+/* KILN_ENOTFOUND when the node never reported. with_report: also read the report JSON. */
+int store_agent_state_get(struct store *st, struct agent_state *out, int64_t node_id,
+			  int with_report);
+/* Inserts or replaces the node's state (s->node is ignored, s->report required). */
+int store_agent_state_put(struct store *st, const struct agent_state *s);
+/* Every node's state (without the report JSON), ordered by node name. */
+int store_agent_state_list(struct store *st, struct agent_state **out, size_t *out_count);
+/* The node's GPUs by index. */
+int store_agent_gpus_get(struct store *st, struct agent_gpu **out, size_t *out_count,
+			 int64_t node_id);
+/* Replaces the node's GPUs with gpus[0..count) (atomic). */
+int store_agent_gpus_replace(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
+			     size_t count);
+int store_agent_history_insert(struct store *st, const struct agent_history_row *h);
+/* Deletes at most limit history rows and at most limit report ids older than before
+ * (received time); *out_deleted (may be NULL) counts both. */
+int store_agent_history_prune(struct store *st, int64_t before, int limit, int *out_deleted);
+/* Counts a node's history rows and stored report ids (tests, diagnostics). */
+int store_agent_counts(struct store *st, int64_t node_id, int64_t *out_history,
+		       int64_t *out_seen);
+/* Runs a passive WAL checkpoint (outside a transaction) so the -wal file stays bounded. */
+int store_wal_checkpoint(struct store *st);
+
+/* --- nodes as agents find them ------------------------------------------------------ */
+
+/* Sets (or clears, serial NULL) the BMC-reported serial of a node. KILN_ENOTFOUND. */
+int store_node_bmc_serial_set(struct store *st, const char *name, const char *serial);
+/* The single node whose bmc_serial is serial: *out_id and *out_name (caller frees).
+ * KILN_ENOTFOUND when none, KILN_EEXISTS when several nodes share it. */
+int store_node_find_by_serial(struct store *st, int64_t *out_id, char **out_name,
+			      const char *serial);
+
+/* --- fleet enrollment tokens and pending agents -------------------------------------- */
+
+struct enroll_token {
+	int64_t id;
+	char *name;
+	int64_t created_at;
+	int64_t last_used_at; /* 0: never */
+	int revoked;
+};
+
+int store_enroll_token_insert(struct store *st, int64_t *out_id, const char *name,
+			      const unsigned char hash[32]);
+/* The id of a live enrollment token; KILN_ENOTFOUND otherwise. Records last_used_at. */
+int store_enroll_token_lookup(struct store *st, int64_t *out_id, const unsigned char hash[32]);
+int store_enroll_token_list(struct store *st, struct enroll_token **out, size_t *out_count);
+int store_enroll_token_revoke(struct store *st, int64_t id); /* KILN_ENOTFOUND */
+void enroll_token_list_free(struct enroll_token *list, size_t count);
+
+struct pending_agent {
+	int64_t id;
+	char *dmi_serial;     /* "" when the agent sent none */
+	char *hostname;
+	char *machine_id;
+	int64_t first_seen;
+	int64_t last_seen;
+	int64_t attempts;
+	int64_t node_id;      /* 0 until accepted */
+	char *node;           /* the accepted node's name, or NULL */
+};
+
+/*
+ * Records an enrollment attempt that matched no node (identity: serial, hostname,
+ * machine id; NULL is ""). *out_id is the row; *out_node_id the node an admin accepted
+ * it as (0 while pending). More than max_rows pending rows: KILN_EBUSY.
+ */
+int store_pending_agent_record(struct store *st, int64_t *out_id, int64_t *out_node_id,
+			       const char *dmi_serial, const char *hostname,
+			       const char *machine_id, int64_t enroll_token_id, int max_rows);
+int store_pending_agent_list(struct store *st, struct pending_agent **out, size_t *out_count);
+/* Binds a pending agent to a node; KILN_ENOTFOUND for an unknown id. */
+int store_pending_agent_accept(struct store *st, int64_t id, int64_t node_id);
+int store_pending_agent_delete(struct store *st, int64_t id);
+void pending_agent_list_free(struct pending_agent *list, size_t count);
+
+/* --- fleet: BMC readings, maintenance, health cache (store_fleet.c) ------------------- */
+
+/* A node's poller state (node_bmc_state); written only by the poller. Strings may be NULL. */
+struct fleet_state {
+	int64_t node_id;
+	char *node;              /* node name (joined; ignored by put) */
+	char power[8];           /* "on" | "off" | "unknown" */
+	int64_t power_time;      /* last successful power reading, 0: never */
+	int64_t power_changed;   /* when the power state last changed (as observed) */
+	char *power_error;       /* the last failure's message, NULL after a success */
+	int reachable;
+	int failures;            /* consecutive failed requests */
+	int64_t down_since;
+	int circuit_open;
+	int64_t next_try;        /* backoff: not polled before */
+	int64_t last_ok;
+	char *sensors;           /* JSON {"sensors":[...]} */
+	int64_t sensors_time;
+	int64_t sel_cursor;      /* newest SEL entry time seen */
+	char health[9];          /* "ok" | "warning" | "critical" */
+	char *reasons;           /* JSON array of strings */
+	int64_t health_time;
+	int64_t hung_since;
+	int64_t starved_since;
+	int64_t remediated_at;
+};
+
+/* A state for a node never polled: power unknown, reachable, health ok. */
+void fleet_state_init(struct fleet_state *s, int64_t node_id);
+void fleet_state_clear(struct fleet_state *s); /* frees the strings; accepts NULL */
+void fleet_state_list_free(struct fleet_state *list, size_t count);
+/* KILN_ENOTFOUND when the poller never wrote the node. */
+int store_fleet_state_get(struct store *st, struct fleet_state *out, int64_t node_id);
+int store_fleet_state_put(struct store *st, const struct fleet_state *s);
+/* Every stored state, ordered by node name. */
+int store_fleet_state_list(struct store *st, struct fleet_state **out, size_t *out_count);
+
+struct maintenance {
+	int64_t node_id;
+	char *node;
+	char *reason;
+	char *by;
+	int64_t since;
+};
+
+/* Puts the node in maintenance (the reason and actor are replaced, since kept when it
+ * already was) or takes it out (reason NULL). */
+int store_maintenance_set(struct store *st, int64_t node_id, const char *reason, const char *by);
+int store_maintenance_list(struct store *st, struct maintenance **out, size_t *out_count);
+void maintenance_list_free(struct maintenance *list, size_t count);
+
+/* The node's summed uncorrected ECC count in its first and latest history row at or after
+ * since; -1 each when unknown. */
+int store_fleet_ecc_window(struct store *st, int64_t *out_first, int64_t *out_last,
+			   int64_t node_id, int64_t since);
+
+/* Events with time >= since, severity >= min_severity, of node_id (0: any) and kind (NULL:
+ * any), newest first, at most limit (0: no limit). */
+int store_event_query(struct store *st, struct event **out, size_t *out_count, int64_t since,
+		      int64_t node_id, const char *kind, enum event_severity min_severity,
+		      size_t limit);
+
+/* --- reads for the report and the webhooks (store_report.c) ------------------------ */
+
+/* The highest event id (0 when there is none). */
+int store_event_last_id(struct store *st, int64_t *out);
+/* Events with id > after_id in id order, at most limit (1..100000); free with
+ * event_list_free. Unlike store_event_list this sees events whose time lies in the past
+ * (agent and BMC log times), so a reader can follow every insert by id. */
+int store_event_list_after(struct store *st, struct event **out, size_t *out_count,
+			   int64_t after_id, size_t limit);
+
+/* One agent history row's temperature and power (NAN when the report had none). */
+struct agent_sample {
+	int64_t node_id;
+	int64_t time;
+	double temperature_max_c;
+	double power_draw_total_w;
+};
+
+/* History rows with since <= time <= until, by node then time; the caller frees *out. */
+int store_agent_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
+			     int64_t since, int64_t until);
+
 /* --- serial console capture (store_console.c) ------------------------------------ */
 
 /* Switches capture on or off for a node. KILN_ENOTFOUND for an unknown node. */
@@ -165,5 +396,15 @@ int store_console_capture_list(struct store *st, char ***out, size_t *out_count)
 int store_begin(struct store *st);
 int store_commit(struct store *st);
 int store_rollback(struct store *st);
+
+/* A savepoint makes several store_* calls one atomic unit, inside or outside store_begin():
+ * store_release() keeps the work, store_rollback_to() undoes it (keeping the message). */
+int store_savepoint(struct store *st);
+int store_release(struct store *st);
+void store_rollback_to(struct store *st);
+
+/* The store's clock in unix seconds (time() unless a test replaced it). */
+int64_t store_now(struct store *st);
+void store_clock_set(struct store *st, int64_t (*now)(void));
 
 #endif

@@ -1,0 +1,956 @@
+/* Agent reports into the store: validation, de-duplication, latest state, history, events. */
+#include <ctype.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ingest.h"
+#include "kiln/error.h"
+
+#define PRUNE_INTERVAL_S 60
+#define PRUNE_BATCH 5000
+
+struct ingest_report {
+	json_t *json;
+	char *text;                 /* compact JSON, as stored */
+	const char *report_id;
+	int64_t time;               /* the report's "time", 0 when absent */
+	const char *boot_id, *hostname, *machine_id, *os, *kernel, *dmi_serial;
+	const char *agent_version;
+	const char *status, *driver, *module, *cuda, *nvml;
+	const char *nvidia_error;
+	struct agent_gpu *gpus;
+	size_t ngpus;
+	json_t *xids;               /* borrowed; an array (maybe empty) or NULL */
+};
+
+/* --- validation ---------------------------------------------------------------------- */
+
+struct check {
+	char *field;
+	size_t fieldlen;
+};
+
+static int bad(struct check *c, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int bad(struct check *c, const char *field, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (c->field && c->fieldlen)
+		snprintf(c->field, c->fieldlen, "%s", field);
+	return kiln_fail(KILN_EINVAL, "report: field '%s' %s", field, msg);
+}
+
+/* path = prefix + key ("gpus[2]" + "index" -> "gpus[2].index"). */
+static const char *path(char *buf, size_t len, const char *prefix, const char *key)
+{
+	if (prefix && *prefix)
+		snprintf(buf, len, "%s.%s", prefix, key);
+	else
+		snprintf(buf, len, "%s", key);
+	return buf;
+}
+
+/* An optional string: absent or null leaves *out NULL. */
+static int opt_str(struct check *c, const char **out, json_t *obj, const char *prefix,
+		   const char *key, size_t max)
+{
+	json_t *v = json_object_get(obj, key);
+	char f[INGEST_FIELD_MAX];
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return bad(c, path(f, sizeof(f), prefix, key), "must be a string");
+	if (json_string_length(v) > max)
+		return bad(c, path(f, sizeof(f), prefix, key), "is longer than %zu bytes", max);
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int req_str(struct check *c, const char **out, json_t *obj, const char *prefix,
+		   const char *key, size_t max)
+{
+	char f[INGEST_FIELD_MAX];
+	int rc = opt_str(c, out, obj, prefix, key, max);
+
+	if (rc == 0 && !*out)
+		return bad(c, path(f, sizeof(f), prefix, key), "is required");
+	return rc;
+}
+
+/* An optional integer in [min, max]: absent or null gives -1. */
+static int opt_int(struct check *c, int64_t *out, json_t *obj, const char *prefix,
+		   const char *key, int64_t min, int64_t max)
+{
+	json_t *v = json_object_get(obj, key);
+	char f[INGEST_FIELD_MAX];
+
+	*out = -1;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v))
+		return bad(c, path(f, sizeof(f), prefix, key), "must be an integer");
+	if (json_integer_value(v) < min || json_integer_value(v) > max)
+		return bad(c, path(f, sizeof(f), prefix, key), "must be between %lld and %lld",
+			   (long long)min, (long long)max);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* An optional number: absent or null gives NAN. */
+static int opt_num(struct check *c, double *out, json_t *obj, const char *prefix,
+		   const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	char f[INGEST_FIELD_MAX];
+
+	*out = NAN;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v))
+		return bad(c, path(f, sizeof(f), prefix, key), "must be a number");
+	*out = json_number_value(v);
+	return 0;
+}
+
+/* An optional boolean: absent or null gives -1. */
+static int opt_bool(struct check *c, int *out, json_t *obj, const char *prefix, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	char f[INGEST_FIELD_MAX];
+
+	*out = -1;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return bad(c, path(f, sizeof(f), prefix, key), "must be true or false");
+	*out = json_is_true(v);
+	return 0;
+}
+
+/* An optional object or array of at most max elements (arrays); absent gives NULL. */
+static int opt_container(struct check *c, json_t **out, json_t *obj, const char *key,
+			 int want_array, size_t max)
+{
+	json_t *v = json_object_get(obj, key);
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (want_array && !json_is_array(v))
+		return bad(c, key, "must be an array");
+	if (!want_array && !json_is_object(v))
+		return bad(c, key, "must be an object");
+	if (want_array && json_array_size(v) > max)
+		return bad(c, key, "has more than %zu elements", max);
+	*out = v;
+	return 0;
+}
+
+static int id_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 64)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.')
+			return 0;
+	return 1;
+}
+
+/* "kiln.agent.report/1" or "kiln.agent.report/1.N": major version 1. */
+static int schema_valid(const char *s)
+{
+	static const char prefix[] = "kiln.agent.report/";
+	const char *v;
+
+	if (strncmp(s, prefix, sizeof(prefix) - 1) != 0)
+		return 0;
+	v = s + sizeof(prefix) - 1;
+	return v[0] == '1' && (v[1] == '\0' || v[1] == '.');
+}
+
+/* RFC 3339 UTC ("2024-05-01T12:00:00Z", fractions and offsets allowed) to unix seconds. */
+static int time_parse(int64_t *out, const char *s)
+{
+	struct tm tm;
+	const char *p;
+	int64_t t, off = 0;
+
+	memset(&tm, 0, sizeof(tm));
+	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!p)
+		return -1;
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if ((*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) &&
+		   isdigit((unsigned char)p[2]) && p[3] == ':' && isdigit((unsigned char)p[4]) &&
+		   isdigit((unsigned char)p[5])) {
+		off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 + ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
+		if (*p == '+')
+			off = -off;
+		p += 6;
+	} else {
+		return -1;
+	}
+	if (*p)
+		return -1;
+	t = (int64_t)timegm(&tm);
+	if (t < 0)
+		return -1;
+	*out = t + off;
+	return 0;
+}
+
+static int gpu_parse(struct check *c, struct agent_gpu *g, json_t *o, size_t i)
+{
+	char pre[32];
+	const char *uuid, *name, *serial, *bus;
+	int64_t ecc_vc, ecc_ac;
+	int rc;
+
+	snprintf(pre, sizeof(pre), "gpus[%zu]", i);
+	if (!json_is_object(o))
+		return bad(c, pre, "must be an object");
+	if ((rc = opt_int(c, &g->index, o, pre, "index", 0, 1023)) < 0)
+		return rc;
+	if (g->index < 0) {
+		char f[INGEST_FIELD_MAX];
+
+		return bad(c, path(f, sizeof(f), pre, "index"), "is required");
+	}
+	if ((rc = opt_str(c, &uuid, o, pre, "uuid", 128)) < 0 ||
+	    (rc = opt_str(c, &name, o, pre, "name", 256)) < 0 ||
+	    (rc = opt_str(c, &serial, o, pre, "serial", 128)) < 0 ||
+	    (rc = opt_str(c, &bus, o, pre, "pci_bus_id", 64)) < 0 ||
+	    (rc = opt_int(c, &g->memory_total_bytes, o, pre, "memory_total_bytes", 0, INT64_MAX)) < 0 ||
+	    (rc = opt_int(c, &g->memory_used_bytes, o, pre, "memory_used_bytes", 0, INT64_MAX)) < 0 ||
+	    (rc = opt_num(c, &g->temperature_c, o, pre, "temperature_c")) < 0 ||
+	    (rc = opt_num(c, &g->power_draw_w, o, pre, "power_draw_w")) < 0 ||
+	    (rc = opt_num(c, &g->utilization_gpu_pct, o, pre, "utilization_gpu_pct")) < 0 ||
+	    (rc = opt_int(c, &g->ecc_volatile_uncorrected, o, pre, "ecc_volatile_uncorrected", 0,
+			  INT64_MAX)) < 0 ||
+	    (rc = opt_int(c, &g->ecc_aggregate_uncorrected, o, pre, "ecc_aggregate_uncorrected", 0,
+			  INT64_MAX)) < 0 ||
+	    (rc = opt_int(c, &ecc_vc, o, pre, "ecc_volatile_corrected", 0, INT64_MAX)) < 0 ||
+	    (rc = opt_int(c, &ecc_ac, o, pre, "ecc_aggregate_corrected", 0, INT64_MAX)) < 0 ||
+	    (rc = opt_bool(c, &g->remapped_rows_failure, o, pre, "remapped_rows_failure")) < 0)
+		return rc;
+	/* The store keeps copies: the agent_gpu list owns its strings. */
+	g->uuid = uuid ? strdup(uuid) : NULL;
+	g->name = name ? strdup(name) : NULL;
+	g->serial = serial ? strdup(serial) : NULL;
+	g->pci_bus_id = bus ? strdup(bus) : NULL;
+	g->detail = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	if ((uuid && !g->uuid) || (name && !g->name) || (serial && !g->serial) ||
+	    (bus && !g->pci_bus_id) || !g->detail)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	return 0;
+}
+
+static int xid_check(struct check *c, json_t *o, size_t i)
+{
+	char pre[40];
+	const char *s;
+	int64_t v;
+	int rc;
+
+	snprintf(pre, sizeof(pre), "xid_events[%zu]", i);
+	if (!json_is_object(o))
+		return bad(c, pre, "must be an object");
+	if ((rc = opt_int(c, &v, o, pre, "xid", 0, 100000)) < 0)
+		return rc;
+	if (v < 0) {
+		char f[INGEST_FIELD_MAX];
+
+		return bad(c, path(f, sizeof(f), pre, "xid"), "is required");
+	}
+	if ((rc = opt_str(c, &s, o, pre, "message", INGEST_STRING_MAX)) < 0 ||
+	    (rc = opt_str(c, &s, o, pre, "pci_bus_id", 64)) < 0 ||
+	    (rc = opt_str(c, &s, o, pre, "source", 32)) < 0 ||
+	    (rc = opt_int(c, &v, o, pre, "seq", 0, INT64_MAX)) < 0 ||
+	    (rc = opt_int(c, &v, o, pre, "time_us", 0, INT64_MAX)) < 0 ||
+	    (rc = opt_int(c, &v, o, pre, "gpu_index", 0, 1023)) < 0)
+		return rc;
+	return 0;
+}
+
+void ingest_report_free(struct ingest_report *r)
+{
+	if (!r)
+		return;
+	agent_gpu_list_free(r->gpus, r->ngpus);
+	free(r->text);
+	json_decref(r->json);
+	free(r);
+}
+
+const char *ingest_report_id(const struct ingest_report *r)
+{
+	return r->report_id;
+}
+
+static int parse_report(struct ingest_report *r, struct check *c)
+{
+	json_t *j = r->json, *host, *nvidia, *gpus, *agent, *other;
+	const char *s;
+	size_t i;
+	int rc;
+
+	if ((rc = req_str(c, &s, j, NULL, "schema", 64)) < 0)
+		return rc;
+	if (!schema_valid(s))
+		return bad(c, "schema", "is '%.64s'; this kilnd reads kiln.agent.report/1", s);
+	if ((rc = req_str(c, &r->report_id, j, NULL, "report_id", 64)) < 0)
+		return rc;
+	if (!id_valid(r->report_id))
+		return bad(c, "report_id", "must be 1 to 64 characters of [A-Za-z0-9._-]");
+	if ((rc = opt_str(c, &s, j, NULL, "time", 64)) < 0)
+		return rc;
+	if (s && time_parse(&r->time, s) < 0)
+		return bad(c, "time", "'%.64s' is not an RFC 3339 time", s);
+
+	if ((rc = opt_container(c, &host, j, "host", 0, 0)) < 0)
+		return rc;
+	if (!host)
+		return bad(c, "host", "is required");
+	if ((rc = opt_str(c, &r->hostname, host, "host", "hostname", 255)) < 0 ||
+	    (rc = opt_str(c, &r->boot_id, host, "host", "boot_id", 64)) < 0 ||
+	    (rc = opt_str(c, &r->machine_id, host, "host", "machine_id", 64)) < 0 ||
+	    (rc = opt_str(c, &r->os, host, "host", "os", 256)) < 0 ||
+	    (rc = opt_str(c, &r->kernel, host, "host", "kernel", 256)) < 0 ||
+	    (rc = opt_str(c, &r->dmi_serial, host, "host", "dmi_serial", 128)) < 0)
+		return rc;
+
+	if ((rc = opt_container(c, &nvidia, j, "nvidia", 0, 0)) < 0)
+		return rc;
+	if (!nvidia)
+		return bad(c, "nvidia", "is required");
+	if ((rc = req_str(c, &r->status, nvidia, "nvidia", "status", 16)) < 0)
+		return rc;
+	if (strcmp(r->status, "ok") != 0 && strcmp(r->status, "no_driver") != 0 &&
+	    strcmp(r->status, "mismatch") != 0 && strcmp(r->status, "error") != 0)
+		return bad(c, "nvidia.status", "must be \"ok\", \"no_driver\", \"mismatch\" or \"error\"");
+	if ((rc = opt_str(c, &r->driver, nvidia, "nvidia", "driver_version", 64)) < 0 ||
+	    (rc = opt_str(c, &r->module, nvidia, "nvidia", "kernel_module_version", 64)) < 0 ||
+	    (rc = opt_str(c, &r->cuda, nvidia, "nvidia", "cuda_driver_version", 64)) < 0 ||
+	    (rc = opt_str(c, &r->nvml, nvidia, "nvidia", "nvml_version", 64)) < 0 ||
+	    (rc = opt_str(c, &r->nvidia_error, nvidia, "nvidia", "error", INGEST_STRING_MAX)) < 0)
+		return rc;
+
+	if ((rc = opt_container(c, &agent, j, "agent", 0, 0)) < 0 ||
+	    (agent && (rc = opt_str(c, &r->agent_version, agent, "agent", "version", 64)) < 0))
+		return rc;
+
+	if ((rc = opt_container(c, &gpus, j, "gpus", 1, INGEST_GPUS_MAX)) < 0)
+		return rc;
+	if (!gpus)
+		return bad(c, "gpus", "is required (an empty array when there are none)");
+	if (json_array_size(gpus) > 0) {
+		r->gpus = calloc(json_array_size(gpus), sizeof(*r->gpus));
+		if (!r->gpus)
+			return kiln_fail(KILN_ERROR, "out of memory");
+	}
+	for (i = 0; i < json_array_size(gpus); i++) {
+		r->ngpus = i + 1;
+		if ((rc = gpu_parse(c, &r->gpus[i], json_array_get(gpus, i), i)) < 0)
+			return rc;
+		for (size_t k = 0; k < i; k++)
+			if (r->gpus[k].index == r->gpus[i].index) {
+				char f[INGEST_FIELD_MAX];
+
+				snprintf(f, sizeof(f), "gpus[%zu].index", i);
+				return bad(c, f, "%lld repeats gpus[%zu].index",
+					   (long long)r->gpus[i].index, k);
+			}
+	}
+
+	if ((rc = opt_container(c, &r->xids, j, "xid_events", 1, INGEST_XIDS_MAX)) < 0)
+		return rc;
+	for (i = 0; r->xids && i < json_array_size(r->xids); i++)
+		if ((rc = xid_check(c, json_array_get(r->xids, i), i)) < 0)
+			return rc;
+	if ((rc = opt_container(c, &other, j, "cuda_toolkits", 1, INGEST_LIST_MAX)) < 0 ||
+	    (rc = opt_container(c, &other, j, "disks", 1, INGEST_LIST_MAX)) < 0)
+		return rc;
+	return 0;
+}
+
+int ingest_report_parse(struct ingest_report **out, json_t *report, char *field,
+			size_t fieldlen)
+{
+	struct check c = { field, fieldlen };
+	struct ingest_report *r;
+	size_t len;
+	int rc;
+
+	if (field && fieldlen)
+		field[0] = '\0';
+	if (!json_is_object(report))
+		return kiln_fail(KILN_EINVAL, "report: not a JSON object");
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	r->json = json_incref(report);
+	if ((rc = parse_report(r, &c)) < 0)
+		goto fail;
+	r->text = json_dumps(report, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	if (!r->text) {
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto fail;
+	}
+	len = strlen(r->text);
+	if (len > INGEST_REPORT_MAX) {
+		rc = kiln_fail(KILN_ETOOBIG, "report: %zu bytes exceeds the %d-byte limit", len,
+			       INGEST_REPORT_MAX);
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	ingest_report_free(r);
+	return rc;
+}
+
+/* --- events -------------------------------------------------------------------------- */
+
+/* Xids that mean a GPU needs attention now (fallen off the bus, double-bit ECC, ...). */
+static enum event_severity xid_severity(int64_t xid)
+{
+	static const int critical[] = { 48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140 };
+
+	for (size_t i = 0; i < sizeof(critical) / sizeof(critical[0]); i++)
+		if (critical[i] == xid)
+			return SEV_CRITICAL;
+	return SEV_WARNING;
+}
+
+struct ctx {
+	struct store *st;
+	int64_t node_id;
+	int64_t time;      /* event time: the report's, never in the future */
+	const char *boot;  /* boot id or "-" */
+};
+
+static int emit(struct ctx *x, enum event_severity sev, const char *kind, const char *dedup,
+		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int emit(struct ctx *x, enum event_severity sev, const char *kind, const char *dedup,
+		const char *fmt, ...)
+{
+	char msg[512];
+	struct event ev = { 0 };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ev.time = x->time;
+	ev.node_id = x->node_id;
+	ev.severity = sev;
+	ev.source = "agent";
+	ev.kind = (char *)kind;
+	ev.message = msg;
+	ev.dedup_key = (char *)dedup;
+	return store_event_insert(x->st, &ev, NULL);
+}
+
+/* A small stable hash for dedup keys of lines without a kernel sequence number. */
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; s && *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static int xid_events(struct ctx *x, json_t *xids)
+{
+	size_t i;
+	json_t *o;
+	int rc;
+
+	json_array_foreach(xids, i, o) {
+		int64_t xid = json_integer_value(json_object_get(o, "xid"));
+		const char *bus = json_string_value(json_object_get(o, "pci_bus_id"));
+		const char *msg = json_string_value(json_object_get(o, "message"));
+		const char *src = json_string_value(json_object_get(o, "source"));
+		json_t *seq = json_object_get(o, "seq"), *tus = json_object_get(o, "time_us");
+		json_t *gi = json_object_get(o, "gpu_index");
+		char key[256], gpu[96] = "";
+
+		/* One event per kernel log line: the line's sequence number within this boot,
+		 * else what the line says (the same line read again is the same Xid). */
+		if (json_is_integer(seq))
+			snprintf(key, sizeof(key), "xid:%s:%s:seq%" JSON_INTEGER_FORMAT, x->boot,
+				 src ? src : "kmsg", json_integer_value(seq));
+		else
+			snprintf(key, sizeof(key), "xid:%s:%s:%s:%lld:%" JSON_INTEGER_FORMAT ":%016llx",
+				 x->boot, src ? src : "kmsg", bus ? bus : "-", (long long)xid,
+				 json_is_integer(tus) ? json_integer_value(tus) : -1,
+				 (unsigned long long)fnv1a(msg));
+		if (json_is_integer(gi))
+			snprintf(gpu, sizeof(gpu), " on GPU %" JSON_INTEGER_FORMAT "%s%s%s",
+				 json_integer_value(gi), bus ? " (" : "", bus ? bus : "", bus ? ")" : "");
+		else if (bus)
+			snprintf(gpu, sizeof(gpu), " on %s", bus);
+		rc = emit(x, xid_severity(xid), "xid", key, "Xid %lld%s: %.300s", (long long)xid, gpu,
+			  msg && *msg ? msg : "(no message)");
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int str_differs(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) != 0;
+}
+
+/* The previous GPU that is the same device as g: by UUID, else bus id, else index. */
+static const struct agent_gpu *gpu_match(const struct agent_gpu *g, const struct agent_gpu *prev,
+					 size_t nprev)
+{
+	for (size_t i = 0; i < nprev; i++) {
+		if (g->uuid && prev[i].uuid) {
+			if (strcmp(g->uuid, prev[i].uuid) == 0)
+				return &prev[i];
+		} else if (g->pci_bus_id && prev[i].pci_bus_id) {
+			if (strcmp(g->pci_bus_id, prev[i].pci_bus_id) == 0)
+				return &prev[i];
+		} else if (g->index == prev[i].index) {
+			return &prev[i];
+		}
+	}
+	return NULL;
+}
+
+static void gpu_id(char *buf, size_t len, const struct agent_gpu *g)
+{
+	if (g->uuid)
+		snprintf(buf, len, "%s", g->uuid);
+	else if (g->pci_bus_id)
+		snprintf(buf, len, "%s", g->pci_bus_id);
+	else
+		snprintf(buf, len, "index%lld", (long long)g->index);
+}
+
+static int gpu_events(struct ctx *x, const struct ingest_report *r, const struct agent_gpu *prev,
+		      size_t nprev)
+{
+	char id[160], key[320];
+	int rc;
+
+	for (size_t i = 0; i < r->ngpus; i++) {
+		const struct agent_gpu *g = &r->gpus[i], *p = gpu_match(g, prev, nprev);
+
+		gpu_id(id, sizeof(id), g);
+		if (p && g->ecc_aggregate_uncorrected >= 0 && p->ecc_aggregate_uncorrected >= 0 &&
+		    g->ecc_aggregate_uncorrected > p->ecc_aggregate_uncorrected) {
+			snprintf(key, sizeof(key), "ecc:%s:aggregate:%lld", id,
+				 (long long)g->ecc_aggregate_uncorrected);
+			rc = emit(x, SEV_CRITICAL, "ecc", key,
+				  "GPU %lld (%s): uncorrected ECC errors rose from %lld to %lld",
+				  (long long)g->index, id, (long long)p->ecc_aggregate_uncorrected,
+				  (long long)g->ecc_aggregate_uncorrected);
+			if (rc < 0)
+				return rc;
+		} else if (p && g->ecc_volatile_uncorrected >= 0 && p->ecc_volatile_uncorrected >= 0 &&
+			   g->ecc_volatile_uncorrected > p->ecc_volatile_uncorrected) {
+			snprintf(key, sizeof(key), "ecc:%s:%s:volatile:%lld", id, x->boot,
+				 (long long)g->ecc_volatile_uncorrected);
+			rc = emit(x, SEV_CRITICAL, "ecc", key,
+				  "GPU %lld (%s): uncorrected ECC errors since boot rose from %lld to %lld",
+				  (long long)g->index, id, (long long)p->ecc_volatile_uncorrected,
+				  (long long)g->ecc_volatile_uncorrected);
+			if (rc < 0)
+				return rc;
+		}
+		if (g->remapped_rows_failure == 1 && (!p || p->remapped_rows_failure != 1)) {
+			snprintf(key, sizeof(key), "remap-failure:%s:%s", id, x->boot);
+			rc = emit(x, SEV_CRITICAL, "remap",
+				  key, "GPU %lld (%s): row remapping failed; the GPU needs service",
+				  (long long)g->index, id);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* The GPUs of prev that the report lacks, as "3 (GPU-uuid), 5 (...)" into buf. */
+static void missing_gpus(char *buf, size_t len, const struct ingest_report *r,
+			 const struct agent_gpu *prev, size_t nprev)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < nprev && used + 1 < len; i++) {
+		char id[160];
+		int n;
+
+		if (gpu_match(&prev[i], r->gpus, r->ngpus))
+			continue;
+		gpu_id(id, sizeof(id), &prev[i]);
+		n = snprintf(buf + used, len - used, "%s%lld (%s)", used ? ", " : "",
+			     (long long)prev[i].index, id);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+	if (used >= len)
+		buf[len - 1] = '\0';
+}
+
+static int mismatched(const char *status, const char *driver, const char *module)
+{
+	return (status && strcmp(status, "mismatch") == 0) || str_differs(driver, module);
+}
+
+static int state_events(struct ctx *x, const struct ingest_report *r,
+			const struct agent_state *p, const struct agent_gpu *prev, size_t nprev)
+{
+	char key[320], missing[256];
+	const char *pdrv;
+	int rc;
+
+	if (p && str_differs(p->boot_id, r->boot_id)) {
+		snprintf(key, sizeof(key), "reboot:%s", r->boot_id);
+		if ((rc = emit(x, SEV_INFO, "reboot", key, "node rebooted (new boot id)")) < 0)
+			return rc;
+	}
+	if (mismatched(r->status, r->driver, r->module) &&
+	    !(p && mismatched(p->nvidia_status, p->driver_version, p->kernel_module_version))) {
+		snprintf(key, sizeof(key), "mismatch:%s:%s:%s", x->boot, r->driver ? r->driver : "-",
+			 r->module ? r->module : "-");
+		rc = emit(x, SEV_WARNING, "driver_mismatch", key,
+			  "NVIDIA driver library %s and loaded kernel module %s differ (reboot pending)",
+			  r->driver ? r->driver : "(unknown)", r->module ? r->module : "(unknown)");
+		if (rc < 0)
+			return rc;
+	} else if (p && strcmp(r->status, "ok") != 0 && strcmp(r->status, "mismatch") != 0 &&
+		   str_differs(p->nvidia_status, r->status)) {
+		rc = emit(x, SEV_WARNING, "nvidia_status", NULL, "NVIDIA status %s -> %s%s%.300s",
+			  p->nvidia_status, r->status, r->nvidia_error ? ": " : "",
+			  r->nvidia_error ? r->nvidia_error : "");
+		if (rc < 0)
+			return rc;
+	}
+	if (!p)
+		return 0;
+	/* After a mismatch NVML gives no driver version: compare with the module's then. */
+	pdrv = p->driver_version ? p->driver_version : p->kernel_module_version;
+	if (r->driver && str_differs(pdrv, r->driver)) {
+		rc = emit(x, SEV_INFO, "driver_changed", NULL, "NVIDIA driver %s -> %s", pdrv,
+			  r->driver);
+		if (rc < 0)
+			return rc;
+	}
+	if (str_differs(p->cuda_driver_version, r->cuda)) {
+		rc = emit(x, SEV_INFO, "cuda_changed", NULL, "CUDA driver version %s -> %s",
+			  p->cuda_driver_version, r->cuda);
+		if (rc < 0)
+			return rc;
+	}
+	if (strcmp(r->status, "ok") == 0 && (int64_t)r->ngpus < p->gpu_count_max &&
+	    (int64_t)r->ngpus != p->gpu_count) {
+		missing_gpus(missing, sizeof(missing), r, prev, nprev);
+		snprintf(key, sizeof(key), "gpus-lost:%s:%zu", x->boot, r->ngpus);
+		rc = emit(x, SEV_CRITICAL, "gpu_lost", key, "%zu GPU%s reported, the node had %lld%s%s",
+			  r->ngpus, r->ngpus == 1 ? "" : "s", (long long)p->gpu_count_max,
+			  missing[0] ? "; missing: " : "", missing);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* --- storing ------------------------------------------------------------------------- */
+
+/* The compact history row of a report; gpus_json is set to a string the caller frees. */
+static void history_fill(struct agent_history_row *h, char **gpus_json,
+			 const struct ingest_report *r)
+{
+	double tmax = NAN, power = NAN, util = 0;
+	int64_t ecc = -1;
+	size_t nutil = 0;
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < r->ngpus; i++) {
+		const struct agent_gpu *g = &r->gpus[i];
+
+		if (!isnan(g->temperature_c) && (isnan(tmax) || g->temperature_c > tmax))
+			tmax = g->temperature_c;
+		if (!isnan(g->power_draw_w))
+			power = (isnan(power) ? 0 : power) + g->power_draw_w;
+		if (!isnan(g->utilization_gpu_pct)) {
+			util += g->utilization_gpu_pct;
+			nutil++;
+		}
+		if (g->ecc_volatile_uncorrected >= 0)
+			ecc = (ecc < 0 ? 0 : ecc) + g->ecc_volatile_uncorrected;
+		if (arr)
+			json_array_append_new(
+				arr, json_pack("[I,o,o,o]", (json_int_t)g->index,
+					       isnan(g->temperature_c) ? json_null() : json_real(g->temperature_c),
+					       isnan(g->power_draw_w) ? json_null() : json_real(g->power_draw_w),
+					       isnan(g->utilization_gpu_pct) ? json_null()
+									      : json_real(g->utilization_gpu_pct)));
+	}
+	h->gpu_count = (int64_t)r->ngpus;
+	h->temperature_max_c = tmax;
+	h->power_draw_total_w = power;
+	h->utilization_avg_pct = nutil ? util / (double)nutil : NAN;
+	h->ecc_uncorrected = ecc;
+	h->xid_count = r->xids ? (int64_t)json_array_size(r->xids) : 0;
+	*gpus_json = arr ? json_dumps(arr, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+	json_decref(arr);
+}
+
+static int store_new(struct store *st, int64_t node_id, const struct ingest_report *r)
+{
+	struct agent_state prev = { 0 }, cur = { 0 };
+	struct agent_gpu *pgpus = NULL;
+	struct agent_history_row h = { 0 };
+	size_t npgpus = 0;
+	char *gpus_json = NULL;
+	int64_t now = store_now(st), rtime;
+	int has_prev, rc;
+	struct ctx x;
+
+	/* The agent's clock may run ahead: a report never counts as later than its arrival. */
+	rtime = r->time > 0 && r->time < now ? r->time : now;
+	x = (struct ctx){ st, node_id, rtime, r->boot_id ? r->boot_id : "-" };
+	rc = store_agent_state_get(st, &prev, node_id, 0);
+	if (rc < 0 && rc != KILN_ENOTFOUND)
+		goto cleanup;
+	has_prev = rc == 0;
+	kiln_error_clear();
+	if (!has_prev || rtime >= prev.report_time) {
+		/* The newest report so far: it becomes the state, and changes become events. */
+		if (has_prev && (rc = store_agent_gpus_get(st, &pgpus, &npgpus, node_id)) < 0)
+			goto cleanup;
+		if ((rc = state_events(&x, r, has_prev ? &prev : NULL, pgpus, npgpus)) < 0 ||
+		    (rc = gpu_events(&x, r, pgpus, npgpus)) < 0 ||
+		    (rc = store_agent_gpus_replace(st, node_id, r->gpus, r->ngpus)) < 0)
+			goto cleanup;
+		cur.node_id = node_id;
+		cur.report_id = (char *)r->report_id;
+		cur.last_seen = now;
+		cur.report_time = rtime;
+		cur.boot_id = (char *)r->boot_id;
+		cur.hostname = (char *)r->hostname;
+		cur.machine_id = (char *)r->machine_id;
+		cur.os = (char *)r->os;
+		cur.kernel = (char *)r->kernel;
+		cur.dmi_serial = (char *)r->dmi_serial;
+		cur.agent_version = (char *)r->agent_version;
+		cur.nvidia_status = (char *)r->status;
+		cur.driver_version = (char *)r->driver;
+		cur.kernel_module_version = (char *)r->module;
+		cur.cuda_driver_version = (char *)r->cuda;
+		cur.nvml_version = (char *)r->nvml;
+		cur.gpu_count = (int64_t)r->ngpus;
+		cur.gpu_count_max = has_prev && prev.gpu_count_max > cur.gpu_count ? prev.gpu_count_max
+										 : cur.gpu_count;
+		cur.report = r->text;
+		if ((rc = store_agent_state_put(st, &cur)) < 0)
+			goto cleanup;
+	}
+	/* Xids are events whenever they are reported, also in a late (spooled) report. */
+	if (r->xids && (rc = xid_events(&x, r->xids)) < 0)
+		goto cleanup;
+	h.node_id = node_id;
+	h.time = rtime;
+	h.received_at = now;
+	h.report_id = r->report_id;
+	h.boot_id = r->boot_id;
+	h.nvidia_status = r->status;
+	h.driver_version = r->driver;
+	h.cuda_driver_version = r->cuda;
+	history_fill(&h, &gpus_json, r);
+	h.gpus = gpus_json;
+	rc = store_agent_history_insert(st, &h);
+cleanup:
+	free(gpus_json);
+	agent_gpu_list_free(pgpus, npgpus);
+	agent_state_clear(&prev);
+	return rc;
+}
+
+int ingest_report_store(struct store *st, int *out_duplicate, int64_t node_id,
+			const struct ingest_report *r)
+{
+	int fresh = 0, rc;
+
+	if ((rc = store_savepoint(st)) < 0)
+		return rc;
+	if ((rc = store_agent_report_claim(st, &fresh, r->report_id, node_id)) < 0)
+		goto fail;
+	if (fresh && (rc = store_new(st, node_id, r)) < 0)
+		goto fail;
+	if ((rc = store_release(st)) < 0)
+		goto fail;
+	*out_duplicate = !fresh;
+	return 0;
+fail:
+	store_rollback_to(st);
+	return rc;
+}
+
+/* --- batches and the commit queue ---------------------------------------------------- */
+
+static void item_fail(struct ingest_item *it, int rc)
+{
+	it->rc = rc;
+	snprintf(it->error, sizeof(it->error), "%s",
+		 kiln_error_last()[0] ? kiln_error_last() : kiln_error_name(rc));
+}
+
+int ingest_batch(struct store *st, struct ingest_item **items, size_t n)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		items[i]->rc = 0;
+		items[i]->duplicate = 0;
+		items[i]->error[0] = '\0';
+	}
+	if ((rc = store_begin(st)) < 0)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		kiln_error_clear();
+		rc = ingest_report_store(st, &items[i]->duplicate, items[i]->node_id,
+					 items[i]->report);
+		if (rc < 0)
+			item_fail(items[i], rc);
+	}
+	if ((rc = store_commit(st)) < 0) {
+		store_rollback(st);
+		goto fail;
+	}
+	return 0;
+fail:
+	for (i = 0; i < n; i++) {
+		items[i]->duplicate = 0;
+		item_fail(items[i], rc);
+	}
+	return rc;
+}
+
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queue_done = PTHREAD_COND_INITIALIZER;
+static struct ingest_item *queue_head;
+static struct ingest_item **queue_tail = &queue_head;
+static int queue_leader;
+static int64_t retention_s = INGEST_RETENTION_DEFAULT_S;
+static int64_t last_prune;
+
+void ingest_retention_set(int64_t seconds)
+{
+	pthread_mutex_lock(&queue_lock);
+	retention_s = seconds < 0 ? 0 : seconds;
+	pthread_mutex_unlock(&queue_lock);
+}
+
+int64_t ingest_retention_get(void)
+{
+	int64_t v;
+
+	pthread_mutex_lock(&queue_lock);
+	v = retention_s;
+	pthread_mutex_unlock(&queue_lock);
+	return v;
+}
+
+int ingest_prune(struct store *st, int *out_deleted)
+{
+	int64_t keep = ingest_retention_get();
+	int deleted = 0, n, rc;
+
+	if (keep > 0) {
+		do {
+			n = 0;
+			if ((rc = store_agent_history_prune(st, store_now(st) - keep, PRUNE_BATCH, &n)) < 0)
+				return rc;
+			deleted += n;
+		} while (n >= PRUNE_BATCH);
+	}
+	if (out_deleted)
+		*out_deleted = deleted;
+	return 0;
+}
+
+int ingest_submit(struct store *st, struct ingest_item *item)
+{
+	struct ingest_item *batch[INGEST_BATCH_MAX];
+	int prune = 0;
+
+	pthread_mutex_lock(&queue_lock);
+	item->next = NULL;
+	item->done = 0;
+	*queue_tail = item;
+	queue_tail = &item->next;
+	while (!item->done) {
+		size_t n = 0;
+
+		if (queue_leader) {
+			pthread_cond_wait(&queue_done, &queue_lock);
+			continue;
+		}
+		/* Lead: commit what is queued (ours among it, or ours in a later round). */
+		queue_leader = 1;
+		while (queue_head && n < INGEST_BATCH_MAX) {
+			batch[n++] = queue_head;
+			queue_head = queue_head->next;
+		}
+		if (!queue_head)
+			queue_tail = &queue_head;
+		pthread_mutex_unlock(&queue_lock);
+		ingest_batch(st, batch, n);
+		pthread_mutex_lock(&queue_lock);
+		for (size_t i = 0; i < n; i++)
+			batch[i]->done = 1;
+		queue_leader = 0;
+		pthread_cond_broadcast(&queue_done);
+		if (store_now(st) - last_prune >= PRUNE_INTERVAL_S) {
+			last_prune = store_now(st);
+			prune = 1;
+		}
+	}
+	pthread_mutex_unlock(&queue_lock);
+	if (prune) {
+		/* Housekeeping failures do not fail the report: it is committed. */
+		ingest_prune(st, NULL);
+		store_wal_checkpoint(st);
+	}
+	if (item->rc < 0)
+		return kiln_fail(item->rc, "%s", item->error);
+	kiln_error_clear();
+	return 0;
+}

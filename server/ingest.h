@@ -1,0 +1,78 @@
+/* Agent reports into the store: validation, de-duplication, latest state, history, events. */
+#ifndef KILND_INGEST_H
+#define KILND_INGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "store/store.h"
+
+#define INGEST_REPORT_MAX (1024 * 1024) /* bytes of a report as stored (compact JSON) */
+#define INGEST_GPUS_MAX 64
+#define INGEST_XIDS_MAX 1024
+#define INGEST_LIST_MAX 4096            /* other arrays: disks, toolkits, ... */
+#define INGEST_STRING_MAX 1024
+#define INGEST_BATCH_MAX 64             /* reports committed together at most */
+#define INGEST_RETENTION_DEFAULT_S (30 * 86400)
+#define INGEST_FIELD_MAX 96
+
+struct ingest_report; /* a validated report */
+
+/*
+ * Validates a report (schema, report_id, host, nvidia, gpus, xid_events, types and sizes)
+ * and keeps a reference to it. On failure returns KILN_EINVAL (KILN_ETOOBIG when too big)
+ * with a message naming the field, and copies the field's path ("gpus[2].index") into
+ * field (may be NULL). The caller frees *out with ingest_report_free.
+ */
+int ingest_report_parse(struct ingest_report **out, json_t *report, char *field,
+			size_t fieldlen);
+void ingest_report_free(struct ingest_report *r);
+/* The report's id (borrowed from the report). */
+const char *ingest_report_id(const struct ingest_report *r);
+
+/*
+ * Stores one report for node_id: records its id (a known id sets *out_duplicate = 1 and
+ * changes nothing else), updates the node's latest state and GPUs when the report is not
+ * older than the stored one, adds a history row and turns changes into events. Atomic
+ * (a savepoint), inside or outside store_begin().
+ */
+int ingest_report_store(struct store *st, int *out_duplicate, int64_t node_id,
+			const struct ingest_report *r);
+
+/* One report waiting to be committed with others. */
+struct ingest_item {
+	int64_t node_id;
+	const struct ingest_report *report;
+	/* results */
+	int rc;
+	int duplicate;
+	char error[256];
+	/* queue state (ingest_submit) */
+	struct ingest_item *next;
+	int done;
+};
+
+/*
+ * Stores items[0..n) in one transaction; each item gets its own result (a failing item
+ * is rolled back alone). When the commit fails every item fails. Returns the commit's
+ * result.
+ */
+int ingest_batch(struct store *st, struct ingest_item **items, size_t n);
+
+/*
+ * Queues an item and returns once it is committed (group commit): the first waiting
+ * caller commits everything queued so far with its own store handle, the others wait.
+ * Returns item->rc with the item's message set. Also prunes the history now and then.
+ */
+int ingest_submit(struct store *st, struct ingest_item *item);
+
+/* History (and report ids) kept this long; 0 keeps them for ever. Default 30 days. */
+void ingest_retention_set(int64_t seconds);
+int64_t ingest_retention_get(void);
+
+/* Deletes history rows and report ids older than the retention (in bounded batches). */
+int ingest_prune(struct store *st, int *out_deleted);
+
+#endif

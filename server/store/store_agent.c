@@ -1,0 +1,837 @@
+/* Agent reports in the store: seen report ids, each node's latest state and GPUs, the history,
+ * fleet enrollment tokens and pending agents. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/error.h"
+#include "store/store_internal.h"
+
+#define TOUCH_INTERVAL_S 60
+
+/* Grows *list (elements of size sz) so that index count fits; zeroes new elements. */
+static int grow(void **list, size_t *cap, size_t count, size_t sz)
+{
+	size_t ncap;
+	void *nl;
+
+	if (count < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	nl = realloc(*list, ncap * sz);
+	if (!nl)
+		return kiln_fail(KILN_ERROR, "store: out of memory");
+	memset((char *)nl + *cap * sz, 0, (ncap - *cap) * sz);
+	*list = nl;
+	*cap = ncap;
+	return 0;
+}
+
+/* Binds an integer, NULL when negative (unknown). */
+static void bind_int_or_null(sqlite3_stmt *s, int idx, int64_t v)
+{
+	if (v < 0)
+		sqlite3_bind_null(s, idx);
+	else
+		sqlite3_bind_int64(s, idx, v);
+}
+
+static void bind_real_or_null(sqlite3_stmt *s, int idx, double v)
+{
+	if (isnan(v))
+		sqlite3_bind_null(s, idx);
+	else
+		sqlite3_bind_double(s, idx, v);
+}
+
+static int64_t column_int_or(sqlite3_stmt *s, int idx, int64_t dflt)
+{
+	return sqlite3_column_type(s, idx) == SQLITE_NULL ? dflt : sqlite3_column_int64(s, idx);
+}
+
+static double column_real_or_nan(sqlite3_stmt *s, int idx)
+{
+	return sqlite3_column_type(s, idx) == SQLITE_NULL ? NAN : sqlite3_column_double(s, idx);
+}
+
+/* --- report ids ---------------------------------------------------------------------- */
+
+int store_agent_report_claim(struct store *st, int *out_new, const char *report_id,
+			     int64_t node_id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_REPORT_CLAIM,
+			      "INSERT INTO agent_reports_seen (report_id, node_id, time)"
+			      " VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING")) < 0)
+		return ret;
+	store_bind_text(s, 1, report_id);
+	sqlite3_bind_int64(s, 2, node_id);
+	sqlite3_bind_int64(s, 3, store_now(st));
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "recording a report id");
+	else
+		*out_new = sqlite3_changes(st->db) > 0;
+	store_stmt_done(s);
+	return ret;
+}
+
+/* --- latest state -------------------------------------------------------------------- */
+
+void agent_state_clear(struct agent_state *s)
+{
+	if (!s)
+		return;
+	free(s->node);
+	free(s->report_id);
+	free(s->boot_id);
+	free(s->hostname);
+	free(s->machine_id);
+	free(s->os);
+	free(s->kernel);
+	free(s->dmi_serial);
+	free(s->agent_version);
+	free(s->nvidia_status);
+	free(s->driver_version);
+	free(s->kernel_module_version);
+	free(s->cuda_driver_version);
+	free(s->nvml_version);
+	free(s->report);
+	memset(s, 0, sizeof(*s));
+}
+
+void agent_state_list_free(struct agent_state *list, size_t count)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < count; i++)
+		agent_state_clear(&list[i]);
+	free(list);
+}
+
+#define STATE_COLUMNS                                                                        \
+	"a.node_id, n.name, a.report_id, a.last_seen, a.report_time, a.boot_id, a.hostname,"  \
+	" a.machine_id, a.os, a.kernel, a.dmi_serial, a.agent_version, a.nvidia_status,"      \
+	" a.driver_version, a.kernel_module_version, a.cuda_driver_version, a.nvml_version,"  \
+	" a.gpu_count, a.gpu_count_max"
+
+/* Reads the STATE_COLUMNS of the current row (and the report at column 19 when asked). */
+static int state_read(struct agent_state *o, sqlite3_stmt *s, int with_report)
+{
+	char **text[] = { &o->node, &o->report_id, NULL, NULL, &o->boot_id, &o->hostname,
+			  &o->machine_id, &o->os, &o->kernel, &o->dmi_serial, &o->agent_version,
+			  &o->nvidia_status, &o->driver_version, &o->kernel_module_version,
+			  &o->cuda_driver_version, &o->nvml_version };
+	int ret;
+
+	o->node_id = sqlite3_column_int64(s, 0);
+	o->last_seen = sqlite3_column_int64(s, 3);
+	o->report_time = sqlite3_column_int64(s, 4);
+	o->gpu_count = sqlite3_column_int64(s, 17);
+	o->gpu_count_max = sqlite3_column_int64(s, 18);
+	for (int i = 0; i < (int)(sizeof(text) / sizeof(text[0])); i++)
+		if (text[i] && (ret = store_column_strdup(text[i], s, i + 1)) < 0)
+			return ret;
+	if (with_report && (ret = store_column_strdup(&o->report, s, 19)) < 0)
+		return ret;
+	return 0;
+}
+
+int store_agent_state_get(struct store *st, struct agent_state *out, int64_t node_id,
+			  int with_report)
+{
+	struct agent_state o = { 0 };
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_STATE_GET,
+			      "SELECT " STATE_COLUMNS ", a.report FROM node_agent_state a"
+			      " JOIN nodes n ON n.id = a.node_id WHERE a.node_id = ?1")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE)
+		ret = kiln_fail(KILN_ENOTFOUND, "no agent report from node id %lld",
+				(long long)node_id);
+	else if (rc != SQLITE_ROW)
+		ret = store_fail(st, rc, "reading agent state");
+	else
+		ret = state_read(&o, s, with_report);
+	store_stmt_done(s);
+	if (ret < 0) {
+		agent_state_clear(&o);
+		return ret;
+	}
+	*out = o;
+	return 0;
+}
+
+int store_agent_state_put(struct store *st, const struct agent_state *a)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if (!a->report_id || !a->report)
+		return kiln_fail(KILN_EINVAL, "store: agent state without report id or report");
+	if ((ret = store_stmt(st, &s, STMT_AGENT_STATE_PUT,
+			      "INSERT OR REPLACE INTO node_agent_state (node_id, report_id, last_seen,"
+			      " report_time, boot_id, hostname, machine_id, os, kernel, dmi_serial,"
+			      " agent_version, nvidia_status, driver_version, kernel_module_version,"
+			      " cuda_driver_version, nvml_version, gpu_count, gpu_count_max, report)"
+			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+			      " ?15, ?16, ?17, ?18, ?19)")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, a->node_id);
+	store_bind_text(s, 2, a->report_id);
+	sqlite3_bind_int64(s, 3, a->last_seen);
+	sqlite3_bind_int64(s, 4, a->report_time);
+	store_bind_text(s, 5, a->boot_id);
+	store_bind_text(s, 6, a->hostname);
+	store_bind_text(s, 7, a->machine_id);
+	store_bind_text(s, 8, a->os);
+	store_bind_text(s, 9, a->kernel);
+	store_bind_text(s, 10, a->dmi_serial);
+	store_bind_text(s, 11, a->agent_version);
+	store_bind_text(s, 12, a->nvidia_status);
+	store_bind_text(s, 13, a->driver_version);
+	store_bind_text(s, 14, a->kernel_module_version);
+	store_bind_text(s, 15, a->cuda_driver_version);
+	store_bind_text(s, 16, a->nvml_version);
+	sqlite3_bind_int64(s, 17, a->gpu_count);
+	sqlite3_bind_int64(s, 18, a->gpu_count_max);
+	store_bind_text(s, 19, a->report);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE) {
+		ret = store_fail(st, rc, "storing agent state");
+		if (ret == KILN_ENOTFOUND)
+			kiln_fail(ret, "store: agent state for node id %lld: no such node",
+				  (long long)a->node_id);
+	}
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_agent_state_list(struct store *st, struct agent_state **out, size_t *out_count)
+{
+	struct agent_state *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_STATE_LIST,
+			      "SELECT " STATE_COLUMNS " FROM node_agent_state a"
+			      " JOIN nodes n ON n.id = a.node_id ORDER BY n.name")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
+		count++;
+		if ((ret = state_read(&list[count - 1], s, 0)) < 0)
+			goto cleanup;
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "listing agent states");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		agent_state_list_free(list, count);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
+
+/* --- GPUs ---------------------------------------------------------------------------- */
+
+void agent_gpu_list_free(struct agent_gpu *gpus, size_t count)
+{
+	if (!gpus)
+		return;
+	for (size_t i = 0; i < count; i++) {
+		free(gpus[i].uuid);
+		free(gpus[i].name);
+		free(gpus[i].serial);
+		free(gpus[i].pci_bus_id);
+		free(gpus[i].detail);
+	}
+	free(gpus);
+}
+
+int store_agent_gpus_get(struct store *st, struct agent_gpu **out, size_t *out_count,
+			 int64_t node_id)
+{
+	struct agent_gpu *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_GPUS_GET,
+			      "SELECT gpu_index, uuid, name, serial, pci_bus_id, memory_total_bytes,"
+			      " memory_used_bytes, temperature_c, power_draw_w, utilization_gpu_pct,"
+			      " ecc_volatile_uncorrected, ecc_aggregate_uncorrected,"
+			      " remapped_rows_failure, detail FROM node_gpus WHERE node_id = ?1"
+			      " ORDER BY gpu_index")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct agent_gpu *g;
+
+		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
+		g = &list[count++];
+		g->index = sqlite3_column_int64(s, 0);
+		g->memory_total_bytes = column_int_or(s, 5, -1);
+		g->memory_used_bytes = column_int_or(s, 6, -1);
+		g->temperature_c = column_real_or_nan(s, 7);
+		g->power_draw_w = column_real_or_nan(s, 8);
+		g->utilization_gpu_pct = column_real_or_nan(s, 9);
+		g->ecc_volatile_uncorrected = column_int_or(s, 10, -1);
+		g->ecc_aggregate_uncorrected = column_int_or(s, 11, -1);
+		g->remapped_rows_failure = (int)column_int_or(s, 12, -1);
+		if ((ret = store_column_strdup(&g->uuid, s, 1)) < 0 ||
+		    (ret = store_column_strdup(&g->name, s, 2)) < 0 ||
+		    (ret = store_column_strdup(&g->serial, s, 3)) < 0 ||
+		    (ret = store_column_strdup(&g->pci_bus_id, s, 4)) < 0 ||
+		    (ret = store_column_strdup(&g->detail, s, 13)) < 0)
+			goto cleanup;
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "reading GPUs");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		agent_gpu_list_free(list, count);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
+
+static int gpu_insert(struct store *st, int64_t node_id, const struct agent_gpu *g)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_GPU_INSERT,
+			      "INSERT INTO node_gpus (node_id, gpu_index, uuid, name, serial,"
+			      " pci_bus_id, memory_total_bytes, memory_used_bytes, temperature_c,"
+			      " power_draw_w, utilization_gpu_pct, ecc_volatile_uncorrected,"
+			      " ecc_aggregate_uncorrected, remapped_rows_failure, detail)"
+			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+			      " ?15)")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	sqlite3_bind_int64(s, 2, g->index);
+	store_bind_text(s, 3, g->uuid);
+	store_bind_text(s, 4, g->name);
+	store_bind_text(s, 5, g->serial);
+	store_bind_text(s, 6, g->pci_bus_id);
+	bind_int_or_null(s, 7, g->memory_total_bytes);
+	bind_int_or_null(s, 8, g->memory_used_bytes);
+	bind_real_or_null(s, 9, g->temperature_c);
+	bind_real_or_null(s, 10, g->power_draw_w);
+	bind_real_or_null(s, 11, g->utilization_gpu_pct);
+	bind_int_or_null(s, 12, g->ecc_volatile_uncorrected);
+	bind_int_or_null(s, 13, g->ecc_aggregate_uncorrected);
+	bind_int_or_null(s, 14, g->remapped_rows_failure);
+	store_bind_text(s, 15, g->detail ? g->detail : "{}");
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "storing a GPU");
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_agent_gpus_replace(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
+			     size_t count)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_savepoint(st)) < 0)
+		return ret;
+	if ((ret = store_stmt(st, &s, STMT_AGENT_GPUS_DELETE,
+			      "DELETE FROM node_gpus WHERE node_id = ?1")) < 0)
+		goto fail;
+	sqlite3_bind_int64(s, 1, node_id);
+	rc = sqlite3_step(s);
+	store_stmt_done(s);
+	if (rc != SQLITE_DONE) {
+		ret = store_fail(st, rc, "replacing GPUs");
+		goto fail;
+	}
+	for (size_t i = 0; i < count; i++)
+		if ((ret = gpu_insert(st, node_id, &gpus[i])) < 0)
+			goto fail;
+	return store_release(st);
+fail:
+	store_rollback_to(st);
+	return ret;
+}
+
+/* --- history ------------------------------------------------------------------------- */
+
+int store_agent_history_insert(struct store *st, const struct agent_history_row *h)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_HISTORY_INSERT,
+			      "INSERT INTO agent_history (node_id, time, received_at, report_id,"
+			      " boot_id, nvidia_status, driver_version, cuda_driver_version,"
+			      " gpu_count, temperature_max_c, power_draw_total_w,"
+			      " utilization_avg_pct, ecc_uncorrected, xid_count, gpus)"
+			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+			      " ?15)")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, h->node_id);
+	sqlite3_bind_int64(s, 2, h->time);
+	sqlite3_bind_int64(s, 3, h->received_at);
+	store_bind_text(s, 4, h->report_id);
+	store_bind_text(s, 5, h->boot_id);
+	store_bind_text(s, 6, h->nvidia_status);
+	store_bind_text(s, 7, h->driver_version);
+	store_bind_text(s, 8, h->cuda_driver_version);
+	sqlite3_bind_int64(s, 9, h->gpu_count);
+	bind_real_or_null(s, 10, h->temperature_max_c);
+	bind_real_or_null(s, 11, h->power_draw_total_w);
+	bind_real_or_null(s, 12, h->utilization_avg_pct);
+	bind_int_or_null(s, 13, h->ecc_uncorrected);
+	sqlite3_bind_int64(s, 14, h->xid_count);
+	store_bind_text(s, 15, h->gpus);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "adding a history row");
+	store_stmt_done(s);
+	return ret;
+}
+
+/* Runs a DELETE with ?1 = before and ?2 = limit; adds the rows deleted to *deleted. */
+static int prune_one(struct store *st, enum store_stmt_id id, const char *sql, int64_t before,
+		     int limit, int *deleted)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, id, sql)) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, before);
+	sqlite3_bind_int(s, 2, limit);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "pruning agent history");
+	else
+		*deleted += sqlite3_changes(st->db);
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_agent_history_prune(struct store *st, int64_t before, int limit, int *out_deleted)
+{
+	int deleted = 0, ret;
+
+	/* Bounded batches keep each write transaction short under constant ingest. */
+	if ((ret = prune_one(st, STMT_AGENT_HISTORY_PRUNE,
+			     "DELETE FROM agent_history WHERE id IN (SELECT id FROM agent_history"
+			     " WHERE received_at < ?1 ORDER BY received_at LIMIT ?2)",
+			     before, limit, &deleted)) < 0 ||
+	    (ret = prune_one(st, STMT_AGENT_SEEN_PRUNE,
+			     "DELETE FROM agent_reports_seen WHERE report_id IN (SELECT report_id"
+			     " FROM agent_reports_seen WHERE time < ?1 ORDER BY time LIMIT ?2)",
+			     before, limit, &deleted)) < 0)
+		return ret;
+	if (out_deleted)
+		*out_deleted = deleted;
+	return 0;
+}
+
+static int count_rows(struct store *st, enum store_stmt_id id, const char *sql, int64_t node_id,
+		      int64_t *out)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, id, sql)) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int64(s, 0);
+	else
+		ret = store_fail(st, rc, "counting agent rows");
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_agent_counts(struct store *st, int64_t node_id, int64_t *out_history,
+		       int64_t *out_seen)
+{
+	int ret;
+
+	if ((ret = count_rows(st, STMT_AGENT_COUNT_HISTORY,
+			      "SELECT count(*) FROM agent_history WHERE node_id = ?1", node_id,
+			      out_history)) < 0)
+		return ret;
+	return count_rows(st, STMT_AGENT_COUNT_SEEN,
+			  "SELECT count(*) FROM agent_reports_seen WHERE node_id = ?1", node_id,
+			  out_seen);
+}
+
+int store_wal_checkpoint(struct store *st)
+{
+	int rc;
+
+	if (!sqlite3_get_autocommit(st->db))
+		return kiln_fail(KILN_EINVAL, "store: checkpoint inside a transaction");
+	rc = sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+		return store_fail(st, rc, "checkpointing the WAL");
+	return 0;
+}
+
+/* --- nodes as agents find them ------------------------------------------------------ */
+
+int store_node_bmc_serial_set(struct store *st, const char *name, const char *serial)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_NODE_BMC_SERIAL_SET,
+			      "UPDATE nodes SET bmc_serial = ?1 WHERE name = ?2")) < 0)
+		return ret;
+	store_bind_text(s, 1, serial && *serial ? serial : NULL);
+	store_bind_text(s, 2, name);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "setting a BMC serial");
+	else if (sqlite3_changes(st->db) == 0)
+		ret = kiln_fail(KILN_ENOTFOUND, "no node '%s'", name);
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_node_find_by_serial(struct store *st, int64_t *out_id, char **out_name,
+			      const char *serial)
+{
+	sqlite3_stmt *s = NULL;
+	char *name = NULL;
+	int64_t id = 0;
+	int rc, ret, rows = 0;
+
+	if ((ret = store_stmt(st, &s, STMT_NODE_FIND_BY_SERIAL,
+			      "SELECT id, name FROM nodes WHERE bmc_serial = ?1 LIMIT 2")) < 0)
+		return ret;
+	store_bind_text(s, 1, serial);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (rows++ == 0) {
+			id = sqlite3_column_int64(s, 0);
+			if ((ret = store_column_strdup(&name, s, 1)) < 0)
+				goto cleanup;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "finding a node by serial");
+	else if (rows == 0)
+		ret = kiln_fail(KILN_ENOTFOUND, "no node with BMC serial '%s'", serial);
+	else if (rows > 1)
+		ret = kiln_fail(KILN_EEXISTS, "several nodes have BMC serial '%s'", serial);
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		free(name);
+		return ret;
+	}
+	*out_id = id;
+	*out_name = name;
+	return 0;
+}
+
+/* --- enrollment tokens --------------------------------------------------------------- */
+
+void enroll_token_list_free(struct enroll_token *list, size_t count)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < count; i++)
+		free(list[i].name);
+	free(list);
+}
+
+int store_enroll_token_insert(struct store *st, int64_t *out_id, const char *name,
+			      const unsigned char hash[32])
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_ENROLL_TOKEN_INSERT,
+			      "INSERT INTO enroll_tokens (name, hash, created_at) VALUES (?1, ?2, ?3)")) < 0)
+		return ret;
+	store_bind_text(s, 1, name);
+	sqlite3_bind_blob(s, 2, hash, 32, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, store_now(st));
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "adding an enrollment token");
+	else
+		*out_id = sqlite3_last_insert_rowid(st->db);
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_enroll_token_lookup(struct store *st, int64_t *out_id, const unsigned char hash[32])
+{
+	sqlite3_stmt *s = NULL;
+	int64_t id = 0, now = store_now(st);
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_ENROLL_TOKEN_LOOKUP,
+			      "SELECT id FROM enroll_tokens WHERE hash = ?1 AND revoked_at IS NULL")) < 0)
+		return ret;
+	sqlite3_bind_blob(s, 1, hash, 32, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		id = sqlite3_column_int64(s, 0);
+	else if (rc == SQLITE_DONE)
+		ret = kiln_fail(KILN_ENOTFOUND, "unknown or revoked enrollment token");
+	else
+		ret = store_fail(st, rc, "looking up an enrollment token");
+	store_stmt_done(s);
+	if (ret < 0)
+		return ret;
+	/* A busy database only delays the record of use. */
+	if ((ret = store_stmt(st, &s, STMT_ENROLL_TOKEN_TOUCH,
+			      "UPDATE enroll_tokens SET last_used_at = ?1 WHERE id = ?2"
+			      " AND (last_used_at IS NULL OR last_used_at <= ?3)")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, now);
+	sqlite3_bind_int64(s, 2, id);
+	sqlite3_bind_int64(s, 3, now - TOUCH_INTERVAL_S);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE && (rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+		ret = store_fail(st, rc, "recording enrollment token use");
+	store_stmt_done(s);
+	if (ret < 0)
+		return ret;
+	*out_id = id;
+	return 0;
+}
+
+int store_enroll_token_list(struct store *st, struct enroll_token **out, size_t *out_count)
+{
+	struct enroll_token *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_ENROLL_TOKEN_LIST,
+			      "SELECT id, name, created_at, ifnull(last_used_at, 0),"
+			      " revoked_at IS NOT NULL FROM enroll_tokens ORDER BY id")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct enroll_token *t;
+
+		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
+		t = &list[count++];
+		t->id = sqlite3_column_int64(s, 0);
+		t->created_at = sqlite3_column_int64(s, 2);
+		t->last_used_at = sqlite3_column_int64(s, 3);
+		t->revoked = sqlite3_column_int(s, 4);
+		if ((ret = store_column_strdup(&t->name, s, 1)) < 0)
+			goto cleanup;
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "listing enrollment tokens");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		enroll_token_list_free(list, count);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
+
+int store_enroll_token_revoke(struct store *st, int64_t id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_ENROLL_TOKEN_REVOKE,
+			      "UPDATE enroll_tokens SET revoked_at = ifnull(revoked_at, ?1)"
+			      " WHERE id = ?2")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, store_now(st));
+	sqlite3_bind_int64(s, 2, id);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "revoking an enrollment token");
+	else if (sqlite3_changes(st->db) == 0)
+		ret = kiln_fail(KILN_ENOTFOUND, "no enrollment token %lld", (long long)id);
+	store_stmt_done(s);
+	return ret;
+}
+
+/* --- pending agents ------------------------------------------------------------------ */
+
+void pending_agent_list_free(struct pending_agent *list, size_t count)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < count; i++) {
+		free(list[i].dmi_serial);
+		free(list[i].hostname);
+		free(list[i].machine_id);
+		free(list[i].node);
+	}
+	free(list);
+}
+
+static int pending_count(struct store *st, int64_t *out)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_PENDING_COUNT, "SELECT count(*) FROM pending_agents")) < 0)
+		return ret;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int64(s, 0);
+	else
+		ret = store_fail(st, rc, "counting pending agents");
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_pending_agent_record(struct store *st, int64_t *out_id, int64_t *out_node_id,
+			       const char *dmi_serial, const char *hostname,
+			       const char *machine_id, int64_t enroll_token_id, int max_rows)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t rows = 0, id = 0, node_id = 0;
+	int rc, ret;
+
+	if ((ret = pending_count(st, &rows)) < 0)
+		return ret;
+	/* The upsert below either updates an existing row or adds one; refuse only the adding. */
+	if ((ret = store_stmt(st, &s, STMT_PENDING_UPSERT,
+			      "INSERT INTO pending_agents (dmi_serial, hostname, machine_id,"
+			      " enroll_token_id, first_seen, last_seen)"
+			      " SELECT ?1, ?2, ?3, ?4, ?5, ?5 WHERE ?6 OR EXISTS (SELECT 1 FROM"
+			      " pending_agents WHERE dmi_serial = ?1 AND hostname = ?2 AND machine_id = ?3)"
+			      " ON CONFLICT (dmi_serial, hostname, machine_id) DO UPDATE SET"
+			      " last_seen = excluded.last_seen, attempts = attempts + 1,"
+			      " enroll_token_id = excluded.enroll_token_id"
+			      " RETURNING id, ifnull(node_id, 0)")) < 0)
+		return ret;
+	store_bind_text(s, 1, dmi_serial ? dmi_serial : "");
+	store_bind_text(s, 2, hostname ? hostname : "");
+	store_bind_text(s, 3, machine_id ? machine_id : "");
+	if (enroll_token_id > 0)
+		sqlite3_bind_int64(s, 4, enroll_token_id);
+	sqlite3_bind_int64(s, 5, store_now(st));
+	sqlite3_bind_int(s, 6, rows < max_rows);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		id = sqlite3_column_int64(s, 0);
+		node_id = sqlite3_column_int64(s, 1);
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+			;
+	}
+	if (rc == SQLITE_DONE && id == 0)
+		ret = kiln_fail(KILN_EBUSY, "%lld agents already wait for an admin; accept or"
+				" delete some first", (long long)rows);
+	else if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "recording a pending agent");
+	store_stmt_done(s);
+	if (ret < 0)
+		return ret;
+	*out_id = id;
+	*out_node_id = node_id;
+	return 0;
+}
+
+int store_pending_agent_list(struct store *st, struct pending_agent **out, size_t *out_count)
+{
+	struct pending_agent *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_PENDING_LIST,
+			      "SELECT p.id, p.dmi_serial, p.hostname, p.machine_id, p.first_seen,"
+			      " p.last_seen, p.attempts, ifnull(p.node_id, 0), n.name"
+			      " FROM pending_agents p LEFT JOIN nodes n ON n.id = p.node_id"
+			      " ORDER BY p.id")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct pending_agent *p;
+
+		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
+		p = &list[count++];
+		p->id = sqlite3_column_int64(s, 0);
+		p->first_seen = sqlite3_column_int64(s, 4);
+		p->last_seen = sqlite3_column_int64(s, 5);
+		p->attempts = sqlite3_column_int64(s, 6);
+		p->node_id = sqlite3_column_int64(s, 7);
+		if ((ret = store_column_strdup(&p->dmi_serial, s, 1)) < 0 ||
+		    (ret = store_column_strdup(&p->hostname, s, 2)) < 0 ||
+		    (ret = store_column_strdup(&p->machine_id, s, 3)) < 0 ||
+		    (ret = store_column_strdup(&p->node, s, 8)) < 0)
+			goto cleanup;
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "listing pending agents");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		pending_agent_list_free(list, count);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
+
+int store_pending_agent_accept(struct store *st, int64_t id, int64_t node_id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_PENDING_ACCEPT,
+			      "UPDATE pending_agents SET node_id = ?1, accepted_at = ?2 WHERE id = ?3")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	sqlite3_bind_int64(s, 2, store_now(st));
+	sqlite3_bind_int64(s, 3, id);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "accepting a pending agent");
+	else if (sqlite3_changes(st->db) == 0)
+		ret = kiln_fail(KILN_ENOTFOUND, "no pending agent %lld", (long long)id);
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_pending_agent_delete(struct store *st, int64_t id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_PENDING_DELETE, "DELETE FROM pending_agents WHERE id = ?1")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, id);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "deleting a pending agent");
+	else if (sqlite3_changes(st->db) == 0)
+		ret = kiln_fail(KILN_ENOTFOUND, "no pending agent %lld", (long long)id);
+	store_stmt_done(s);
+	return ret;
+}

@@ -1,0 +1,702 @@
+/* Tests for agent report ingest: validation, de-duplication, state, history, events, batches. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ingest.h"
+#include "kiln/error.h"
+#include "store/store.h"
+
+struct fx {
+	char dir[64];
+	char db[128];
+	struct store *st;
+	int64_t node; /* "gpu01" */
+	int64_t other; /* "gpu02" */
+};
+
+static int64_t fake_now = 1700000000;
+
+static int64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+static int64_t add_node(struct store *st, const char *name)
+{
+	struct node n = { 0 };
+
+	n.name = (char *)name;
+	n.ipmi_cipher = 3;
+	assert_int_equal(store_node_insert(st, &n), 0);
+	return n.id;
+}
+
+static int fx_setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/kiln-ingest-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->db, sizeof(f->db), "%s/kiln.db", f->dir);
+	assert_int_equal(store_open(&f->st, f->db), 0);
+	fake_now = 1700000000;
+	store_clock_set(f->st, fake_clock);
+	f->node = add_node(f->st, "gpu01");
+	f->other = add_node(f->st, "gpu02");
+	ingest_retention_set(INGEST_RETENTION_DEFAULT_S);
+	*state = f;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fx *f = *state;
+	char p[160];
+
+	store_close(f->st);
+	unlink(f->db);
+	snprintf(p, sizeof(p), "%s-wal", f->db);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", f->db);
+	unlink(p);
+	assert_int_equal(rmdir(f->dir), 0);
+	free(f);
+	return 0;
+}
+
+/* A report with ngpus H100s, as the agent sends it; the caller changes what it tests. */
+static json_t *mkreport(const char *id, int ngpus)
+{
+	json_t *gpus = json_array(), *r;
+
+	assert_non_null(gpus);
+	for (int i = 0; i < ngpus; i++) {
+		char uuid[64], bus[32];
+
+		snprintf(uuid, sizeof(uuid), "GPU-0000000%d-aaaa-bbbb-cccc-dddddddddddd", i);
+		snprintf(bus, sizeof(bus), "00000000:%02X:00.0", 0x18 + i * 0x10);
+		assert_int_equal(json_array_append_new(gpus, json_pack(
+			"{s:i,s:s,s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:i,s:i,s:b}", "index", i, "uuid", uuid,
+			"name", "NVIDIA H100 80GB HBM3", "pci_bus_id", bus, "memory_total_bytes",
+			(json_int_t)85520809984LL, "memory_used_bytes", (json_int_t)1048576,
+			"temperature_c", 40.0 + i, "power_draw_w", 70.5, "utilization_gpu_pct", 12.0,
+			"ecc_volatile_uncorrected", 0, "ecc_aggregate_uncorrected", 0,
+			"remapped_rows_failure", 0)), 0);
+	}
+	r = json_pack("{s:s,s:s,s:s,s:{s:s},s:{s:s,s:s,s:s,s:s,s:s,s:s},"
+		      "s:{s:s,s:s,s:s,s:s,s:s},s:o,s:[],s:[],s:[]}",
+		      "schema", "kiln.agent.report/1", "report_id", id, "time", "2023-11-14T22:13:00Z",
+		      "agent", "version", "0.1.0",
+		      "host", "hostname", "gpu01", "machine_id", "0123456789abcdef0123456789abcdef",
+		      "boot_id", "boot-1", "os", "Ubuntu 22.04.4 LTS", "kernel", "5.15.0-105-generic",
+		      "dmi_serial", "SN-0001",
+		      "nvidia", "status", "ok", "driver_version", "550.54.15", "kernel_module_version",
+		      "550.54.15", "cuda_driver_version", "12.4", "nvml_version", "12.550.54.15",
+		      "gpus", gpus, "xid_events", "cuda_toolkits", "disks");
+	assert_non_null(r);
+	return r;
+}
+
+static void set_path(json_t *r, const char *obj, const char *key, json_t *v)
+{
+	assert_int_equal(json_object_set_new(obj ? json_object_get(r, obj) : r, key, v), 0);
+}
+
+static json_t *gpu(json_t *r, size_t i)
+{
+	return json_array_get(json_object_get(r, "gpus"), i);
+}
+
+static void add_xid(json_t *r, int xid, int seq, const char *bus, const char *msg)
+{
+	json_t *x = json_pack("{s:i,s:s,s:s,s:s}", "xid", xid, "message", msg, "source", "kmsg",
+			      "pci_bus_id", bus);
+
+	assert_non_null(x);
+	if (seq >= 0)
+		json_object_set_new(x, "seq", json_integer(seq));
+	assert_int_equal(json_array_append_new(json_object_get(r, "xid_events"), x), 0);
+}
+
+/* Parses and stores r (consumed) for node; returns the result, *dup set. */
+static int ingest(struct fx *f, int64_t node, json_t *r, int *dup)
+{
+	struct ingest_report *ir = NULL;
+	char field[INGEST_FIELD_MAX];
+	int rc, d = -1;
+
+	rc = ingest_report_parse(&ir, r, field, sizeof(field));
+	json_decref(r);
+	if (rc < 0)
+		return rc;
+	rc = ingest_report_store(f->st, &d, node, ir);
+	ingest_report_free(ir);
+	if (dup)
+		*dup = d;
+	return rc;
+}
+
+static size_t count_events(struct fx *f, const char *kind)
+{
+	struct event *ev = NULL;
+	size_t n = 0, hits = 0;
+
+	assert_int_equal(store_event_list(f->st, &ev, &n, 0, 0), 0);
+	for (size_t i = 0; i < n; i++)
+		if (!kind || strcmp(ev[i].kind, kind) == 0)
+			hits++;
+	event_list_free(ev, n);
+	return hits;
+}
+
+/* The newest event of a kind's message, copied into buf ("" when none). */
+static const char *last_message(struct fx *f, const char *kind, char *buf, size_t len)
+{
+	struct event *ev = NULL;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	assert_int_equal(store_event_list(f->st, &ev, &n, 0, 0), 0);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(ev[i].kind, kind) == 0) {
+			snprintf(buf, len, "%s", ev[i].message);
+			break;
+		}
+	event_list_free(ev, n);
+	return buf;
+}
+
+static void test_valid_report_stored(void **state)
+{
+	struct fx *f = *state;
+	struct agent_state s = { 0 };
+	struct agent_gpu *g = NULL;
+	size_t ng = 0;
+	int64_t hist = 0, seen = 0;
+	int dup = -1;
+
+	assert_int_equal(ingest(f, f->node, mkreport("r1", 8), &dup), 0);
+	assert_int_equal(dup, 0);
+	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 1), 0);
+	assert_string_equal(s.node, "gpu01");
+	assert_string_equal(s.report_id, "r1");
+	assert_string_equal(s.driver_version, "550.54.15");
+	assert_string_equal(s.cuda_driver_version, "12.4");
+	assert_string_equal(s.nvidia_status, "ok");
+	assert_string_equal(s.dmi_serial, "SN-0001");
+	assert_string_equal(s.boot_id, "boot-1");
+	assert_int_equal(s.gpu_count, 8);
+	assert_int_equal(s.gpu_count_max, 8);
+	assert_int_equal(s.report_time, 1699999980); /* 2023-11-14T22:13:00Z */
+	assert_int_equal(s.last_seen, fake_now);
+	assert_non_null(strstr(s.report, "\"report_id\":\"r1\""));
+	agent_state_clear(&s);
+
+	assert_int_equal(store_agent_gpus_get(f->st, &g, &ng, f->node), 0);
+	assert_int_equal(ng, 8);
+	assert_int_equal(g[3].index, 3);
+	assert_string_equal(g[3].name, "NVIDIA H100 80GB HBM3");
+	assert_int_equal(g[3].memory_total_bytes, 85520809984LL);
+	assert_true(g[3].temperature_c > 42.9 && g[3].temperature_c < 43.1);
+	assert_int_equal(g[3].remapped_rows_failure, 0);
+	assert_non_null(strstr(g[3].detail, "\"uuid\":\"GPU-00000003"));
+	agent_gpu_list_free(g, ng);
+
+	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
+	assert_int_equal(hist, 1);
+	assert_int_equal(seen, 1);
+	/* The other node is untouched. */
+	assert_int_equal(store_agent_state_get(f->st, &s, f->other, 0), KILN_ENOTFOUND);
+	/* A first report raises nothing. */
+	assert_int_equal(count_events(f, NULL), 0);
+}
+
+static void test_duplicate_ignored(void **state)
+{
+	struct fx *f = *state;
+	struct agent_state s = { 0 };
+	int64_t hist = 0, seen = 0;
+	json_t *again;
+	int dup = -1;
+
+	assert_int_equal(ingest(f, f->node, mkreport("r1", 8), &dup), 0);
+	assert_int_equal(dup, 0);
+	/* The same id with other content (a resend after a lost acknowledgement) changes nothing. */
+	again = mkreport("r1", 2);
+	add_xid(again, 79, 1, "00000000:18:00.0", "GPU has fallen off the bus.");
+	set_path(again, "nvidia", "driver_version", json_string("999.0"));
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, again, &dup), 0);
+	assert_int_equal(dup, 1);
+	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 0), 0);
+	assert_int_equal(s.gpu_count, 8);
+	assert_string_equal(s.driver_version, "550.54.15");
+	assert_int_equal(s.last_seen, fake_now - 30);
+	agent_state_clear(&s);
+	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
+	assert_int_equal(hist, 1);
+	assert_int_equal(seen, 1);
+	assert_int_equal(count_events(f, NULL), 0);
+	/* Even from another node's token, a known id is a duplicate. */
+	assert_int_equal(ingest(f, f->other, mkreport("r1", 8), &dup), 0);
+	assert_int_equal(dup, 1);
+	assert_int_equal(store_agent_state_get(f->st, &s, f->other, 0), KILN_ENOTFOUND);
+}
+
+/* A change to the base report and the field the 400 must name. */
+struct bad_case {
+	const char *obj;   /* NULL: top level; "gpus0": the first GPU; "xid0": an Xid */
+	const char *key;
+	const char *value; /* JSON text; NULL deletes the key */
+	const char *field;
+};
+
+static void test_invalid_fields_named(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ NULL, "schema", NULL, "schema" },
+		{ NULL, "schema", "\"kiln.agent.report/2\"", "schema" },
+		{ NULL, "schema", "7", "schema" },
+		{ NULL, "report_id", NULL, "report_id" },
+		{ NULL, "report_id", "\"\"", "report_id" },
+		{ NULL, "report_id", "\"has space\"", "report_id" },
+		{ NULL, "report_id", "12", "report_id" },
+		{ NULL, "time", "\"yesterday\"", "time" },
+		{ NULL, "host", NULL, "host" },
+		{ NULL, "host", "[]", "host" },
+		{ "host", "hostname", "42", "host.hostname" },
+		{ "host", "boot_id", "{}", "host.boot_id" },
+		{ NULL, "nvidia", NULL, "nvidia" },
+		{ "nvidia", "status", NULL, "nvidia.status" },
+		{ "nvidia", "status", "\"fine\"", "nvidia.status" },
+		{ "nvidia", "driver_version", "550", "nvidia.driver_version" },
+		{ NULL, "gpus", NULL, "gpus" },
+		{ NULL, "gpus", "{}", "gpus" },
+		{ NULL, "gpus", "[1]", "gpus[0]" },
+		{ "gpus0", "index", NULL, "gpus[0].index" },
+		{ "gpus0", "index", "-1", "gpus[0].index" },
+		{ "gpus0", "index", "\"0\"", "gpus[0].index" },
+		{ "gpus0", "index", "1", "gpus[1].index" }, /* a repeated index */
+		{ "gpus0", "memory_total_bytes", "-5", "gpus[0].memory_total_bytes" },
+		{ "gpus0", "temperature_c", "\"hot\"", "gpus[0].temperature_c" },
+		{ "gpus0", "ecc_aggregate_uncorrected", "1.5", "gpus[0].ecc_aggregate_uncorrected" },
+		{ "gpus0", "remapped_rows_failure", "1", "gpus[0].remapped_rows_failure" },
+		{ NULL, "xid_events", "{}", "xid_events" },
+		{ "xid0", "xid", NULL, "xid_events[0].xid" },
+		{ "xid0", "xid", "\"79\"", "xid_events[0].xid" },
+		{ "xid0", "message", "[]", "xid_events[0].message" },
+		{ NULL, "disks", "3", "disks" },
+	};
+	char field[INGEST_FIELD_MAX];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct bad_case *c = &cases[i];
+		struct ingest_report *ir = NULL;
+		json_t *r = mkreport("r1", 2), *target = r;
+		int rc;
+
+		add_xid(r, 13, 4, "00000000:18:00.0", "Graphics SM Warp Exception");
+		if (c->obj && strcmp(c->obj, "gpus0") == 0)
+			target = gpu(r, 0);
+		else if (c->obj && strcmp(c->obj, "xid0") == 0)
+			target = json_array_get(json_object_get(r, "xid_events"), 0);
+		else if (c->obj)
+			target = json_object_get(r, c->obj);
+		if (c->value) {
+			json_error_t err;
+			json_t *v = json_loads(c->value, JSON_DECODE_ANY, &err);
+
+			assert_non_null(v);
+			json_object_set_new(target, c->key, v);
+		} else {
+			json_object_del(target, c->key);
+		}
+		rc = ingest_report_parse(&ir, r, field, sizeof(field));
+		json_decref(r);
+		if (rc != KILN_EINVAL || strcmp(field, c->field) != 0)
+			fail_msg("case %zu (%s.%s): rc %d field '%s' (%s), want '%s'", i,
+				 c->obj ? c->obj : "", c->key, rc, field, kiln_error_last(), c->field);
+		/* The message names the field too. */
+		assert_non_null(strstr(kiln_error_last(), c->field));
+		assert_null(ir);
+	}
+}
+
+static void test_too_big_refused(void **state)
+{
+	struct ingest_report *ir = NULL;
+	char field[INGEST_FIELD_MAX];
+	json_t *r = mkreport("r1", 1);
+	char *blob = malloc(INGEST_REPORT_MAX);
+
+	(void)state;
+	assert_non_null(blob);
+	memset(blob, 'x', INGEST_REPORT_MAX - 1);
+	blob[INGEST_REPORT_MAX - 1] = '\0';
+	json_object_set_new(r, "padding", json_string(blob));
+	assert_int_equal(ingest_report_parse(&ir, r, field, sizeof(field)), KILN_ETOOBIG);
+	free(blob);
+	json_decref(r);
+}
+
+static void test_xid_event_once(void **state)
+{
+	struct fx *f = *state;
+	json_t *r;
+	char msg[512];
+
+	r = mkreport("r1", 8);
+	add_xid(r, 79, 1201, "00000000:38:00.0", "pid=1234, GPU has fallen off the bus.");
+	json_object_set_new(json_array_get(json_object_get(r, "xid_events"), 0), "gpu_index",
+			    json_integer(2));
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "xid"), 1);
+	assert_non_null(strstr(last_message(f, "xid", msg, sizeof(msg)), "Xid 79 on GPU 2"));
+	assert_non_null(strstr(msg, "fallen off the bus"));
+
+	/* The agent restarted and read the kernel log again: the same line is no new Xid. */
+	r = mkreport("r2", 8);
+	add_xid(r, 79, 1201, "00000000:38:00.0", "pid=1234, GPU has fallen off the bus.");
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "xid"), 1);
+
+	/* A new line is a new event; so is a line without a sequence number, once. */
+	r = mkreport("r3", 8);
+	add_xid(r, 13, 1300, "00000000:38:00.0", "Graphics SM Warp Exception");
+	add_xid(r, 31, -1, "00000000:48:00.0", "MMU Fault");
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "xid"), 3);
+	r = mkreport("r4", 8);
+	add_xid(r, 31, -1, "00000000:48:00.0", "MMU Fault");
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "xid"), 3);
+
+	/* After a reboot the kernel counts again from 0: the same number is a new line. */
+	r = mkreport("r5", 8);
+	set_path(r, "host", "boot_id", json_string("boot-2"));
+	add_xid(r, 79, 1201, "00000000:38:00.0", "pid=99, GPU has fallen off the bus.");
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "xid"), 4);
+	assert_int_equal(count_events(f, "reboot"), 1);
+	/* Another node's Xid with the same key is its own event. */
+	r = mkreport("r6", 8);
+	add_xid(r, 79, 1201, "00000000:38:00.0", "pid=1234, GPU has fallen off the bus.");
+	assert_int_equal(ingest(f, f->other, r, NULL), 0);
+	assert_int_equal(count_events(f, "xid"), 5);
+}
+
+static void test_fewer_gpus(void **state)
+{
+	struct fx *f = *state;
+	struct agent_state s = { 0 };
+	json_t *r;
+	char msg[512];
+
+	assert_int_equal(ingest(f, f->node, mkreport("r1", 8), NULL), 0);
+	/* GPU 5 fell off the bus: NVML numbers the other seven 0-6. */
+	r = mkreport("r2", 8);
+	json_array_remove(json_object_get(r, "gpus"), 5);
+	for (size_t i = 5; i < 7; i++)
+		json_object_set_new(gpu(r, i), "index", json_integer((json_int_t)i));
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "gpu_lost"), 1);
+	last_message(f, "gpu_lost", msg, sizeof(msg));
+	assert_non_null(strstr(msg, "7 GPUs reported, the node had 8"));
+	assert_non_null(strstr(msg, "GPU-00000005"));
+	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 0), 0);
+	assert_int_equal(s.gpu_count, 7);
+	assert_int_equal(s.gpu_count_max, 8);
+	agent_state_clear(&s);
+	/* Still seven: no new event. */
+	r = mkreport("r3", 7);
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "gpu_lost"), 1);
+	/* Eight again, then six: a new event. */
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, mkreport("r4", 8), NULL), 0);
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, mkreport("r5", 6), NULL), 0);
+	assert_int_equal(count_events(f, "gpu_lost"), 2);
+	/* A node without a driver reports no GPUs: that is its own event, not a lost GPU. */
+	r = mkreport("r6", 0);
+	set_path(r, "nvidia", "status", json_string("no_driver"));
+	json_object_del(json_object_get(r, "nvidia"), "driver_version");
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "gpu_lost"), 2);
+	assert_int_equal(count_events(f, "nvidia_status"), 1);
+}
+
+static void test_mismatch_and_versions(void **state)
+{
+	struct fx *f = *state;
+	json_t *r;
+	char msg[512];
+
+	assert_int_equal(ingest(f, f->node, mkreport("r1", 2), NULL), 0);
+	/* The driver was upgraded underneath: library 550.90.07, loaded module 550.54.15. */
+	r = mkreport("r2", 2);
+	set_path(r, "nvidia", "driver_version", json_string("550.90.07"));
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "driver_mismatch"), 1);
+	assert_non_null(strstr(last_message(f, "driver_mismatch", msg, sizeof(msg)), "550.90.07"));
+	assert_int_equal(count_events(f, "driver_changed"), 1);
+	/* NVML refuses to start (status mismatch): still the same mismatch, no new event. */
+	r = mkreport("r3", 0);
+	set_path(r, "nvidia", "status", json_string("mismatch"));
+	json_object_del(json_object_get(r, "nvidia"), "driver_version");
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "driver_mismatch"), 1);
+	assert_int_equal(count_events(f, "gpu_lost"), 0);
+	/* Rebooted into the new driver and a new CUDA. */
+	r = mkreport("r4", 2);
+	set_path(r, "host", "boot_id", json_string("boot-2"));
+	set_path(r, "nvidia", "driver_version", json_string("550.90.07"));
+	set_path(r, "nvidia", "kernel_module_version", json_string("550.90.07"));
+	set_path(r, "nvidia", "cuda_driver_version", json_string("12.5"));
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "driver_mismatch"), 1);
+	/* 550.54.15 (the module while NVML was down) -> 550.90.07 */
+	assert_int_equal(count_events(f, "driver_changed"), 2);
+	assert_int_equal(count_events(f, "cuda_changed"), 1);
+	assert_non_null(strstr(last_message(f, "cuda_changed", msg, sizeof(msg)), "12.4 -> 12.5"));
+}
+
+static void test_ecc_rising_and_remap(void **state)
+{
+	struct fx *f = *state;
+	json_t *r;
+	char msg[512];
+
+	assert_int_equal(ingest(f, f->node, mkreport("r1", 4), NULL), 0);
+	r = mkreport("r2", 4);
+	json_object_set_new(gpu(r, 1), "ecc_aggregate_uncorrected", json_integer(2));
+	json_object_set_new(gpu(r, 1), "ecc_volatile_uncorrected", json_integer(2));
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "ecc"), 1);
+	assert_non_null(strstr(last_message(f, "ecc", msg, sizeof(msg)), "from 0 to 2"));
+	/* Unchanged: nothing new. */
+	r = mkreport("r3", 4);
+	json_object_set_new(gpu(r, 1), "ecc_aggregate_uncorrected", json_integer(2));
+	json_object_set_new(gpu(r, 1), "ecc_volatile_uncorrected", json_integer(2));
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "ecc"), 1);
+	/* Rising again, and a remap failure. */
+	r = mkreport("r4", 4);
+	json_object_set_new(gpu(r, 1), "ecc_aggregate_uncorrected", json_integer(5));
+	json_object_set_new(gpu(r, 3), "remapped_rows_failure", json_true());
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "ecc"), 2);
+	assert_int_equal(count_events(f, "remap"), 1);
+	r = mkreport("r5", 4);
+	json_object_set_new(gpu(r, 1), "ecc_aggregate_uncorrected", json_integer(5));
+	json_object_set_new(gpu(r, 3), "remapped_rows_failure", json_true());
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(count_events(f, "remap"), 1);
+}
+
+static void test_older_report_keeps_state(void **state)
+{
+	struct fx *f = *state;
+	struct agent_state s = { 0 };
+	int64_t hist = 0, seen = 0;
+	json_t *r;
+
+	r = mkreport("new", 2);
+	set_path(r, NULL, "time", json_string("2023-11-14T22:13:00Z"));
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	/* A report made earlier arrives late (from a spool): history only. */
+	r = mkreport("old", 1);
+	set_path(r, NULL, "time", json_string("2023-11-14T22:00:00.5+00:00"));
+	add_xid(r, 48, 7, "00000000:18:00.0", "DBE (Double Bit Error) ECC Error");
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 0), 0);
+	assert_string_equal(s.report_id, "new");
+	assert_int_equal(s.gpu_count, 2);
+	agent_state_clear(&s);
+	assert_int_equal(count_events(f, "gpu_lost"), 0);
+	assert_int_equal(count_events(f, "xid"), 1); /* its Xid still counts */
+	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
+	assert_int_equal(hist, 2);
+	assert_int_equal(seen, 2);
+	/* A clock far ahead counts as now, so later reports still replace it. */
+	r = mkreport("future", 3);
+	set_path(r, NULL, "time", json_string("2099-01-01T00:00:00Z"));
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	fake_now += 30;
+	r = mkreport("after", 4);
+	json_object_del(r, "time");
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 0), 0);
+	assert_string_equal(s.report_id, "after");
+	agent_state_clear(&s);
+}
+
+static struct ingest_report *parsed(const char *id, int ngpus)
+{
+	struct ingest_report *ir = NULL;
+	json_t *r = mkreport(id, ngpus);
+
+	assert_int_equal(ingest_report_parse(&ir, r, NULL, 0), 0);
+	json_decref(r);
+	return ir;
+}
+
+static void test_batch_items_independent(void **state)
+{
+	struct fx *f = *state;
+	struct ingest_report *a = parsed("a", 1), *b = parsed("b", 1), *c = parsed("a", 1);
+	struct ingest_item ia = { .node_id = f->node, .report = a };
+	struct ingest_item ib = { .node_id = 9999, .report = b }; /* no such node */
+	struct ingest_item ic = { .node_id = f->node, .report = c };
+	struct ingest_item *items[] = { &ia, &ib, &ic };
+	int64_t hist = 0, seen = 0;
+
+	assert_int_equal(ingest_batch(f->st, items, 3), 0);
+	assert_int_equal(ia.rc, 0);
+	assert_int_equal(ia.duplicate, 0);
+	assert_true(ib.rc < 0);
+	assert_true(ib.error[0] != '\0');
+	assert_int_equal(ic.rc, 0);
+	assert_int_equal(ic.duplicate, 1); /* the same id, later in the same batch */
+	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
+	assert_int_equal(hist, 1);
+	assert_int_equal(seen, 1);
+	/* The failed item left nothing behind: b can be stored for a real node. */
+	ib.node_id = f->other;
+	assert_int_equal(ingest_batch(f->st, (struct ingest_item *[]){ &ib }, 1), 0);
+	assert_int_equal(ib.rc, 0);
+	assert_int_equal(ib.duplicate, 0);
+	ingest_report_free(a);
+	ingest_report_free(b);
+	ingest_report_free(c);
+}
+
+static void test_history_pruned(void **state)
+{
+	struct fx *f = *state;
+	int64_t hist = 0, seen = 0;
+	int deleted = 0;
+
+	ingest_retention_set(3600);
+	for (int i = 0; i < 5; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "r%d", i);
+		assert_int_equal(ingest(f, f->node, mkreport(id, 1), NULL), 0);
+		fake_now += 1000;
+	}
+	/* now = t0 + 5000: rows received at t0, t0+1000 are older than an hour. */
+	assert_int_equal(ingest_prune(f->st, &deleted), 0);
+	assert_int_equal(deleted, 4); /* 2 history rows and 2 report ids */
+	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
+	assert_int_equal(hist, 3);
+	assert_int_equal(seen, 3);
+	ingest_retention_set(0); /* keep for ever */
+	fake_now += 100000;
+	assert_int_equal(ingest_prune(f->st, &deleted), 0);
+	assert_int_equal(deleted, 0);
+	assert_int_equal(store_wal_checkpoint(f->st), 0);
+}
+
+/* Several threads, each with its own store handle, submit through the commit queue. */
+struct submitter {
+	const char *db;
+	int64_t node;
+	int base;
+	int count;
+	int failures;
+	int duplicates;
+};
+
+#define THREADS 4
+#define PER_THREAD 40
+
+static void *submit_thread(void *arg)
+{
+	struct submitter *s = arg;
+	struct store *st = NULL;
+
+	assert_int_equal(store_open(&st, s->db), 0);
+	for (int i = 0; i < s->count; i++) {
+		char id[32];
+		struct ingest_item it = { .node_id = s->node };
+		struct ingest_report *ir;
+
+		/* Every report twice: the second is a duplicate. */
+		snprintf(id, sizeof(id), "t%d", s->base + i / 2);
+		ir = parsed(id, 2);
+		it.report = ir;
+		if (ingest_submit(st, &it) < 0)
+			s->failures++;
+		s->duplicates += it.duplicate;
+		ingest_report_free(ir);
+	}
+	store_close(st);
+	return NULL;
+}
+
+static void test_submit_concurrent(void **state)
+{
+	struct fx *f = *state;
+	struct submitter s[THREADS];
+	pthread_t th[THREADS];
+	int64_t hist = 0, seen = 0;
+	int dups = 0;
+
+	for (int i = 0; i < THREADS; i++) {
+		s[i] = (struct submitter){ f->db, f->node, i * 1000, PER_THREAD, 0, 0 };
+		assert_int_equal(pthread_create(&th[i], NULL, submit_thread, &s[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(s[i].failures, 0);
+		dups += s[i].duplicates;
+	}
+	assert_int_equal(dups, THREADS * PER_THREAD / 2);
+	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
+	assert_int_equal(hist, THREADS * PER_THREAD / 2);
+	assert_int_equal(seen, THREADS * PER_THREAD / 2);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_valid_report_stored),
+		T(test_duplicate_ignored),
+		T(test_invalid_fields_named),
+		T(test_too_big_refused),
+		T(test_xid_event_once),
+		T(test_fewer_gpus),
+		T(test_mismatch_and_versions),
+		T(test_ecc_rising_and_remap),
+		T(test_older_report_keeps_state),
+		T(test_batch_items_independent),
+		T(test_history_pruned),
+		T(test_submit_concurrent),
+	};
+#undef T
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
