@@ -675,6 +675,18 @@ json_t *bmc_state_json(struct bmc *b, uint64_t now)
 		"power_transitions", (json_int_t)b->hook_runs,
 		"log_entries_injected", (json_int_t)b->nentries,
 		"faults_hit", (json_int_t)b->faults_hit, "faults", faults);
+	json_t *logs = json_array();
+	for (size_t i = 0; i < b->tree->nlogs; i++) {
+		size_t n = 0;
+		for (size_t j = 0; j < b->nentries; j++)
+			n += b->entries[j].log == (int)i;
+		json_array_append_new(logs, json_pack("{s:s, s:s, s:I}", "service", b->tree->logs[i].service,
+			"path", b->tree->logs[i].res->path, "injected", (json_int_t)n));
+	}
+	if (st)
+		json_object_set_new(st, "logs", logs);
+	else
+		json_decref(logs);
 	if (st)
 		json_object_set_new(st, "boot", b->tree->nsystems ? boot_json(&b->systems[0]) : json_object());
 	return st;

@@ -145,7 +145,21 @@ static int load_one(struct tree *t, const char *file, const char *url, bool xml)
 		json_error_t jerr;
 		doc = json_loadb(raw, rawlen, 0, &jerr);
 		if (!doc) {
-			rc = kiln_fail(KILN_EINVAL, "%s:%d:%d: %s", file, jerr.line, jerr.column, jerr.text);
+			/* integers past 64 bits (real BIOS registries have them): served as stored */
+			json_t *lax = json_loadb(raw, rawlen, JSON_DECODE_INT_AS_REAL, NULL);
+			json_decref(lax);
+			if (!lax) {
+				rc = kiln_fail(KILN_EINVAL, "%s:%d:%d: %s", file, jerr.line, jerr.column, jerr.text);
+				goto cleanup;
+			}
+			r->text = raw;
+			r->len = rawlen;
+			raw = NULL;
+			r->ctype = "application/json;charset=utf-8";
+			t->bytes += r->len;
+			rc = res_add(t, r);
+			if (rc == 0)
+				r = NULL;
 			goto cleanup;
 		}
 		r->text = json_dumps(doc, JSON_COMPACT);
@@ -180,6 +194,32 @@ cleanup:
 	return rc;
 }
 
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Appends "/name" with %XX escapes decoded: mockup folders hold the URI segment as sent,
+ * while libmicrohttpd hands us request paths already decoded. */
+static int url_append_segment(struct kiln_buf *url, const char *name)
+{
+	int rc = kiln_buf_puts(url, "/");
+	for (const char *p = name; rc == 0 && *p; p++) {
+		int hi, lo;
+		if (p[0] == '%' && (hi = hex_value(p[1])) >= 0 && (lo = hex_value(p[2])) >= 0) {
+			char c = (char)(hi * 16 + lo);
+			rc = kiln_buf_append(url, &c, 1);
+			p += 2;
+		} else {
+			rc = kiln_buf_append(url, p, 1);
+		}
+	}
+	return rc;
+}
+
 static int walk(struct tree *t, struct kiln_buf *fs, struct kiln_buf *url, int depth)
 {
 	if (depth > TREE_DEPTH_MAX)
@@ -200,7 +240,7 @@ static int walk(struct tree *t, struct kiln_buf *fs, struct kiln_buf *url, int d
 		if (stat(fs->data, &st) != 0) {
 			/* dangling entry: skip */
 		} else if (S_ISDIR(st.st_mode)) {
-			rc = kiln_buf_printf(url, "/%s", e->d_name);
+			rc = url_append_segment(url, e->d_name);
 			if (rc == 0)
 				rc = walk(t, fs, url, depth + 1);
 		} else if (strcmp(e->d_name, "index.json") == 0) {
