@@ -1,0 +1,364 @@
+/* The fleet in the store: the poller's BMC readings per node, maintenance flags, the health
+ * cache, and the event and history queries the health rules need. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/error.h"
+#include "store/store_internal.h"
+
+#define STATE_COLUMNS                                                                              \
+	"b.node_id, n.name, b.power, b.power_time, b.power_changed, b.power_error, b.reachable,"  \
+	" b.failures, b.down_since, b.circuit_open, b.next_try, b.last_ok, b.sensors,"             \
+	" b.sensors_time, b.sel_cursor, b.health, b.reasons, b.health_time, b.hung_since,"         \
+	" b.starved_since, b.remediated_at"
+
+void fleet_state_init(struct fleet_state *s, int64_t node_id)
+{
+	memset(s, 0, sizeof(*s));
+	s->node_id = node_id;
+	snprintf(s->power, sizeof(s->power), "unknown");
+	snprintf(s->health, sizeof(s->health), "ok");
+	s->reachable = 1;
+}
+
+void fleet_state_clear(struct fleet_state *s)
+{
+	if (!s)
+		return;
+	free(s->node);
+	free(s->power_error);
+	free(s->sensors);
+	free(s->reasons);
+	s->node = s->power_error = s->sensors = s->reasons = NULL;
+}
+
+void fleet_state_list_free(struct fleet_state *list, size_t count)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < count; i++)
+		fleet_state_clear(&list[i]);
+	free(list);
+}
+
+static int grow(void **list, size_t *cap, size_t count, size_t sz)
+{
+	size_t ncap;
+	void *nl;
+
+	if (count < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	nl = realloc(*list, ncap * sz);
+	if (!nl)
+		return kiln_fail(KILN_ERROR, "store: out of memory");
+	memset((char *)nl + *cap * sz, 0, (ncap - *cap) * sz);
+	*list = nl;
+	*cap = ncap;
+	return 0;
+}
+
+static void column_word(char *out, size_t len, sqlite3_stmt *s, int idx, const char *dflt)
+{
+	const unsigned char *t = sqlite3_column_text(s, idx);
+
+	snprintf(out, len, "%s", t ? (const char *)t : dflt);
+}
+
+static int state_read(struct fleet_state *out, sqlite3_stmt *s)
+{
+	struct fleet_state v;
+	int ret;
+
+	fleet_state_init(&v, sqlite3_column_int64(s, 0));
+	column_word(v.power, sizeof(v.power), s, 2, "unknown");
+	v.power_time = sqlite3_column_int64(s, 3);
+	v.power_changed = sqlite3_column_int64(s, 4);
+	v.reachable = sqlite3_column_int(s, 6);
+	v.failures = sqlite3_column_int(s, 7);
+	v.down_since = sqlite3_column_int64(s, 8);
+	v.circuit_open = sqlite3_column_int(s, 9);
+	v.next_try = sqlite3_column_int64(s, 10);
+	v.last_ok = sqlite3_column_int64(s, 11);
+	v.sensors_time = sqlite3_column_int64(s, 13);
+	v.sel_cursor = sqlite3_column_int64(s, 14);
+	column_word(v.health, sizeof(v.health), s, 15, "ok");
+	v.health_time = sqlite3_column_int64(s, 17);
+	v.hung_since = sqlite3_column_int64(s, 18);
+	v.starved_since = sqlite3_column_int64(s, 19);
+	v.remediated_at = sqlite3_column_int64(s, 20);
+	if ((ret = store_column_strdup(&v.node, s, 1)) < 0 ||
+	    (ret = store_column_strdup(&v.power_error, s, 5)) < 0 ||
+	    (ret = store_column_strdup(&v.sensors, s, 12)) < 0 ||
+	    (ret = store_column_strdup(&v.reasons, s, 16)) < 0) {
+		fleet_state_clear(&v);
+		return ret;
+	}
+	*out = v;
+	return 0;
+}
+
+int store_fleet_state_get(struct store *st, struct fleet_state *out, int64_t node_id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_FLEET_STATE_GET,
+			      "SELECT " STATE_COLUMNS " FROM node_bmc_state b"
+			      " JOIN nodes n ON n.id = b.node_id WHERE b.node_id = ?1")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		ret = state_read(out, s);
+	else if (rc == SQLITE_DONE)
+		ret = kiln_fail(KILN_ENOTFOUND, "store: node id %lld was never polled",
+				(long long)node_id);
+	else
+		ret = store_fail(st, rc, "reading a node's BMC state");
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_fleet_state_put(struct store *st, const struct fleet_state *v)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_FLEET_STATE_PUT,
+			      "INSERT OR REPLACE INTO node_bmc_state (node_id, power, power_time,"
+			      " power_changed, power_error, reachable, failures, down_since,"
+			      " circuit_open, next_try, last_ok, sensors, sensors_time, sel_cursor,"
+			      " health, reasons, health_time, hung_since, starved_since, remediated_at)"
+			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+			      " ?15, ?16, ?17, ?18, ?19, ?20)")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, v->node_id);
+	store_bind_text(s, 2, v->power);
+	sqlite3_bind_int64(s, 3, v->power_time);
+	sqlite3_bind_int64(s, 4, v->power_changed);
+	store_bind_text(s, 5, v->power_error);
+	sqlite3_bind_int(s, 6, v->reachable ? 1 : 0);
+	sqlite3_bind_int(s, 7, v->failures);
+	sqlite3_bind_int64(s, 8, v->down_since);
+	sqlite3_bind_int(s, 9, v->circuit_open ? 1 : 0);
+	sqlite3_bind_int64(s, 10, v->next_try);
+	sqlite3_bind_int64(s, 11, v->last_ok);
+	store_bind_text(s, 12, v->sensors);
+	sqlite3_bind_int64(s, 13, v->sensors_time);
+	sqlite3_bind_int64(s, 14, v->sel_cursor);
+	store_bind_text(s, 15, v->health);
+	store_bind_text(s, 16, v->reasons);
+	sqlite3_bind_int64(s, 17, v->health_time);
+	sqlite3_bind_int64(s, 18, v->hung_since);
+	sqlite3_bind_int64(s, 19, v->starved_since);
+	sqlite3_bind_int64(s, 20, v->remediated_at);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE) {
+		ret = store_fail(st, rc, "writing a node's BMC state");
+		if (ret == KILN_ENOTFOUND)
+			kiln_fail(ret, "store: BMC state for node id %lld: no such node",
+				  (long long)v->node_id);
+	}
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_fleet_state_list(struct store *st, struct fleet_state **out, size_t *out_count)
+{
+	struct fleet_state *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_FLEET_STATE_LIST,
+			      "SELECT " STATE_COLUMNS " FROM node_bmc_state b"
+			      " JOIN nodes n ON n.id = b.node_id ORDER BY n.name")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0 ||
+		    (ret = state_read(&list[count], s)) < 0)
+			goto cleanup;
+		count++;
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "reading the BMC states");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		fleet_state_list_free(list, count);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
+
+/* --- maintenance ----------------------------------------------------------------------- */
+
+int store_maintenance_set(struct store *st, int64_t node_id, const char *reason, const char *by)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if (reason) {
+		ret = store_stmt(st, &s, STMT_MAINT_SET,
+				 "INSERT INTO node_maintenance (node_id, reason, by, since)"
+				 " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (node_id) DO UPDATE SET"
+				 " reason = excluded.reason, by = excluded.by");
+		if (ret < 0)
+			return ret;
+		store_bind_text(s, 2, reason);
+		store_bind_text(s, 3, by ? by : "?");
+		sqlite3_bind_int64(s, 4, store_now(st));
+	} else if ((ret = store_stmt(st, &s, STMT_MAINT_CLEAR,
+				     "DELETE FROM node_maintenance WHERE node_id = ?1")) < 0) {
+		return ret;
+	}
+	sqlite3_bind_int64(s, 1, node_id);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE) {
+		ret = store_fail(st, rc, "setting maintenance");
+		if (ret == KILN_ENOTFOUND)
+			kiln_fail(ret, "store: maintenance of node id %lld: no such node",
+				  (long long)node_id);
+	}
+	store_stmt_done(s);
+	return ret;
+}
+
+void maintenance_list_free(struct maintenance *list, size_t count)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < count; i++) {
+		free(list[i].node);
+		free(list[i].reason);
+		free(list[i].by);
+	}
+	free(list);
+}
+
+int store_maintenance_list(struct store *st, struct maintenance **out, size_t *out_count)
+{
+	struct maintenance *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_MAINT_LIST,
+			      "SELECT m.node_id, n.name, m.reason, m.by, m.since FROM node_maintenance m"
+			      " JOIN nodes n ON n.id = m.node_id ORDER BY n.name")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct maintenance *m;
+
+		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
+		m = &list[count++];
+		m->node_id = sqlite3_column_int64(s, 0);
+		m->since = sqlite3_column_int64(s, 4);
+		if ((ret = store_column_strdup(&m->node, s, 1)) < 0 ||
+		    (ret = store_column_strdup(&m->reason, s, 2)) < 0 ||
+		    (ret = store_column_strdup(&m->by, s, 3)) < 0)
+			goto cleanup;
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "reading maintenance");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		maintenance_list_free(list, count);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
+
+/* --- history and events for the health rules ------------------------------------------- */
+
+int store_fleet_ecc_window(struct store *st, int64_t *out_first, int64_t *out_last,
+			   int64_t node_id, int64_t since)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_FLEET_ECC_WINDOW,
+			      "SELECT (SELECT ecc_uncorrected FROM agent_history WHERE node_id = ?1"
+			      "  AND time >= ?2 AND ecc_uncorrected IS NOT NULL"
+			      "  ORDER BY time ASC, id ASC LIMIT 1),"
+			      " (SELECT ecc_uncorrected FROM agent_history WHERE node_id = ?1"
+			      "  AND time >= ?2 AND ecc_uncorrected IS NOT NULL"
+			      "  ORDER BY time DESC, id DESC LIMIT 1)")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	sqlite3_bind_int64(s, 2, since);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*out_first = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1
+								       : sqlite3_column_int64(s, 0);
+		*out_last = sqlite3_column_type(s, 1) == SQLITE_NULL ? -1
+								      : sqlite3_column_int64(s, 1);
+	} else {
+		ret = store_fail(st, rc, "reading the ECC history");
+	}
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_event_query(struct store *st, struct event **out, size_t *out_count, int64_t since,
+		      int64_t node_id, const char *kind, enum event_severity min_severity,
+		      size_t limit)
+{
+	struct event *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_EVENT_QUERY,
+			      "SELECT e.id, e.time, ifnull(e.node_id, 0), n.name, e.severity, e.source,"
+			      " e.kind, e.message, e.dedup_key FROM events e"
+			      " LEFT JOIN nodes n ON n.id = e.node_id"
+			      " WHERE e.time >= ?1 AND (?2 = 0 OR e.node_id = ?2)"
+			      " AND (?3 IS NULL OR e.kind = ?3) AND e.severity >= ?4"
+			      " ORDER BY e.time DESC, e.id DESC LIMIT ?5")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, since);
+	sqlite3_bind_int64(s, 2, node_id);
+	store_bind_text(s, 3, kind);
+	sqlite3_bind_int(s, 4, (int)min_severity);
+	sqlite3_bind_int64(s, 5, limit == 0 || limit > (size_t)INT64_MAX ? -1 : (sqlite3_int64)limit);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct event *e;
+		int sev;
+
+		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
+		e = &list[count++];
+		e->id = sqlite3_column_int64(s, 0);
+		e->time = sqlite3_column_int64(s, 1);
+		e->node_id = sqlite3_column_int64(s, 2);
+		sev = sqlite3_column_int(s, 4);
+		e->severity = sev <= SEV_INFO ? SEV_INFO : sev >= SEV_CRITICAL ? SEV_CRITICAL
+									   : SEV_WARNING;
+		if ((ret = store_column_strdup(&e->node, s, 3)) < 0 ||
+		    (ret = store_column_strdup(&e->source, s, 5)) < 0 ||
+		    (ret = store_column_strdup(&e->kind, s, 6)) < 0 ||
+		    (ret = store_column_strdup(&e->message, s, 7)) < 0 ||
+		    (ret = store_column_strdup(&e->dedup_key, s, 8)) < 0)
+			goto cleanup;
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "reading events");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		event_list_free(list, count);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
