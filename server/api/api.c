@@ -245,6 +245,8 @@ static unsigned authenticate(struct call *call, char *msg, size_t msglen)
 		snprintf(msg, msglen, "unknown or revoked token");
 		return MHD_HTTP_UNAUTHORIZED;
 	}
+	if (c->route->role == ROLE_AGENT || c->route->role == ROLE_ENROLL)
+		return api_agent_authenticate(c, tok, msg, msglen);
 	secret_token_hash(hash, tok);
 	rc = store_token_lookup(c->st, &c->caller, hash);
 	sodium_memzero(hash, sizeof(hash));
@@ -336,6 +338,14 @@ static enum MHD_Result request_finish(struct call *call, const char *url, const 
 	}
 	kiln_error_clear();
 	c->route->handler(c);
+	if (c->response) {
+		/* the handler's own response (the console's 101 Switching Protocols) */
+		ret = MHD_queue_response(c->conn, c->status, c->response);
+		MHD_destroy_response(c->response);
+		c->response = NULL;
+		log_request(method, url, c->status, c);
+		return ret;
+	}
 	if (!c->reply)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "internal error: %s",
 			 kiln_error_last()[0] ? kiln_error_last() : "no answer");
@@ -412,7 +422,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 int api_server_start(struct api_server **out, const struct api_options *opt)
 {
 	struct api_server *srv = NULL;
-	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
 	struct MHD_OptionItem ops[12];
 	size_t n = 0;
 	int rc = 0;

@@ -16,17 +16,25 @@
 
 /* 0: no token needed; otherwise the least enum token_role that may call the route. */
 #define ROLE_NONE 0
+/* Route kinds outside the role ladder (api_agent.c checks them): a per-node agent token,
+ * which reaches only agent routes and writes only its own node, and a fleet enrollment token. */
+#define ROLE_AGENT 10
+#define ROLE_ENROLL 11
 
 struct api_ctx {
 	struct MHD_Connection *conn;
 	const struct api_route *route;
 	char param[API_PARAM_MAX];     /* the {name} or {id} path segment, "" when none */
+	int64_t agent_node_id;         /* ROLE_AGENT: the node the agent token belongs to */
+	int64_t enroll_token_id;       /* ROLE_ENROLL: the enrollment token's id */
 	struct store *st;              /* this thread's store handle */
 	const struct secret_key *key;
 	struct api_token caller;       /* the token's name is the audit actor */
 	json_t *body;                  /* parsed request body, or NULL when empty */
 	unsigned status;               /* the answer the handler sets */
 	json_t *reply;
+	struct MHD_Response *response; /* a handler's own response (an upgrade), queued with
+					* status instead of reply; the server destroys it */
 };
 
 typedef void (*api_handler_fn)(struct api_ctx *c);
@@ -93,5 +101,24 @@ void api_tokens_create(struct api_ctx *c);
 void api_tokens_list(struct api_ctx *c);
 void api_token_revoke(struct api_ctx *c);
 void api_audit_list(struct api_ctx *c);
+void api_console_attach(struct api_ctx *c);
+void api_console_log(struct api_ctx *c);
+void api_console_capture(struct api_ctx *c);
+
+/* Agents (api_agent.c). Checks an agent or enrollment token for a ROLE_AGENT/ROLE_ENROLL
+ * route: 0 to go on, else the status to answer with msg. */
+unsigned api_agent_authenticate(struct api_ctx *c, const char *token, char *msg, size_t msglen);
+/* Adds "agent" (the latest state and GPUs, or null) to a node's JSON object. */
+int api_agent_state_attach(struct api_ctx *c, json_t *node_obj, int64_t node_id);
+void api_agent_report(struct api_ctx *c);
+void api_agent_enroll(struct api_ctx *c);
+void api_agent_token_create(struct api_ctx *c);
+void api_enroll_token_create(struct api_ctx *c);
+void api_enroll_tokens_list(struct api_ctx *c);
+void api_enroll_token_revoke(struct api_ctx *c);
+void api_agent_pending_list(struct api_ctx *c);
+void api_agent_pending_accept(struct api_ctx *c);
+void api_agent_pending_delete(struct api_ctx *c);
+void api_gpus_list(struct api_ctx *c);
 
 #endif

@@ -118,6 +118,7 @@ cleanup:
 void api_node_get(struct api_ctx *c)
 {
 	struct node *n = NULL;
+	json_t *o;
 	int rc;
 
 	rc = store_node_get(c->st, &n, c->param);
@@ -127,7 +128,9 @@ void api_node_get(struct api_ctx *c)
 		api_fail_code(c, rc, NULL);
 		return;
 	}
-	api_reply(c, MHD_HTTP_OK, node_json_from(n));
+	o = node_json_from(n);
+	api_agent_state_attach(c, o, n->id); /* "agent": best effort, the node shows regardless */
+	api_reply(c, MHD_HTTP_OK, o);
 	node_free(n);
 }
 

@@ -19,6 +19,19 @@ const struct api_route api_routes[] = {
 	{ "GET", "/api/v1/tokens", ROLE_ADMIN, api_tokens_list },
 	{ "DELETE", "/api/v1/tokens/{id}", ROLE_ADMIN, api_token_revoke },
 	{ "GET", "/api/v1/audit", ROLE_VIEWER, api_audit_list },
+	{ "GET", "/api/v1/nodes/{name}/console", ROLE_OPERATOR, api_console_attach },
+	{ "GET", "/api/v1/nodes/{name}/console/log", ROLE_VIEWER, api_console_log },
+	{ "POST", "/api/v1/nodes/{name}/console/capture", ROLE_OPERATOR, api_console_capture },
+	{ "POST", "/api/v1/agent/report", ROLE_AGENT, api_agent_report },
+	{ "POST", "/api/v1/agent/enroll", ROLE_ENROLL, api_agent_enroll },
+	{ "POST", "/api/v1/agent/tokens", ROLE_ADMIN, api_agent_token_create },
+	{ "POST", "/api/v1/agent/enroll-tokens", ROLE_ADMIN, api_enroll_token_create },
+	{ "GET", "/api/v1/agent/enroll-tokens", ROLE_ADMIN, api_enroll_tokens_list },
+	{ "DELETE", "/api/v1/agent/enroll-tokens/{id}", ROLE_ADMIN, api_enroll_token_revoke },
+	{ "GET", "/api/v1/agent/pending", ROLE_ADMIN, api_agent_pending_list },
+	{ "POST", "/api/v1/agent/pending/{id}/accept", ROLE_ADMIN, api_agent_pending_accept },
+	{ "DELETE", "/api/v1/agent/pending/{id}", ROLE_ADMIN, api_agent_pending_delete },
+	{ "GET", "/api/v1/gpus", ROLE_VIEWER, api_gpus_list },
 };
 
 const size_t api_routes_count = sizeof(api_routes) / sizeof(api_routes[0]);
@@ -27,6 +40,10 @@ static const char *const role_names[] = { "none", "viewer", "operator", "admin" 
 
 const char *api_role_name(int role)
 {
+	if (role == ROLE_AGENT)
+		return "agent";
+	if (role == ROLE_ENROLL)
+		return "enroll";
 	if (role < 0 || role > ROLE_ADMIN)
 		return "?";
 	return role_names[role];

@@ -25,7 +25,7 @@ TOKEN[bad]=kiln_this_token_does_not_exist_0000000000000000
 TOKEN[viewer]=$(kiln_test_token viewer) || exit 1
 TOKEN[operator]=$(kiln_test_token operator) || exit 1
 TOKEN[admin]=$(kiln_test_token admin) || exit 1
-RANK=([none]=0 [viewer]=1 [operator]=2 [admin]=3)
+RANK=([none]=0 [viewer]=1 [operator]=2 [admin]=3 [agent]=99 [enroll]=99)
 [ "$(kiln_api POST /nodes '{"name":"role01","groups":["rolegrp"]}')" = 201 ] ||
 	{ echo "fixture node: $(cat "$KILN_BODY_FILE")" >&2; exit 1; }
 [ "$(kiln_api POST /tokens '{"role":"viewer","name":"throwaway"}')" = 201 ] ||
@@ -76,6 +76,8 @@ while read -r method pattern role; do
 		err=$(jq -r '.error? // empty' "$KILN_BODY_FILE" 2>/dev/null)
 		if [ "$role" = none ]; then
 			want=allowed
+		elif [ "$role" = agent ] || [ "$role" = enroll ]; then
+			want=401 # only agent / enrollment tokens (test_agent_ingest.sh), never API tokens
 		elif [ "$who" = none ] || [ "$who" = bad ] || [ "$who" = revoked ]; then
 			want=401
 		elif [ "${RANK[$who]}" -lt "${RANK[$role]}" ]; then

@@ -1,0 +1,629 @@
+/* /api/v1/agent/...: reports (agent token), enrollment (fleet token), agent and enrollment tokens
+ * and pending agents (admin); /api/v1/gpus and the agent part of a node's object (viewer). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "api/api_internal.h"
+#include "ingest.h"
+#include "kiln/error.h"
+#include "kiln/json.h"
+#include "kiln/noderange.h"
+#include "kiln/parse.h"
+
+#define ENROLL_FIELD_MAX 255
+#define PENDING_MAX 10000
+#define TOKEN_NAME_MAX 64
+
+/* --- authentication ------------------------------------------------------------------ */
+
+unsigned api_agent_authenticate(struct api_ctx *c, const char *token, char *msg, size_t msglen)
+{
+	unsigned char hash[32];
+	char who[48];
+	int64_t id = 0;
+	int rc;
+
+	secret_token_hash(hash, token);
+	if (c->route->role == ROLE_AGENT)
+		rc = store_agent_token_lookup(c->st, &id, hash);
+	else
+		rc = store_enroll_token_lookup(c->st, &id, hash);
+	sodium_memzero(hash, sizeof(hash));
+	if (rc == KILN_ENOTFOUND) {
+		snprintf(msg, msglen, "unknown or revoked %s token",
+			 c->route->role == ROLE_AGENT ? "agent" : "enrollment");
+		return MHD_HTTP_UNAUTHORIZED;
+	}
+	if (rc < 0) {
+		snprintf(msg, msglen, "token lookup failed: %s", kiln_error_last());
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+	if (c->route->role == ROLE_AGENT) {
+		c->agent_node_id = id;
+		snprintf(who, sizeof(who), "agent:node%lld", (long long)id);
+	} else {
+		c->enroll_token_id = id;
+		snprintf(who, sizeof(who), "enroll-token:%lld", (long long)id);
+	}
+	/* The audit actor and the request log name the caller. */
+	c->caller.name = strdup(who);
+	return 0;
+}
+
+/* --- reports ------------------------------------------------------------------------- */
+
+void api_agent_report(struct api_ctx *c)
+{
+	struct ingest_report *r = NULL;
+	struct ingest_item item = { 0 };
+	char field[INGEST_FIELD_MAX];
+	int rc;
+
+	if (!api_body_require(c))
+		return;
+	rc = ingest_report_parse(&r, c->body, field, sizeof(field));
+	if (rc < 0) {
+		api_fail_code(c, rc, field[0] ? field : NULL);
+		return;
+	}
+	item.node_id = c->agent_node_id;
+	item.report = r;
+	/* Answered only once the report is committed (with others queued meanwhile). */
+	rc = ingest_submit(c->st, &item);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		goto cleanup;
+	}
+	api_reply(c, item.duplicate ? MHD_HTTP_OK : MHD_HTTP_CREATED,
+		  json_pack("{s:s, s:s}", "report_id", ingest_report_id(r), "status",
+			    item.duplicate ? "duplicate" : "stored"));
+cleanup:
+	ingest_report_free(r);
+}
+
+/* --- tokens -------------------------------------------------------------------------- */
+
+/* Makes a new agent token for node_id, revoking the node's older ones, in one transaction.
+ * *out_revoked says how many were revoked. token receives the bare token. */
+static int agent_token_issue(struct api_ctx *c, char token[64], int *out_revoked,
+			     int64_t node_id, int64_t pending_id)
+{
+	unsigned char hash[32];
+	int64_t id = 0;
+	int rc;
+
+	if ((rc = secret_token_generate(token)) < 0)
+		return rc;
+	secret_token_hash(hash, token);
+	if ((rc = store_begin(c->st)) < 0)
+		goto cleanup;
+	if ((rc = store_agent_token_revoke_node(c->st, node_id, out_revoked)) < 0 ||
+	    (rc = store_agent_token_insert(c->st, &id, node_id, hash)) < 0 ||
+	    (pending_id > 0 && (rc = store_pending_agent_delete(c->st, pending_id)) < 0) ||
+	    (rc = store_commit(c->st)) < 0)
+		store_rollback(c->st);
+cleanup:
+	sodium_memzero(hash, sizeof(hash));
+	if (rc < 0)
+		sodium_memzero(token, 64);
+	return rc;
+}
+
+/* The body's "node": an existing node; answers 400/404 and returns NULL otherwise. */
+static struct node *body_node(struct api_ctx *c, const char *const *keys)
+{
+	const char *name = NULL, *field = NULL;
+	struct node *n = NULL;
+	int rc;
+
+	if (!api_body_require(c))
+		return NULL;
+	if (kiln_json_check_keys(c->body, keys, &field) < 0) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, field, "unknown field '%s'", field);
+		return NULL;
+	}
+	if (kiln_json_get_string(&name, c->body, "node", true) < 0) {
+		api_fail_code(c, KILN_EINVAL, "node");
+		return NULL;
+	}
+	rc = store_node_get(c->st, &n, name);
+	if (rc == KILN_ENOTFOUND)
+		rc = kiln_fail(KILN_ENOTFOUND, "no node '%s'", name);
+	if (rc < 0) {
+		api_fail_code(c, rc, "node");
+		return NULL;
+	}
+	return n;
+}
+
+void api_agent_token_create(struct api_ctx *c)
+{
+	static const char *const keys[] = { "node", NULL };
+	struct node *n = body_node(c, keys);
+	char token[64];
+	int64_t audit_id;
+	int revoked = 0, rc;
+
+	if (!n)
+		return;
+	if (api_audit_begin(c, &audit_id, "agent.token", n->name, NULL) < 0)
+		goto cleanup;
+	rc = agent_token_issue(c, token, &revoked, n->id, 0);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		goto cleanup;
+	}
+	api_reply(c, MHD_HTTP_CREATED, json_pack("{s:s, s:s, s:i}", "node", n->name, "token", token,
+						 "revoked", revoked));
+	sodium_memzero(token, sizeof(token));
+cleanup:
+	node_free(n);
+}
+
+static int token_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > TOKEN_NAME_MAX)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '.' || *s == '_' || *s == '-' || *s == '@'))
+			return 0;
+	return 1;
+}
+
+void api_enroll_token_create(struct api_ctx *c)
+{
+	static const char *const keys[] = { "name", NULL };
+	const char *name = NULL, *field = NULL;
+	unsigned char hash[32];
+	char token[64];
+	int64_t id = 0, audit_id;
+	int rc;
+
+	if (c->body && kiln_json_check_keys(c->body, keys, &field) < 0) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, field, "unknown field '%s'", field);
+		return;
+	}
+	if (c->body && (kiln_json_get_string(&name, c->body, "name", false) < 0 ||
+			(name && !token_name_valid(name)))) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "name",
+			 "field 'name' must be 1 to %d characters of [A-Za-z0-9._@-]", TOKEN_NAME_MAX);
+		return;
+	}
+	if ((rc = secret_token_generate(token)) < 0) {
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	secret_token_hash(hash, token);
+	if (api_audit_begin(c, &audit_id, "agent.enroll-token.create", name ? name : "-", NULL) < 0)
+		goto cleanup;
+	rc = store_enroll_token_insert(c->st, &id, name, hash);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		goto cleanup;
+	}
+	api_reply(c, MHD_HTTP_CREATED, json_pack("{s:I, s:s, s:s?}", "id", (json_int_t)id, "token",
+						 token, "name", name));
+cleanup:
+	sodium_memzero(hash, sizeof(hash));
+	sodium_memzero(token, sizeof(token));
+}
+
+void api_enroll_tokens_list(struct api_ctx *c)
+{
+	struct enroll_token *t = NULL;
+	size_t n = 0;
+	json_t *arr;
+	int rc;
+
+	if ((rc = store_enroll_token_list(c->st, &t, &n)) < 0) {
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	arr = json_array();
+	for (size_t i = 0; arr && i < n; i++)
+		json_array_append_new(arr, json_pack("{s:I, s:s?, s:I, s:I, s:b}", "id",
+						     (json_int_t)t[i].id, "name", t[i].name,
+						     "created_at", (json_int_t)t[i].created_at,
+						     "last_used_at", (json_int_t)t[i].last_used_at,
+						     "revoked", t[i].revoked));
+	enroll_token_list_free(t, n);
+	api_reply(c, MHD_HTTP_OK, arr);
+}
+
+/* The {id} path segment as a positive integer; answers 400 and returns 0 otherwise. */
+static int64_t param_id(struct api_ctx *c)
+{
+	int64_t id;
+
+	if (kiln_parse_int64(&id, c->param, 1, INT64_MAX) < 0) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "id", "id must be a positive integer");
+		return 0;
+	}
+	return id;
+}
+
+void api_enroll_token_revoke(struct api_ctx *c)
+{
+	int64_t id = param_id(c), audit_id;
+	int rc;
+
+	if (!id)
+		return;
+	if (api_audit_begin(c, &audit_id, "agent.enroll-token.revoke", c->param, NULL) < 0)
+		return;
+	rc = store_enroll_token_revoke(c->st, id);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, "id");
+		return;
+	}
+	api_reply(c, MHD_HTTP_OK, json_pack("{s:I, s:b}", "id", (json_int_t)id, "revoked", 1));
+}
+
+/* --- enrollment ---------------------------------------------------------------------- */
+
+/* Placeholder serials firmware leaves in DMI: they identify no machine. */
+static int serial_useful(const char *s)
+{
+	static const char *const junk[] = { "to be filled by o.e.m.", "default string",
+					     "system serial number", "not specified", "not applicable",
+					     "none", "0", "0123456789", "00000000", "n/a", NULL };
+
+	if (!s || !*s)
+		return 0;
+	for (size_t i = 0; junk[i]; i++)
+		if (strcasecmp(s, junk[i]) == 0)
+			return 0;
+	return 1;
+}
+
+/* A node named after the host name, or after its first label ("gpu01.lab" -> "gpu01"). */
+static int node_by_hostname(struct store *st, struct node **out, const char *hostname)
+{
+	char shortname[64];
+	size_t n;
+	int rc;
+
+	if (!hostname || !*hostname)
+		return KILN_ENOTFOUND;
+	rc = store_node_get(st, out, hostname);
+	if (rc != KILN_ENOTFOUND)
+		return rc;
+	n = strcspn(hostname, ".");
+	if (hostname[n] != '.' || n == 0 || n >= sizeof(shortname))
+		return KILN_ENOTFOUND;
+	memcpy(shortname, hostname, n);
+	shortname[n] = '\0';
+	return store_node_get(st, out, shortname);
+}
+
+/* The name of the node a pending agent was accepted as (caller frees). */
+static int pending_node_name(struct store *st, char **out, int64_t pending_id)
+{
+	struct pending_agent *p = NULL;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = store_pending_agent_list(st, &p, &n)) < 0)
+		return rc;
+	rc = KILN_ENOTFOUND;
+	for (size_t i = 0; i < n; i++)
+		if (p[i].id == pending_id && p[i].node) {
+			*out = strdup(p[i].node);
+			rc = *out ? 0 : kiln_fail(KILN_ERROR, "out of memory");
+		}
+	pending_agent_list_free(p, n);
+	return rc;
+}
+
+void api_agent_enroll(struct api_ctx *c)
+{
+	static const char *const keys[] = { "schema", "dmi_serial", "hostname", "machine_id", NULL };
+	static const char *const fields[] = { "dmi_serial", "hostname", "machine_id", "schema" };
+	const char *val[4] = { NULL, NULL, NULL, NULL }, *field = NULL, *how = NULL;
+	struct node *n = NULL;
+	char *name = NULL, token[64] = "";
+	int64_t node_id = 0, pending_id = 0, audit_id;
+	int revoked = 0, rc;
+
+	if (!api_body_require(c))
+		return;
+	if (kiln_json_check_keys(c->body, keys, &field) < 0) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, field, "unknown field '%s'", field);
+		return;
+	}
+	for (size_t i = 0; i < 4; i++) {
+		if (kiln_json_get_string(&val[i], c->body, fields[i], false) < 0) {
+			api_fail_code(c, KILN_EINVAL, fields[i]);
+			return;
+		}
+		if (val[i] && strlen(val[i]) > ENROLL_FIELD_MAX) {
+			api_fail(c, MHD_HTTP_BAD_REQUEST, fields[i],
+				 "field '%s' is longer than %d bytes", fields[i], ENROLL_FIELD_MAX);
+			return;
+		}
+	}
+	if (!serial_useful(val[0]) && !(val[1] && *val[1])) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "hostname",
+			 "an enrollment needs a 'dmi_serial' or a 'hostname'");
+		return;
+	}
+	/* The BMC's serial for the system first: a reinstalled node may have a new name. */
+	rc = KILN_ENOTFOUND;
+	if (serial_useful(val[0])) {
+		rc = store_node_find_by_serial(c->st, &node_id, &name, val[0]);
+		how = "serial";
+		if (rc == KILN_EEXISTS)
+			rc = KILN_ENOTFOUND; /* ambiguous: try the name */
+	}
+	if (rc == KILN_ENOTFOUND) {
+		rc = node_by_hostname(c->st, &n, val[1]);
+		how = "hostname";
+		if (rc == 0) {
+			node_id = n->id;
+			name = strdup(n->name);
+			if (!name)
+				rc = kiln_fail(KILN_ERROR, "out of memory");
+		}
+	}
+	if (rc == KILN_ENOTFOUND) {
+		/* No match: an admin decides (kiln agent pending / accept). */
+		rc = store_pending_agent_record(c->st, &pending_id, &node_id, val[0], val[1], val[2],
+						c->enroll_token_id, PENDING_MAX);
+		how = "accepted";
+		if (rc == 0 && node_id == 0) {
+			api_reply(c, MHD_HTTP_ACCEPTED,
+				  json_pack("{s:s, s:I, s:s}", "status", "pending", "id",
+					    (json_int_t)pending_id, "message",
+					    "no node matches; an admin must accept this agent"));
+			goto cleanup;
+		}
+		if (rc == 0)
+			rc = pending_node_name(c->st, &name, pending_id);
+	}
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		goto cleanup;
+	}
+	if (api_audit_begin(c, &audit_id, "agent.enroll", name,
+			    json_pack("{s:s, s:s?, s:s?}", "matched_by", how, "dmi_serial", val[0],
+				      "hostname", val[1])) < 0)
+		goto cleanup;
+	rc = agent_token_issue(c, token, &revoked, node_id, how[0] == 'a' ? pending_id : 0);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		goto cleanup;
+	}
+	api_reply(c, MHD_HTTP_CREATED, json_pack("{s:s, s:s, s:s}", "node", name, "token", token,
+						 "matched_by", how));
+cleanup:
+	sodium_memzero(token, sizeof(token));
+	node_free(n);
+	free(name);
+}
+
+/* --- pending agents ------------------------------------------------------------------ */
+
+void api_agent_pending_list(struct api_ctx *c)
+{
+	struct pending_agent *p = NULL;
+	size_t n = 0;
+	json_t *arr;
+	int rc;
+
+	if ((rc = store_pending_agent_list(c->st, &p, &n)) < 0) {
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	arr = json_array();
+	for (size_t i = 0; arr && i < n; i++)
+		json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:s?, s:s}",
+						     "id", (json_int_t)p[i].id, "dmi_serial",
+						     p[i].dmi_serial, "hostname", p[i].hostname,
+						     "machine_id", p[i].machine_id, "first_seen",
+						     (json_int_t)p[i].first_seen, "last_seen",
+						     (json_int_t)p[i].last_seen, "attempts",
+						     (json_int_t)p[i].attempts, "node", p[i].node,
+						     "status", p[i].node_id ? "accepted" : "pending"));
+	pending_agent_list_free(p, n);
+	api_reply(c, MHD_HTTP_OK, arr);
+}
+
+void api_agent_pending_accept(struct api_ctx *c)
+{
+	static const char *const keys[] = { "node", NULL };
+	int64_t id = param_id(c), audit_id;
+	struct node *n;
+	int rc;
+
+	if (!id)
+		return;
+	n = body_node(c, keys);
+	if (!n)
+		return;
+	if (api_audit_begin(c, &audit_id, "agent.accept", n->name,
+			    json_pack("{s:I}", "pending_id", (json_int_t)id)) < 0)
+		goto cleanup;
+	rc = store_pending_agent_accept(c->st, id, n->id);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, "id");
+		goto cleanup;
+	}
+	api_reply(c, MHD_HTTP_OK, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)id, "node", n->name,
+					    "status", "accepted"));
+cleanup:
+	node_free(n);
+}
+
+void api_agent_pending_delete(struct api_ctx *c)
+{
+	int64_t id = param_id(c), audit_id;
+	int rc;
+
+	if (!id)
+		return;
+	if (api_audit_begin(c, &audit_id, "agent.pending.delete", c->param, NULL) < 0)
+		return;
+	rc = store_pending_agent_delete(c->st, id);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, "id");
+		return;
+	}
+	api_reply(c, MHD_HTTP_OK, json_pack("{s:I, s:b}", "id", (json_int_t)id, "deleted", 1));
+}
+
+/* --- fleet views --------------------------------------------------------------------- */
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* A node's agent state and GPUs as JSON (no "node" key); NULL with kiln_fail() set. */
+static json_t *agent_json(struct store *st, const struct agent_state *a)
+{
+	struct agent_gpu *g = NULL;
+	size_t ng = 0;
+	json_t *o = NULL, *gpus = NULL;
+	int64_t now = store_now(st);
+
+	if (store_agent_gpus_get(st, &g, &ng, a->node_id) < 0)
+		return NULL;
+	gpus = json_array();
+	for (size_t i = 0; gpus && i < ng; i++) {
+		json_error_t err;
+		json_t *d = json_loads(g[i].detail, 0, &err);
+
+		if (!d)
+			d = json_pack("{s:I}", "index", (json_int_t)g[i].index);
+		json_array_append_new(gpus, d);
+	}
+	o = json_pack("{s:s?, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
+		      " s:o, s:o, s:I, s:I, s:o}",
+		      "report_id", a->report_id, "last_seen", (json_int_t)a->last_seen, "age_s",
+		      (json_int_t)(now - a->last_seen), "report_time", (json_int_t)a->report_time,
+		      "nvidia_status", str_or_null(a->nvidia_status), "driver_version",
+		      str_or_null(a->driver_version), "kernel_module_version",
+		      str_or_null(a->kernel_module_version), "cuda_driver_version",
+		      str_or_null(a->cuda_driver_version), "nvml_version", str_or_null(a->nvml_version),
+		      "hostname", str_or_null(a->hostname), "boot_id", str_or_null(a->boot_id), "os",
+		      str_or_null(a->os), "kernel", str_or_null(a->kernel), "dmi_serial",
+		      str_or_null(a->dmi_serial), "machine_id", str_or_null(a->machine_id),
+		      "agent_version", str_or_null(a->agent_version), "gpu_count",
+		      (json_int_t)a->gpu_count, "gpu_count_max", (json_int_t)a->gpu_count_max, "gpus",
+		      gpus);
+	agent_gpu_list_free(g, ng);
+	if (!o)
+		kiln_fail(KILN_ERROR, "out of memory");
+	return o;
+}
+
+int api_agent_state_attach(struct api_ctx *c, json_t *node_obj, int64_t node_id)
+{
+	struct agent_state a = { 0 };
+	json_t *o;
+	int rc;
+
+	if (!node_obj)
+		return 0;
+	rc = store_agent_state_get(c->st, &a, node_id, 0);
+	if (rc == KILN_ENOTFOUND) {
+		kiln_error_clear();
+		return json_object_set_new(node_obj, "agent", json_null()) < 0 ? KILN_ERROR : 0;
+	}
+	if (rc < 0)
+		return rc;
+	o = agent_json(c->st, &a);
+	agent_state_clear(&a);
+	if (!o)
+		return KILN_ERROR;
+	return json_object_set_new(node_obj, "agent", o) < 0 ? KILN_ERROR : 0;
+}
+
+static int range_resolve(void *ud, const char *name, int is_group, struct kiln_nodelist *out)
+{
+	struct store *st = ud;
+	int rc;
+
+	if (is_group) {
+		rc = store_group_members(st, name, out);
+		return rc == KILN_ENOTFOUND ? 0 : rc;
+	}
+	if (strcmp(name, "all") == 0)
+		return store_node_names(st, out);
+	return kiln_fail(KILN_EINVAL, "'%s' is not a node range", name);
+}
+
+static int cmp_state(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct agent_state *)elem)->node);
+}
+
+void api_gpus_list(struct api_ctx *c)
+{
+	const char *range = api_query(c, "range");
+	struct kiln_nodelist want = { 0 };
+	struct agent_state *states = NULL;
+	size_t ns = 0;
+	json_t *arr = NULL;
+	int rc;
+
+	rc = noderange_expand(&want, range && *range ? range : "all", range_resolve, c->st);
+	if (rc < 0) {
+		api_fail(c, api_status_of(rc), "range", "range: %s", kiln_error_last());
+		return;
+	}
+	if ((rc = store_agent_state_list(c->st, &states, &ns)) < 0) {
+		api_fail_code(c, rc, NULL);
+		goto cleanup;
+	}
+	arr = json_array();
+	if (!arr) {
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+		goto cleanup;
+	}
+	/* One object per node of the range, in the range's order (states are sorted by name). */
+	for (size_t i = 0; i < want.count; i++) {
+		const struct agent_state *a = bsearch(want.names[i], states, ns, sizeof(*states),
+						      cmp_state);
+		json_t *o;
+
+		if (a) {
+			o = agent_json(c->st, a);
+			if (!o) {
+				api_fail_code(c, KILN_ERROR, NULL);
+				goto cleanup;
+			}
+			json_object_set_new(o, "node", json_string(a->node));
+		} else {
+			struct node *n = NULL;
+
+			rc = store_node_get(c->st, &n, want.names[i]);
+			node_free(n);
+			if (rc < 0 && rc != KILN_ENOTFOUND) {
+				api_fail_code(c, rc, NULL);
+				goto cleanup;
+			}
+			o = json_pack("{s:s, s:s}", "node", want.names[i], "error",
+				      rc == 0 ? "no agent report yet" : "no such node");
+		}
+		json_array_append_new(arr, o);
+	}
+	api_reply(c, MHD_HTTP_OK, arr);
+	arr = NULL;
+cleanup:
+	json_decref(arr);
+	agent_state_list_free(states, ns);
+	kiln_nodelist_free(&want);
+}
