@@ -256,6 +256,20 @@ expect "async: task done" 200/Completed "$(curl -s -w '/%{http_code}' "${A[@]}" 
 expect "async: power is On" On "$(get "$I$IS" | jq -r .PowerState)"
 bmcsim_stop "$BMCSIM_PID"; expect "clean exit" 0 "$?"
 
+# ---------------------------------------------------------------- idle expiry, --require-etag
+bmcsim_start "$TMP/e" "$FIX/generic" --session-timeout 1 --require-etag || exit 1
+E=$BMCSIM_URL
+TOK=$(curl -s -D - -o /dev/null -X POST -d '{"UserName":"admin","Password":"password"}' "$E/redfish/v1/SessionService/Sessions" |
+	tr -d '\r' | awk -F': ' 'tolower($1)=="x-auth-token"{print $2}')
+expect "fresh token works" 200 "$(code -H "X-Auth-Token: $TOK" "$E$SYS")"
+sleep 2.2
+expect "idle session expired -> 401" 401 "$(code -H "X-Auth-Token: $TOK" "$E$SYS")"
+expect "expiry counted" 1 "$(state "$E" | jq .sessions_expired)"
+expect "--require-etag: PATCH without If-Match -> 428" 428 "$(code "${A[@]}" -X PATCH -d '{"Boot":{"BootSourceOverrideTarget":"Pxe"}}' "$E$SYS")"
+ET=$(get "$E$SYS" | jq -r '."@odata.etag"')
+expect "--require-etag: with If-Match" 204 "$(code "${A[@]}" -X PATCH -H "If-Match: $ET" -d '{"Boot":{"BootSourceOverrideTarget":"Pxe"}}' "$E$SYS")"
+bmcsim_stop "$BMCSIM_PID"; expect "clean exit" 0 "$?"
+
 # ---------------------------------------------------------------- latency and TLS
 bmcsim_start "$TMP/t" "$FIX/generic" --tls --cert-out "$TMP/t/cert.pem" --latency-ms 300 || exit 1
 t0=$(date +%s%N)
