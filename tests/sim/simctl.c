@@ -108,8 +108,10 @@ static void inject(struct sim_reply *out, struct bmc *b, const char *body, size_
 			rc = inject_power(b, v, now, &err);
 		else if (json_is_string(v) && strcmp(json_string_value(v), "expire") == 0)
 			bmc_sessions_clear(b);
-		else
-			rc = KILN_EINVAL, err = "sessions: expected \"expire\"";
+		else {
+			rc = KILN_EINVAL;
+			err = "sessions: expected \"expire\"";
+		}
 		if (rc < 0)
 			break;
 	}
