@@ -1,0 +1,403 @@
+/* kiln agent: per-node agent tokens, fleet enrollment tokens, pending agents (admin). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kiln/error.h>
+#include <kiln/noderange.h>
+#include <kiln/parse.h>
+
+#include "cli.h"
+#include "client.h"
+#include "output.h"
+
+static int oom(void)
+{
+	return kiln_fail(KILN_ERROR, "out of memory");
+}
+
+/* Prints the answer's "token" bare on stdout (or the whole answer as JSON). */
+static int token_print(struct cli_ctx *ctx, json_t *res, const char *what)
+{
+	const char *tok = json_string_value(json_object_get(res, "token"));
+
+	if (ctx->output == CLI_OUT_JSON)
+		return out_json_print(res, stdout);
+	if (!tok)
+		return kiln_fail(KILN_EPROTO, "kilnd's answer has no token");
+	printf("%s\n", tok);
+	fprintf(stderr, "kiln: %s created; it is shown only once, store it now\n", what);
+	return 0;
+}
+
+static int agent_token(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_args pos = { 0 };
+	json_t *body = NULL, *res = NULL;
+	char what[128];
+	int rc;
+
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "NODE",
+			       "Creates the node's agent token and prints it bare (for kiln-agent "
+			       "--token-file); the node's older agent tokens stop working.", NULL);
+		goto cleanup;
+	}
+	if (pos.n != 1) {
+		rc = cli_usage_error(ctx, pos.n ? "one NODE only" : "missing NODE");
+		goto cleanup;
+	}
+	if (!kiln_node_name_valid(pos.v[0])) {
+		rc = cli_usage_error(ctx, "'%s' is not a node name", pos.v[0]);
+		goto cleanup;
+	}
+	if (ctx->dry_run) {
+		printf("would create an agent token for %s (revoking its older ones)\n", pos.v[0]);
+		goto cleanup;
+	}
+	body = json_pack("{s:s}", "node", pos.v[0]);
+	if (!body) {
+		rc = oom();
+		goto cleanup;
+	}
+	rc = cli_api(&res, NULL, ctx, "POST", "/agent/tokens", body);
+	if (rc < 0)
+		goto cleanup;
+	snprintf(what, sizeof(what), "agent token for %s", pos.v[0]);
+	rc = token_print(ctx, res, what);
+cleanup:
+	json_decref(body);
+	json_decref(res);
+	free(pos.v);
+	return rc;
+}
+
+/* --- enroll-token create | list | revoke --------------------------------------------- */
+
+enum { O_NAME = 1 };
+
+static const struct cli_opt create_opts[] = {
+	{ "name", 0, "NAME", O_NAME, "a name to recognise the token by" },
+	{ 0 },
+};
+
+static int create_opt(void *ud, const struct cli_opt *opt, const char *value)
+{
+	if (opt->id == O_NAME)
+		*(const char **)ud = value;
+	return 0;
+}
+
+static int enroll_create(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_args pos = { 0 };
+	const char *name = NULL;
+	json_t *body = NULL, *res = NULL;
+	int rc;
+
+	rc = cli_args_parse(&pos, ctx, create_opts, argc - 1, argv + 1, create_opt, &name);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "[--name NAME]",
+			       "Creates a fleet enrollment token and prints it bare: an agent started "
+			       "with --enroll-token-file gets its node's own token with it.",
+			       create_opts);
+		goto cleanup;
+	}
+	if (pos.n > 0) {
+		rc = cli_usage_error(ctx, "unexpected argument '%s'", pos.v[0]);
+		goto cleanup;
+	}
+	if (ctx->dry_run) {
+		printf("would create an enrollment token%s%s\n", name ? " named " : "",
+		       name ? name : "");
+		goto cleanup;
+	}
+	body = name ? json_pack("{s:s}", "name", name) : json_object();
+	if (!body) {
+		rc = oom();
+		goto cleanup;
+	}
+	rc = cli_api(&res, NULL, ctx, "POST", "/agent/enroll-tokens", body);
+	if (rc == 0)
+		rc = token_print(ctx, res, "enrollment token");
+cleanup:
+	json_decref(body);
+	json_decref(res);
+	free(pos.v);
+	return rc;
+}
+
+static int enroll_list(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const char *const headers[] = { "ID", "NAME", "CREATED", "LAST USED", "REVOKED" };
+	struct cli_args pos = { 0 };
+	struct out_table t;
+	json_t *res = NULL, *e;
+	size_t i;
+	int rc;
+
+	out_table_init(&t, headers, 5);
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "", "Lists enrollment tokens (never the tokens themselves).",
+			       NULL);
+		goto cleanup;
+	}
+	if (pos.n > 0) {
+		rc = cli_usage_error(ctx, "unexpected argument '%s'", pos.v[0]);
+		goto cleanup;
+	}
+	rc = cli_api(&res, NULL, ctx, "GET", "/agent/enroll-tokens", NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->output == CLI_OUT_JSON) {
+		rc = out_json_print(res, stdout);
+		goto cleanup;
+	}
+	json_array_foreach(res, i, e) {
+		char id[32], name[256], created[32], used[32], revoked[8];
+		const char *row[] = {
+			out_cell(id, sizeof(id), json_object_get(e, "id")),
+			out_cell(name, sizeof(name), json_object_get(e, "name")),
+			out_time(created, sizeof(created), json_object_get(e, "created_at")),
+			out_time(used, sizeof(used), json_object_get(e, "last_used_at")),
+			out_cell(revoked, sizeof(revoked), json_object_get(e, "revoked")),
+		};
+
+		if ((rc = out_table_add(&t, row)) < 0)
+			goto cleanup;
+	}
+	out_table_print(&t, stdout);
+cleanup:
+	out_table_free(&t);
+	json_decref(res);
+	free(pos.v);
+	return rc;
+}
+
+/* The one positional ID of a verb as a positive integer. */
+static int id_arg(struct cli_ctx *ctx, int64_t *out, const struct cli_args *pos, size_t want)
+{
+	if (pos->n != want)
+		return cli_usage_error(ctx, pos->n < want ? "missing argument" : "too many arguments");
+	if (kiln_parse_int64(out, pos->v[0], 1, INT64_MAX) < 0)
+		return cli_usage_error(ctx, "ID '%s' is not a positive number", pos->v[0]);
+	return 0;
+}
+
+static int enroll_revoke(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_args pos = { 0 };
+	json_t *res = NULL;
+	char path[80];
+	int64_t id;
+	int rc;
+
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "ID",
+			       "Revokes an enrollment token: agents can no longer enroll with it (tokens "
+			       "already issued to nodes keep working).", NULL);
+		goto cleanup;
+	}
+	if ((rc = id_arg(ctx, &id, &pos, 1)) < 0)
+		goto cleanup;
+	if (ctx->dry_run) {
+		printf("would revoke enrollment token %" PRId64 "\n", id);
+		goto cleanup;
+	}
+	snprintf(path, sizeof(path), "/agent/enroll-tokens/%" PRId64, id);
+	rc = cli_api(&res, NULL, ctx, "DELETE", path, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->output == CLI_OUT_JSON)
+		rc = out_json_print(res, stdout);
+	else
+		printf("enrollment token %" PRId64 " revoked\n", id);
+cleanup:
+	json_decref(res);
+	free(pos.v);
+	return rc;
+}
+
+static const struct cli_verb enroll_verbs[] = {
+	{ "create", "[--name N]", "create a fleet enrollment token", enroll_create },
+	{ "list", "", "list enrollment tokens", enroll_list },
+	{ "revoke", "ID", "revoke an enrollment token", enroll_revoke },
+	{ 0 },
+};
+
+static int agent_enroll_token(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return cli_verb_dispatch(ctx, "Fleet enrollment tokens for kiln-agent --enroll-token-file.",
+				 enroll_verbs, argc, argv);
+}
+
+/* --- pending | accept | reject ------------------------------------------------------- */
+
+static int agent_pending(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const char *const headers[] = { "ID", "DMI SERIAL", "HOSTNAME", "FIRST SEEN",
+						"LAST SEEN", "ATTEMPTS", "STATUS", "NODE" };
+	struct cli_args pos = { 0 };
+	struct out_table t;
+	json_t *res = NULL, *e;
+	size_t i;
+	int rc;
+
+	out_table_init(&t, headers, 8);
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "",
+			       "Lists agents that enrolled but matched no node; 'kiln agent accept' "
+			       "binds one to a node.", NULL);
+		goto cleanup;
+	}
+	if (pos.n > 0) {
+		rc = cli_usage_error(ctx, "unexpected argument '%s'", pos.v[0]);
+		goto cleanup;
+	}
+	rc = cli_api(&res, NULL, ctx, "GET", "/agent/pending", NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->output == CLI_OUT_JSON) {
+		rc = out_json_print(res, stdout);
+		goto cleanup;
+	}
+	json_array_foreach(res, i, e) {
+		char id[32], serial[256], host[256], first[32], last[32], tries[32], status[32];
+		char node[128];
+		const char *row[] = {
+			out_cell(id, sizeof(id), json_object_get(e, "id")),
+			out_cell(serial, sizeof(serial), json_object_get(e, "dmi_serial")),
+			out_cell(host, sizeof(host), json_object_get(e, "hostname")),
+			out_time(first, sizeof(first), json_object_get(e, "first_seen")),
+			out_time(last, sizeof(last), json_object_get(e, "last_seen")),
+			out_cell(tries, sizeof(tries), json_object_get(e, "attempts")),
+			out_cell(status, sizeof(status), json_object_get(e, "status")),
+			out_cell(node, sizeof(node), json_object_get(e, "node")),
+		};
+
+		if ((rc = out_table_add(&t, row)) < 0)
+			goto cleanup;
+	}
+	out_table_print(&t, stdout);
+cleanup:
+	out_table_free(&t);
+	json_decref(res);
+	free(pos.v);
+	return rc;
+}
+
+static int agent_accept(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_args pos = { 0 };
+	json_t *body = NULL, *res = NULL;
+	char path[96];
+	int64_t id;
+	int rc;
+
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "ID NODE",
+			       "Accepts a pending agent as NODE: its next enrollment attempt gets the "
+			       "node's agent token.", NULL);
+		goto cleanup;
+	}
+	if ((rc = id_arg(ctx, &id, &pos, 2)) < 0)
+		goto cleanup;
+	if (!kiln_node_name_valid(pos.v[1])) {
+		rc = cli_usage_error(ctx, "'%s' is not a node name", pos.v[1]);
+		goto cleanup;
+	}
+	if (ctx->dry_run) {
+		printf("would accept pending agent %" PRId64 " as %s\n", id, pos.v[1]);
+		goto cleanup;
+	}
+	body = json_pack("{s:s}", "node", pos.v[1]);
+	if (!body) {
+		rc = oom();
+		goto cleanup;
+	}
+	snprintf(path, sizeof(path), "/agent/pending/%" PRId64 "/accept", id);
+	rc = cli_api(&res, NULL, ctx, "POST", path, body);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->output == CLI_OUT_JSON)
+		rc = out_json_print(res, stdout);
+	else
+		printf("pending agent %" PRId64 " accepted as %s; it gets its token when it next "
+		       "enrolls\n", id, pos.v[1]);
+cleanup:
+	json_decref(body);
+	json_decref(res);
+	free(pos.v);
+	return rc;
+}
+
+static int agent_reject(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_args pos = { 0 };
+	json_t *res = NULL;
+	char path[80];
+	int64_t id;
+	int rc;
+
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "ID", "Forgets a pending agent (it shows up again if it "
+			       "keeps enrolling).", NULL);
+		goto cleanup;
+	}
+	if ((rc = id_arg(ctx, &id, &pos, 1)) < 0)
+		goto cleanup;
+	if (ctx->dry_run) {
+		printf("would forget pending agent %" PRId64 "\n", id);
+		goto cleanup;
+	}
+	snprintf(path, sizeof(path), "/agent/pending/%" PRId64, id);
+	rc = cli_api(&res, NULL, ctx, "DELETE", path, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->output == CLI_OUT_JSON)
+		rc = out_json_print(res, stdout);
+	else
+		printf("pending agent %" PRId64 " forgotten\n", id);
+cleanup:
+	json_decref(res);
+	free(pos.v);
+	return rc;
+}
+
+static const struct cli_verb verbs[] = {
+	{ "token", "NODE", "create a node's agent token (printed bare)", agent_token },
+	{ "enroll-token", "create|list|revoke", "fleet enrollment tokens", agent_enroll_token },
+	{ "pending", "", "list agents waiting to be accepted", agent_pending },
+	{ "accept", "ID NODE", "accept a pending agent as NODE", agent_accept },
+	{ "reject", "ID", "forget a pending agent", agent_reject },
+	{ 0 },
+};
+
+static int agent_run(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return cli_verb_dispatch(ctx, "Node agents: tokens, enrollment and pending agents (admin).",
+				 verbs, argc, argv);
+}
+
+const struct cli_cmd cmd_agent = { "agent", "agent tokens, enrollment tokens, pending agents",
+				   agent_run };

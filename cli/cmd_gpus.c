@@ -1,0 +1,143 @@
+/* kiln gpus NODERANGE: each node's GPUs, driver and CUDA versions from its latest agent report. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kiln/buf.h>
+#include <kiln/error.h>
+
+#include "cli.h"
+#include "client.h"
+#include "output.h"
+
+/* A number with unit into buf, "-" when v is not a number. */
+static const char *num(char *buf, size_t len, const json_t *v, double scale, const char *fmt)
+{
+	if (!json_is_number(v))
+		return NULL;
+	snprintf(buf, len, fmt, json_number_value(v) / scale);
+	return buf;
+}
+
+static int gpu_rows(struct out_table *t, const json_t *n)
+{
+	const char *node = json_string_value(json_object_get(n, "node"));
+	json_t *gpus = json_object_get(n, "gpus"), *g;
+	char drv[64], cuda[32], seen[32];
+	size_t i;
+	int rc;
+
+	out_cell(drv, sizeof(drv), json_object_get(n, "driver_version"));
+	out_cell(cuda, sizeof(cuda), json_object_get(n, "cuda_driver_version"));
+	snprintf(seen, sizeof(seen), "%" JSON_INTEGER_FORMAT "s ago",
+		 json_integer_value(json_object_get(n, "age_s")));
+	if (json_array_size(gpus) == 0) {
+		/* No GPU to show: the NVIDIA status says why (no_driver, mismatch, error). */
+		char status[64];
+		const char *row[] = { node, "-", out_cell(status, sizeof(status),
+							 json_object_get(n, "nvidia_status")),
+				      NULL, NULL, NULL, NULL, NULL, drv, cuda, seen };
+
+		return out_table_add(t, row);
+	}
+	json_array_foreach(gpus, i, g) {
+		char idx[16], name[128], mem[32], temp[16], power[32], util[16], ecc[32];
+		const char *row[] = {
+			node,
+			out_cell(idx, sizeof(idx), json_object_get(g, "index")),
+			out_cell(name, sizeof(name), json_object_get(g, "name")),
+			num(mem, sizeof(mem), json_object_get(g, "memory_total_bytes"), 1073741824.0,
+			    "%.1f GiB"),
+			num(temp, sizeof(temp), json_object_get(g, "temperature_c"), 1, "%.0f C"),
+			num(power, sizeof(power), json_object_get(g, "power_draw_w"), 1, "%.0f W"),
+			num(util, sizeof(util), json_object_get(g, "utilization_gpu_pct"), 1, "%.0f%%"),
+			out_cell(ecc, sizeof(ecc), json_object_get(g, "ecc_volatile_uncorrected")),
+			drv,
+			cuda,
+			seen,
+		};
+
+		if ((rc = out_table_add(t, row)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int gpus_run(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const char *const headers[] = { "NODE", "GPU", "NAME", "MEMORY", "TEMP", "POWER",
+						"UTIL", "ECC UNC", "DRIVER", "CUDA", "REPORTED" };
+	struct cli_args pos = { 0 };
+	struct kiln_buf path;
+	struct out_table t;
+	json_t *res = NULL, *n;
+	char *q = NULL;
+	size_t i;
+	int rc;
+
+	kiln_buf_init(&path, 0);
+	out_table_init(&t, headers, sizeof(headers) / sizeof(headers[0]));
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "[NODERANGE]",
+			       "Shows the GPUs, driver and CUDA versions of each node as its agent last "
+			       "reported them (all nodes without a range).", NULL);
+		goto cleanup;
+	}
+	if (pos.n > 1) {
+		rc = cli_usage_error(ctx, "one NODERANGE only (join ranges with ',')");
+		goto cleanup;
+	}
+	if (pos.n == 1 && !(q = cli_url_escape(pos.v[0]))) {
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto cleanup;
+	}
+	rc = kiln_buf_printf(&path, "/gpus%s%s", q ? "?range=" : "", q ? q : "");
+	if (rc == 0)
+		rc = cli_api(&res, NULL, ctx, "GET", path.data, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (!json_is_array(res)) {
+		rc = kiln_fail(KILN_EPROTO, "kilnd's GPU list is not an array");
+		goto cleanup;
+	}
+	if (ctx->output == CLI_OUT_JSON) {
+		rc = out_json_print(res, stdout);
+		if (rc == 0)
+			rc = out_results_status(res);
+		goto cleanup;
+	}
+	json_array_foreach(res, i, n) {
+		const char *err = json_string_value(json_object_get(n, "error"));
+		json_int_t have = json_integer_value(json_object_get(n, "gpu_count"));
+		json_int_t had = json_integer_value(json_object_get(n, "gpu_count_max"));
+
+		if (err) {
+			fprintf(stderr, "kiln: %s: %s\n",
+				json_string_value(json_object_get(n, "node")), err);
+			continue;
+		}
+		if (have < had)
+			fprintf(stderr, "kiln: %s: %" JSON_INTEGER_FORMAT " GPUs reported, the node "
+				"had %" JSON_INTEGER_FORMAT "\n",
+				json_string_value(json_object_get(n, "node")), have, had);
+		if ((rc = gpu_rows(&t, n)) < 0)
+			goto cleanup;
+	}
+	if (t.nrows > 0)
+		out_table_print(&t, stdout);
+	rc = out_results_status(res);
+cleanup:
+	out_table_free(&t);
+	kiln_buf_free(&path);
+	json_decref(res);
+	free(q);
+	free(pos.v);
+	return rc;
+}
+
+const struct cli_cmd cmd_gpus = { "gpus", "GPUs, driver and CUDA versions from the agents",
+				  gpus_run };
