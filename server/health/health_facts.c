@@ -1,0 +1,209 @@
+/* A node's health facts read from the store: the poller's BMC readings, the agent's latest
+ * report and GPUs, the ECC history and recent Xid events. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "health/health_facts.h"
+#include "kiln/error.h"
+
+void health_sources_clear(struct health_sources *src)
+{
+	if (!src)
+		return;
+	if (src->have_agent)
+		agent_state_clear(&src->agent);
+	agent_gpu_list_free(src->gpus, src->ngpus);
+	json_decref(src->report);
+	memset(src, 0, sizeof(*src));
+}
+
+void health_sources_gpu_summary(const struct health_sources *src, double *out_hottest_c,
+				double *out_power_w)
+{
+	double hot = NAN, power = NAN;
+
+	for (size_t i = 0; i < src->ngpus; i++) {
+		const struct agent_gpu *g = &src->gpus[i];
+
+		if (!isnan(g->temperature_c) && (isnan(hot) || g->temperature_c > hot))
+			hot = g->temperature_c;
+		if (!isnan(g->power_draw_w))
+			power = (isnan(power) ? 0 : power) + g->power_draw_w;
+	}
+	*out_hottest_c = hot;
+	*out_power_w = power;
+}
+
+/* The Xid number of an agent event's message ("Xid 79 on GPU 3: ..."), or -1. */
+static int xid_of_message(const char *msg)
+{
+	char *end;
+	long v;
+
+	if (!msg || strncasecmp(msg, "xid ", 4) != 0)
+		return -1;
+	v = strtol(msg + 4, &end, 10);
+	if (end == msg + 4 || v < 0 || v > 100000)
+		return -1;
+	return (int)v;
+}
+
+static int health_ok(const char *h)
+{
+	return !h || strcasecmp(h, "ok") == 0 || strcasecmp(h, "enabled") == 0;
+}
+
+/* Inlet temperature and PSU state from the BMC's sensors JSON ({"sensors":[...]}). */
+static void sensor_facts(struct health_facts *f, const char *sensors_json)
+{
+	json_t *root = sensors_json ? json_loads(sensors_json, 0, NULL) : NULL;
+	json_t *arr = json_object_get(root, "sensors"), *s;
+	size_t i;
+
+	json_array_foreach(arr, i, s) {
+		const char *name = json_string_value(json_object_get(s, "name"));
+		const char *kind = json_string_value(json_object_get(s, "kind"));
+		const char *health = json_string_value(json_object_get(s, "health"));
+		json_t *value = json_object_get(s, "value");
+
+		if (!name || !kind)
+			continue;
+		if (strcmp(kind, "temperature") == 0 && strcasestr(name, "inlet") &&
+		    json_is_number(value)) {
+			double v = json_number_value(value);
+
+			if (isnan(f->inlet_c) || v > f->inlet_c)
+				f->inlet_c = v;
+		} else if (strcmp(kind, "psu") == 0 && !health_ok(health)) {
+			if (strcasestr(name, "redundan"))
+				f->psu_redundancy_lost = 1;
+			else
+				f->psu_failed++;
+		} else if (strcasestr(name, "redundan") && !health_ok(health)) {
+			f->psu_redundancy_lost = 1;
+		}
+	}
+	json_decref(root);
+}
+
+static int power_code(const char *p)
+{
+	if (strcmp(p, "on") == 0)
+		return 1;
+	if (strcmp(p, "off") == 0)
+		return 2;
+	return 0;
+}
+
+static int xid_facts(struct health_facts *f, struct store *st, int64_t node_id, int64_t since)
+{
+	struct event *ev = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = store_event_query(st, &ev, &n, since, node_id, "xid", SEV_INFO, 256);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n && f->nxids < HEALTH_XIDS_MAX; i++) {
+		int x = xid_of_message(ev[i].message);
+
+		if (x >= 0 && health_xid_critical(x))
+			f->xids[f->nxids++] = x;
+	}
+	event_list_free(ev, n);
+	return 0;
+}
+
+static void starved_facts(struct health_facts *f, const struct health_sources *src,
+			  const struct health_config *cfg)
+{
+	double util = 0, iowait = NAN;
+	int held = 0, counted = 0;
+	json_t *v;
+
+	for (size_t i = 0; i < src->ngpus; i++) {
+		const struct agent_gpu *g = &src->gpus[i];
+
+		if (!isnan(g->utilization_gpu_pct)) {
+			util += g->utilization_gpu_pct;
+			counted++;
+		}
+		if (g->memory_used_bytes > 0) {
+			json_t *d = g->detail ? json_loads(g->detail, 0, NULL) : NULL;
+			json_t *procs = json_object_get(d, "processes");
+
+			/* Processes listed, or (without the list) memory in use. */
+			if (json_is_array(procs) ? json_array_size(procs) > 0 : 1)
+				held = 1;
+			json_decref(d);
+		}
+	}
+	v = json_object_get(json_object_get(src->report, "host"), "cpu_iowait_pct");
+	if (json_is_number(v))
+		iowait = json_number_value(v);
+	f->starved_now = counted > 0 &&
+			 health_starved_sample(util / counted, held, iowait, cfg);
+}
+
+int health_facts_gather(struct health_facts *f, struct health_sources *src, struct store *st,
+			const struct node *n, const struct fleet_state *state, int maintenance,
+			int64_t now, const struct health_config *cfg)
+{
+	json_t *iv;
+	int rc;
+
+	memset(src, 0, sizeof(*src));
+	health_facts_init(f, now);
+	f->has_bmc = n->bmc_protocol != BMC_NONE;
+	f->maintenance = maintenance;
+	if (state) {
+		f->bmc_reachable = state->reachable;
+		f->bmc_down_since = state->down_since;
+		f->credentials_rejected =
+			state->power_error &&
+			strncmp(state->power_error, "credentials rejected", 20) == 0;
+		f->power = power_code(state->power);
+		if (f->power == 1)
+			f->power_on_since = state->power_changed;
+		f->starved_since = state->starved_since;
+		sensor_facts(f, state->sensors);
+	}
+	rc = store_agent_state_get(st, &src->agent, n->id, 1);
+	if (rc == KILN_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
+	src->have_agent = 1;
+	src->report = src->agent.report ? json_loads(src->agent.report, 0, NULL) : NULL;
+	f->agent_last_seen = src->agent.last_seen;
+	iv = json_object_get(src->report, "interval_s");
+	if (json_is_integer(iv) && json_integer_value(iv) > 0)
+		f->agent_interval_s = json_integer_value(iv);
+	f->gpus_seen = src->agent.gpu_count;
+	f->gpus_expected = src->agent.gpu_count_max;
+	f->nvidia_status = src->agent.nvidia_status;
+	f->driver_version = src->agent.driver_version;
+	f->kernel_module_version = src->agent.kernel_module_version;
+	rc = store_agent_gpus_get(st, &src->gpus, &src->ngpus, n->id);
+	if (rc < 0)
+		return rc;
+	{
+		double power;
+
+		health_sources_gpu_summary(src, &f->hottest_gpu_c, &power);
+	}
+	for (size_t i = 0; i < src->ngpus; i++)
+		if (src->gpus[i].remapped_rows_failure == 1)
+			f->remap_failure = 1;
+	rc = store_fleet_ecc_window(st, &f->ecc_first, &f->ecc_last, n->id,
+				    now - cfg->ecc_window_s);
+	if (rc < 0)
+		return rc;
+	rc = xid_facts(f, st, n->id, now - cfg->xid_window_s);
+	if (rc < 0)
+		return rc;
+	starved_facts(f, src, cfg);
+	return 0;
+}

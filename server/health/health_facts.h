@@ -1,0 +1,34 @@
+/* Gathers a node's health facts from the store (BMC readings, agent state, GPUs, history,
+ * events) for the pure rules in health.h. */
+#ifndef KILND_HEALTH_FACTS_H
+#define KILND_HEALTH_FACTS_H
+
+#include "health/health.h"
+#include "store/store.h"
+
+/* What the facts borrow strings from; cleared with health_facts_sources_clear. */
+struct health_sources {
+	struct agent_state agent;
+	int have_agent;
+	struct agent_gpu *gpus;
+	size_t ngpus;
+	json_t *report;
+};
+
+void health_sources_clear(struct health_sources *src);
+
+/*
+ * Fills f for node n at time now from its poller state (may be NULL: never polled), its
+ * maintenance flag, and what its agent reported; the strings in f point into *src.
+ * starved_now is computed with cfg; starved_since is taken from state (the caller keeps it).
+ * Store failures are returned (with the message set).
+ */
+int health_facts_gather(struct health_facts *f, struct health_sources *src, struct store *st,
+			const struct node *n, const struct fleet_state *state, int maintenance,
+			int64_t now, const struct health_config *cfg);
+
+/* Hottest GPU temperature and total GPU power draw from the sources (NAN when unknown). */
+void health_sources_gpu_summary(const struct health_sources *src, double *out_hottest_c,
+				double *out_power_w);
+
+#endif

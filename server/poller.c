@@ -1,0 +1,766 @@
+/* The poller thread: BMC readings on a jittered schedule under the engine's fan-out limit,
+ * backoff and circuit breaker per BMC, events, health evaluation and automatic remediation. */
+#include <stdarg.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "health/health_facts.h"
+#include "kiln/error.h"
+#include "kiln/log.h"
+#include "poller.h"
+
+#define REFRESH_S 10        /* the node list is read again this often */
+#define TICK_MS 250
+
+void poller_config_defaults(struct poller_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->interval_s = 30;
+	cfg->sensors_every = 4;
+	cfg->sel_every = 4;
+	cfg->unreachable_failures = 2;
+	cfg->circuit_failures = 5;
+	cfg->backoff_max_s = 600;
+	cfg->probe_interval_s = 300;
+	cfg->health_every_s = 10;
+	health_config_defaults(&cfg->health);
+	cfg->remediate = 0;
+	cfg->remediate_grace_s = 300;
+	cfg->remediate_max_per_hour = 2;
+}
+
+/* --- pure pieces --------------------------------------------------------------------- */
+
+int64_t poller_jitter_ms(const char *node, int64_t interval_ms)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	if (interval_ms <= 0)
+		return 0;
+	for (const char *s = node; s && *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return (int64_t)(h % (uint64_t)interval_ms);
+}
+
+int64_t poller_backoff_s(int failures, int64_t interval_s, int64_t max_s)
+{
+	int64_t d = interval_s > 0 ? interval_s : 1;
+
+	for (int i = 1; i < failures && d < max_s; i++)
+		d *= 2;
+	return d > max_s ? max_s : d;
+}
+
+enum poller_transition poller_record_failure(struct fleet_state *s, int64_t now,
+					     const struct poller_config *cfg)
+{
+	enum poller_transition t = POLLER_SAME;
+
+	if (s->failures == 0)
+		s->down_since = now;
+	s->failures++;
+	if (s->reachable && s->failures >= cfg->unreachable_failures) {
+		s->reachable = 0;
+		t = POLLER_DOWN;
+	}
+	if (s->failures >= cfg->circuit_failures) {
+		s->circuit_open = 1;
+		s->next_try = now + cfg->probe_interval_s;
+		/* A reading this old says nothing about the node any more. */
+		snprintf(s->power, sizeof(s->power), "unknown");
+	} else {
+		s->next_try = now + poller_backoff_s(s->failures, cfg->interval_s, cfg->backoff_max_s);
+	}
+	return t;
+}
+
+enum poller_transition poller_record_success(struct fleet_state *s, int64_t now)
+{
+	enum poller_transition t = s->reachable ? POLLER_SAME : POLLER_UP;
+
+	s->reachable = 1;
+	s->failures = 0;
+	s->down_since = 0;
+	s->circuit_open = 0;
+	s->next_try = 0;
+	s->last_ok = now;
+	return t;
+}
+
+int poller_may_poll(const struct fleet_state *s, int64_t now)
+{
+	return now >= s->next_try;
+}
+
+/* --- the thread ---------------------------------------------------------------------- */
+
+struct slot {
+	struct node *node;          /* owned; refreshed */
+	struct fleet_state st;
+	int64_t due_ms;
+	unsigned cycle;
+	int busy;                   /* a poll chain is in flight */
+	int acting;                 /* an automatic power cycle is in flight */
+	int64_t cred_version;       /* credentials the circuit was opened with */
+};
+
+struct completion {
+	struct completion *next;
+	struct poller *p;
+	int64_t node_id;
+	enum bmc_op_kind kind;
+	int64_t audit_id;
+	int rc;
+	char error[512];
+	json_t *data;
+};
+
+struct poller {
+	struct poller_options opt;
+	struct secret_key key;
+	struct store *st;
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int stopping;
+	int outstanding;            /* submitted, not yet processed */
+	struct completion *done_head;
+	struct slot *slots;         /* sorted by node id */
+	size_t nslots;
+	int64_t refreshed_at;
+	int64_t health_at;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_done(void *ud, const struct bmc_result *res)
+{
+	struct completion *c = ud;
+	struct poller *p = c->p;
+
+	c->rc = res->rc;
+	snprintf(c->error, sizeof(c->error), "%s", res->error);
+	c->data = res->data ? json_incref(res->data) : NULL;
+	pthread_mutex_lock(&p->lock);
+	c->next = p->done_head;
+	p->done_head = c;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static struct slot *slot_find(struct poller *p, int64_t node_id)
+{
+	size_t lo = 0, hi = p->nslots;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->slots[mid].node->id == node_id)
+			return &p->slots[mid];
+		if (p->slots[mid].node->id < node_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static void event_add(struct poller *p, const struct slot *s, enum event_severity sev,
+		      const char *source, const char *kind, const char *dedup, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+
+static void event_add(struct poller *p, const struct slot *s, enum event_severity sev,
+		      const char *source, const char *kind, const char *dedup, const char *fmt, ...)
+{
+	char msg[512];
+	struct event ev = { 0 };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ev.node_id = s->node->id;
+	ev.severity = sev;
+	ev.source = (char *)source;
+	ev.kind = (char *)kind;
+	ev.message = msg;
+	ev.dedup_key = (char *)dedup;
+	if (store_event_insert(p->st, &ev, NULL) < 0)
+		log_warn("poller: %s: event: %s", s->node->name, kiln_error_last());
+}
+
+/* Submits op for the slot's node; the password is decrypted for the call only. */
+static int submit(struct poller *p, struct slot *s, const struct bmc_op *op, int64_t audit_id)
+{
+	const struct node *n = s->node;
+	struct bmc_target t = { 0 };
+	struct completion *c = NULL;
+	char *password = NULL;
+	int rc;
+
+	if (n->bmc_password_enc &&
+	    (rc = secret_decrypt(&password, &p->key, n->bmc_password_enc, n->bmc_password_enc_len,
+				 n->name)) < 0)
+		return rc;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto cleanup;
+	}
+	c->p = p;
+	c->node_id = n->id;
+	c->kind = op->kind;
+	c->audit_id = audit_id;
+	t.node_id = n->id;
+	t.node_name = n->name;
+	t.protocol = n->bmc_protocol;
+	t.host = n->bmc_host;
+	t.port = n->bmc_port;
+	t.user = n->bmc_user;
+	t.password = password;
+	t.tls_mode = n->tls_mode;
+	t.tls_ca_file = n->tls_ca_file;
+	t.tls_fingerprint = n->tls_fingerprint;
+	t.ipmi_cipher = n->ipmi_cipher;
+	t.ipmi_privilege = n->ipmi_privilege;
+	t.ipmi_workarounds = n->ipmi_workarounds;
+	t.bmc_system = n->bmc_system;
+	t.credentials_version = n->credentials_version;
+	pthread_mutex_lock(&p->lock);
+	p->outstanding++;
+	pthread_mutex_unlock(&p->lock);
+	rc = bmc_submit(p->opt.engine, &t, op, on_done, c);
+	if (rc < 0) {
+		pthread_mutex_lock(&p->lock);
+		p->outstanding--;
+		pthread_mutex_unlock(&p->lock);
+		free(c);
+	}
+cleanup:
+	secret_free_string(password);
+	return rc;
+}
+
+static int submit_kind(struct poller *p, struct slot *s, enum bmc_op_kind kind)
+{
+	struct bmc_op op = { .kind = kind };
+
+	if (kind == BMC_OP_SEL)
+		op.sel_since = s->st.sel_cursor;
+	return submit(p, s, &op, 0);
+}
+
+static void state_put(struct poller *p, const struct slot *s)
+{
+	if (store_fleet_state_put(p->st, &s->st) < 0)
+		log_warn("poller: %s: %s", s->node->name, kiln_error_last());
+}
+
+static void set_error(struct fleet_state *st, const char *msg)
+{
+	free(st->power_error);
+	st->power_error = msg ? strdup(msg) : NULL;
+}
+
+static enum event_severity sel_severity(const char *s)
+{
+	if (s && (strcasecmp(s, "critical") == 0 || strcasecmp(s, "error") == 0))
+		return SEV_CRITICAL;
+	if (s && strcasecmp(s, "warning") == 0)
+		return SEV_WARNING;
+	return SEV_INFO;
+}
+
+static void sel_entries(struct poller *p, struct slot *s, json_t *data)
+{
+	json_t *entries = json_object_get(data, "entries"), *e;
+	size_t i;
+
+	json_array_foreach(entries, i, e) {
+		json_t *idv = json_object_get(e, "id"), *tv = json_object_get(e, "time");
+		const char *msg = json_string_value(json_object_get(e, "message"));
+		const char *sev = json_string_value(json_object_get(e, "severity"));
+		int64_t t = json_is_integer(tv) ? json_integer_value(tv) : 0;
+		char id[64], key[128];
+
+		if (json_is_string(idv))
+			snprintf(id, sizeof(id), "%s", json_string_value(idv));
+		else if (json_is_integer(idv))
+			snprintf(id, sizeof(id), "%" JSON_INTEGER_FORMAT, json_integer_value(idv));
+		else
+			snprintf(id, sizeof(id), "-");
+		snprintf(key, sizeof(key), "sel:%s:%lld", id, (long long)t);
+		event_add(p, s, sel_severity(sev), "bmc", "sel", key, "SEL %s: %.400s", id,
+			  msg ? msg : "(no message)");
+		if (t > s->st.sel_cursor)
+			s->st.sel_cursor = t;
+	}
+}
+
+/* After a step of the poll chain: the next one, or the end of the chain. */
+static void chain_next(struct poller *p, struct slot *s, enum bmc_op_kind after)
+{
+	int sensors = p->opt.cfg.sensors_every > 0 &&
+		      s->cycle % (unsigned)p->opt.cfg.sensors_every == 0;
+	int sel = p->opt.cfg.sel_every > 0 && s->cycle % (unsigned)p->opt.cfg.sel_every == 0;
+
+	if (after == BMC_OP_POWER_GET && sensors && submit_kind(p, s, BMC_OP_SENSORS) == 0)
+		return;
+	if (after != BMC_OP_SEL && sel && submit_kind(p, s, BMC_OP_SEL) == 0)
+		return;
+	s->busy = 0;
+}
+
+static void poll_result(struct poller *p, struct slot *s, struct completion *c, int64_t now)
+{
+	enum poller_transition t;
+
+	if (c->rc < 0) {
+		char msg[600];
+
+		if (c->rc == KILN_EAUTH)
+			snprintf(msg, sizeof(msg), "credentials rejected: %s", c->error);
+		else
+			snprintf(msg, sizeof(msg), "%s", c->error[0] ? c->error : kiln_error_name(c->rc));
+		set_error(&s->st, msg);
+		t = poller_record_failure(&s->st, now, &p->opt.cfg);
+		if (c->rc == KILN_EAUTH) {
+			/* BMCs lock an address out: not again until the credentials change. */
+			s->st.circuit_open = 1;
+			s->st.next_try = INT64_MAX / 2;
+			s->cred_version = s->node->credentials_version;
+		}
+		if (t == POLLER_DOWN)
+			event_add(p, s, SEV_WARNING, "bmc", "bmc", NULL, "BMC unreachable: %.400s", msg);
+		s->busy = 0;
+		state_put(p, s);
+		return;
+	}
+	t = poller_record_success(&s->st, now);
+	if (t == POLLER_UP)
+		event_add(p, s, SEV_INFO, "bmc", "bmc", NULL, "BMC reachable again");
+	set_error(&s->st, NULL);
+	switch (c->kind) {
+	case BMC_OP_POWER_GET: {
+		const char *pw = json_string_value(json_object_get(c->data, "power"));
+
+		if (!pw || (strcmp(pw, "on") != 0 && strcmp(pw, "off") != 0))
+			pw = "unknown";
+		if (strcmp(pw, s->st.power) != 0) {
+			if (s->st.power_time > 0 && strcmp(s->st.power, "unknown") != 0 &&
+			    strcmp(pw, "unknown") != 0)
+				event_add(p, s, SEV_INFO, "bmc", "power", NULL, "power %s -> %s",
+					  s->st.power, pw);
+			s->st.power_changed = now;
+			snprintf(s->st.power, sizeof(s->st.power), "%s", pw);
+		}
+		s->st.power_time = now;
+		break;
+	}
+	case BMC_OP_SENSORS: {
+		char *text = c->data ? json_dumps(c->data, JSON_COMPACT) : NULL;
+
+		if (text) {
+			free(s->st.sensors);
+			s->st.sensors = text;
+			s->st.sensors_time = now;
+		}
+		break;
+	}
+	case BMC_OP_SEL:
+		sel_entries(p, s, c->data);
+		break;
+	default:
+		break;
+	}
+	state_put(p, s);
+	chain_next(p, s, c->kind);
+}
+
+static void action_result(struct poller *p, struct slot *s, struct completion *c)
+{
+	char outcome[600];
+	const char *result = json_string_value(json_object_get(c->data, "result"));
+
+	s->acting = 0;
+	if (c->rc == 0)
+		snprintf(outcome, sizeof(outcome), "ok");
+	else
+		snprintf(outcome, sizeof(outcome), "failed: %s", c->error);
+	if (c->audit_id && store_audit_finish(p->st, c->audit_id, outcome) < 0)
+		log_warn("poller: audit: %s", kiln_error_last());
+	if (c->rc == 0)
+		event_add(p, s, SEV_INFO, "kilnd", "remediation", NULL,
+			  "automatic power cycle done%s%s", result ? ": " : "", result ? result : "");
+	else
+		event_add(p, s, SEV_CRITICAL, "kilnd", "remediation", NULL,
+			  "automatic power cycle failed: %.400s", c->error);
+	log_info("poller: %s: automatic power cycle %s", s->node->name, outcome);
+}
+
+static void completions_process(struct poller *p, struct completion *list)
+{
+	int64_t now = time(NULL);
+	int began = store_begin(p->st) == 0;
+
+	while (list) {
+		struct completion *c = list;
+		struct slot *s = slot_find(p, c->node_id);
+
+		list = c->next;
+		if (s && c->kind == BMC_OP_POWER_ACTION)
+			action_result(p, s, c);
+		else if (s)
+			poll_result(p, s, c, now);
+		json_decref(c->data);
+		free(c);
+		pthread_mutex_lock(&p->lock);
+		p->outstanding--;
+		pthread_mutex_unlock(&p->lock);
+	}
+	if (began && store_commit(p->st) < 0) {
+		log_warn("poller: commit: %s", kiln_error_last());
+		store_rollback(p->st);
+	}
+}
+
+static int cmp_node_id(const void *a, const void *b)
+{
+	const struct slot *x = a, *y = b;
+
+	return x->node->id < y->node->id ? -1 : x->node->id > y->node->id;
+}
+
+/* Reads the node list again: new nodes get a slot (and their stored state), removed ones
+ * lose it, the others keep their schedule with the node's current settings. */
+static int refresh(struct poller *p, int64_t now)
+{
+	struct node **nodes = NULL;
+	struct slot *slots = NULL;
+	size_t count = 0;
+	int64_t interval_ms = p->opt.cfg.interval_s * 1000, base = now_ms();
+	int rc;
+
+	rc = store_node_list(p->st, &nodes, &count);
+	if (rc < 0)
+		return rc;
+	slots = calloc(count ? count : 1, sizeof(*slots));
+	if (!slots) {
+		node_list_free(nodes, count);
+		return kiln_fail(KILN_ERROR, "out of memory");
+	}
+	for (size_t i = 0; i < count; i++) {
+		struct slot *old = slot_find(p, nodes[i]->id), *s = &slots[i];
+
+		if (old) {
+			*s = *old; /* old->node is freed below with the old list */
+			memset(&old->st, 0, sizeof(old->st));
+		} else {
+			if (store_fleet_state_get(p->st, &s->st, nodes[i]->id) < 0)
+				fleet_state_init(&s->st, nodes[i]->id);
+			s->due_ms = base + poller_jitter_ms(nodes[i]->name, interval_ms);
+		}
+		s->node = nodes[i];
+		/* New credentials close a circuit opened by a rejection. */
+		if (s->st.circuit_open && s->cred_version &&
+		    s->cred_version != s->node->credentials_version) {
+			s->st.next_try = now;
+			s->cred_version = 0;
+		}
+		nodes[i] = NULL;
+	}
+	for (size_t i = 0; i < p->nslots; i++) {
+		node_free(p->slots[i].node);
+		fleet_state_clear(&p->slots[i].st);
+	}
+	free(p->slots);
+	free(nodes);
+	qsort(slots, count, sizeof(*slots), cmp_node_id);
+	p->slots = slots;
+	p->nslots = count;
+	p->refreshed_at = now;
+	return 0;
+}
+
+static void poll_due(struct poller *p, int64_t now)
+{
+	int64_t ms = now_ms(), interval_ms = p->opt.cfg.interval_s * 1000;
+
+	for (size_t i = 0; i < p->nslots; i++) {
+		struct slot *s = &p->slots[i];
+
+		if (s->node->bmc_protocol == BMC_NONE || s->busy || ms < s->due_ms)
+			continue;
+		while (s->due_ms <= ms)
+			s->due_ms += interval_ms;
+		if (!poller_may_poll(&s->st, now))
+			continue;
+		s->cycle++;
+		s->busy = 1;
+		if (submit_kind(p, s, BMC_OP_POWER_GET) < 0) {
+			s->busy = 0;
+			log_warn("poller: %s: %s", s->node->name, kiln_error_last());
+		}
+	}
+}
+
+static int maint_has(const struct maintenance *m, size_t n, int64_t node_id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (m[i].node_id == node_id)
+			return 1;
+	return 0;
+}
+
+/* Automatic power cycles of any actor "kilnd" within the last hour. */
+static int remediations_last_hour(struct poller *p, int64_t now)
+{
+	struct audit_entry *rows = NULL;
+	size_t n = 0;
+	int count = 0;
+
+	if (store_audit_list(p->st, &rows, &n, now - 3600, 0) < 0)
+		return INT32_MAX;
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].actor && strcmp(rows[i].actor, "kilnd") == 0 && rows[i].action &&
+		    strcmp(rows[i].action, "power.cycle") == 0)
+			count++;
+	audit_entry_list_free(rows, n);
+	return count;
+}
+
+/* Once per hung episode, and never again for a node whose agent has not come back since
+ * the last automatic cycle (a cycle that did not help is a person's problem). */
+static void remediate(struct poller *p, struct slot *s, const char *reason,
+		      int64_t agent_last_seen, int64_t now)
+{
+	const struct poller_config *cfg = &p->opt.cfg;
+	struct bmc_op op = { .kind = BMC_OP_POWER_ACTION, .action = BMC_ACT_CYCLE };
+	json_t *detail;
+	char *text;
+	int64_t audit_id = 0;
+
+	if (!cfg->remediate || !p->opt.engine || s->acting || s->node->bmc_protocol == BMC_NONE ||
+	    s->st.hung_since <= 0 || now - s->st.hung_since < cfg->remediate_grace_s ||
+	    s->st.remediated_at >= s->st.hung_since ||
+	    (s->st.remediated_at > 0 && agent_last_seen < s->st.remediated_at))
+		return;
+	if (remediations_last_hour(p, now) >= cfg->remediate_max_per_hour) {
+		event_add(p, s, SEV_WARNING, "kilnd", "remediation", "remediation-limit",
+			  "hung, but the limit of %d automatic power cycles an hour is reached",
+			  cfg->remediate_max_per_hour);
+		return;
+	}
+	detail = json_pack("{s:s, s:b, s:I}", "reason", reason, "automatic", 1, "hung_since",
+			   (json_int_t)s->st.hung_since);
+	text = detail ? json_dumps(detail, JSON_COMPACT) : NULL;
+	json_decref(detail);
+	if (store_audit_begin(p->st, &audit_id, "kilnd", "power.cycle", s->node->name, text) < 0) {
+		log_warn("poller: %s: audit: %s", s->node->name, kiln_error_last());
+		free(text);
+		return;
+	}
+	free(text);
+	s->st.remediated_at = now;
+	event_add(p, s, SEV_WARNING, "kilnd", "remediation", NULL,
+		  "automatic power cycle: %.400s", reason);
+	log_info("poller: %s: automatic power cycle (%s)", s->node->name, reason);
+	s->acting = 1;
+	if (submit(p, s, &op, audit_id) < 0) {
+		s->acting = 0;
+		store_audit_finish(p->st, audit_id, "failed: not submitted");
+	}
+}
+
+static char *reasons_json(const struct health_result *r)
+{
+	json_t *arr = json_array();
+	char *text;
+
+	for (size_t i = 0; arr && i < r->nreasons; i++)
+		json_array_append_new(arr, json_string(r->reasons[i]));
+	text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+	json_decref(arr);
+	return text;
+}
+
+static void health_one(struct poller *p, struct slot *s, int maintenance, int64_t now)
+{
+	const struct poller_config *cfg = &p->opt.cfg;
+	struct health_facts f;
+	struct health_sources src;
+	struct health_result res;
+	const char *old = s->st.health;
+	char *reasons;
+
+	if (health_facts_gather(&f, &src, p->st, s->node, &s->st, maintenance, now,
+				&cfg->health) < 0) {
+		log_warn("poller: %s: health: %s", s->node->name, kiln_error_last());
+		health_sources_clear(&src);
+		return;
+	}
+	if (!f.starved_now)
+		s->st.starved_since = 0;
+	else if (s->st.starved_since == 0)
+		s->st.starved_since = now;
+	f.starved_since = s->st.starved_since;
+	health_evaluate(&res, &f, &cfg->health);
+	health_sources_clear(&src);
+
+	if (res.hung && s->st.hung_since == 0) {
+		char key[64];
+
+		s->st.hung_since = now;
+		snprintf(key, sizeof(key), "hung:%lld", (long long)now);
+		event_add(p, s, SEV_CRITICAL, "kilnd", "hung", key, "%s", res.reasons[0]);
+	} else if (!res.hung) {
+		s->st.hung_since = 0;
+	}
+	if (strcmp(old, health_level_name(res.level)) != 0)
+		event_add(p, s, res.level == HEALTH_CRITICAL  ? SEV_CRITICAL
+				: res.level == HEALTH_WARNING ? SEV_WARNING
+							      : SEV_INFO,
+			  "kilnd", "health", NULL, "health %s -> %s%s%s", old,
+			  health_level_name(res.level), res.nreasons ? ": " : "",
+			  res.nreasons ? res.reasons[0] : "");
+	snprintf(s->st.health, sizeof(s->st.health), "%s", health_level_name(res.level));
+	reasons = reasons_json(&res);
+	if (reasons) {
+		free(s->st.reasons);
+		s->st.reasons = reasons;
+	}
+	s->st.health_time = now;
+	state_put(p, s);
+	if (res.hung)
+		for (size_t i = 0; i < res.nreasons; i++)
+			if (strncmp(res.reasons[i], "hung:", 5) == 0)
+				remediate(p, s, res.reasons[i], f.agent_last_seen, now);
+}
+
+static void health_sweep(struct poller *p, int64_t now)
+{
+	struct maintenance *m = NULL;
+	size_t nm = 0;
+
+	if (store_maintenance_list(p->st, &m, &nm) < 0) {
+		log_warn("poller: maintenance: %s", kiln_error_last());
+		return;
+	}
+	if (store_begin(p->st) < 0) {
+		maintenance_list_free(m, nm);
+		return;
+	}
+	for (size_t i = 0; i < p->nslots; i++)
+		health_one(p, &p->slots[i], maint_has(m, nm, p->slots[i].node->id), now);
+	if (store_commit(p->st) < 0) {
+		log_warn("poller: commit: %s", kiln_error_last());
+		store_rollback(p->st);
+	}
+	maintenance_list_free(m, nm);
+	p->health_at = now;
+}
+
+static void *poller_main(void *arg)
+{
+	struct poller *p = arg;
+
+	for (;;) {
+		struct completion *done;
+		struct timespec until;
+		int64_t now = time(NULL), ms;
+
+		pthread_mutex_lock(&p->lock);
+		if (!p->done_head && !p->stopping) {
+			ms = now_ms() + TICK_MS;
+			until.tv_sec = ms / 1000;
+			until.tv_nsec = (ms % 1000) * 1000000;
+			pthread_cond_timedwait(&p->cond, &p->lock, &until);
+		}
+		done = p->done_head;
+		p->done_head = NULL;
+		if (p->stopping && !done && p->outstanding == 0) {
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+		pthread_mutex_unlock(&p->lock);
+		if (done)
+			completions_process(p, done);
+		if (p->stopping)
+			continue; /* only drain what is in flight */
+		now = time(NULL);
+		if (now - p->refreshed_at >= REFRESH_S && refresh(p, now) < 0)
+			log_warn("poller: nodes: %s", kiln_error_last());
+		if (p->opt.engine)
+			poll_due(p, now);
+		if (now - p->health_at >= p->opt.cfg.health_every_s)
+			health_sweep(p, now);
+	}
+	return NULL;
+}
+
+int poller_start(struct poller **out, const struct poller_options *opt)
+{
+	struct poller *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (!p)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	p->opt = *opt;
+	p->opt.db_path = NULL;
+	if (opt->key)
+		p->key = *opt->key;
+	if (p->opt.cfg.interval_s <= 0)
+		p->opt.cfg.interval_s = 30;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	rc = store_open(&p->st, opt->db_path);
+	if (rc < 0)
+		goto fail;
+	if (pthread_create(&p->thread, NULL, poller_main, p) != 0) {
+		rc = kiln_fail(KILN_ERROR, "poller: cannot start its thread");
+		goto fail;
+	}
+	p->started = 1;
+	*out = p;
+	return 0;
+fail:
+	poller_stop(p);
+	return rc;
+}
+
+void poller_stop(struct poller *p)
+{
+	if (!p)
+		return;
+	if (p->started) {
+		pthread_mutex_lock(&p->lock);
+		p->stopping = 1;
+		pthread_cond_signal(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+		pthread_join(p->thread, NULL);
+	}
+	for (size_t i = 0; i < p->nslots; i++) {
+		node_free(p->slots[i].node);
+		fleet_state_clear(&p->slots[i].st);
+	}
+	free(p->slots);
+	store_close(p->st);
+	explicit_bzero(&p->key, sizeof(p->key));
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p);
+}

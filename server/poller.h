@@ -1,0 +1,67 @@
+/* The poller: a kilnd thread that reads every node's BMC on a jittered schedule (power each
+ * cycle, sensors and SEL less often), keeps per-BMC backoff and a circuit breaker, turns
+ * readings into events, evaluates health and, when enabled, power-cycles hung nodes. */
+#ifndef KILND_POLLER_H
+#define KILND_POLLER_H
+
+#include <stdint.h>
+
+#include "bmc/bmc.h"
+#include "health/health.h"
+#include "secret.h"
+#include "store/store.h"
+
+struct poller_config {
+	int64_t interval_s;         /* power state every cycle */
+	int sensors_every;          /* sensors every K cycles */
+	int sel_every;              /* SEL (incrementally) every K cycles */
+	int unreachable_failures;   /* consecutive failures before "unreachable" */
+	int circuit_failures;       /* consecutive failures that open the circuit */
+	int64_t backoff_max_s;
+	int64_t probe_interval_s;   /* an open circuit is probed this often */
+	int64_t health_every_s;     /* how often health is evaluated */
+	struct health_config health;
+	int remediate;              /* automatic power cycle of hung nodes (default off) */
+	int64_t remediate_grace_s;  /* hung at least this long first */
+	int remediate_max_per_hour; /* fleet-wide */
+};
+
+/* 30 s, sensors and SEL every 4 cycles, unreachable after 2 failures, circuit after 5,
+ * backoff up to 10 min, probe every 5 min, health every 10 s, remediation off (grace 5 min,
+ * at most 2 an hour). */
+void poller_config_defaults(struct poller_config *cfg);
+
+struct poller_options {
+	const char *db_path;          /* the poller opens its own store handle */
+	const struct secret_key *key; /* decrypts the BMC passwords (copied) */
+	struct bmc_engine *engine;    /* NULL: no BMC polling, health only */
+	struct poller_config cfg;
+};
+
+struct poller;
+
+int poller_start(struct poller **out, const struct poller_options *opt);
+/* Stops the thread, waits for the operations in flight; accepts NULL. Call before
+ * stopping the engine. */
+void poller_stop(struct poller *p);
+
+/* --- the schedule's pure pieces (unit-tested) ---------------------------------------- */
+
+/* A node's fixed offset into the cycle, from its name: spreads the fleet over the interval. */
+int64_t poller_jitter_ms(const char *node, int64_t interval_ms);
+
+/* Seconds to wait after the n-th consecutive failure (n >= 1): interval * 2^(n-1), capped. */
+int64_t poller_backoff_s(int failures, int64_t interval_s, int64_t max_s);
+
+enum poller_transition { POLLER_SAME = 0, POLLER_DOWN, POLLER_UP };
+
+/* Records a failed request at now: failures, backoff (next_try), reachability, circuit. */
+enum poller_transition poller_record_failure(struct fleet_state *s, int64_t now,
+					     const struct poller_config *cfg);
+/* Records an answer: clears failures and backoff, closes the circuit. */
+enum poller_transition poller_record_success(struct fleet_state *s, int64_t now);
+
+/* Whether the node may be polled at now (backoff and circuit respected). */
+int poller_may_poll(const struct fleet_state *s, int64_t now);
+
+#endif

@@ -1,0 +1,108 @@
+/* Tests for the poller's pure pieces: jitter spread, exponential backoff, circuit breaker. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "poller.h"
+
+#define NOW 1700000000
+
+static void test_jitter_spread(void **state)
+{
+	int64_t buckets[10] = { 0 };
+	char name[32];
+
+	(void)state;
+	/* Deterministic, inside the interval, and spread: 1,000 nodes over 10 buckets of 3 s. */
+	for (int i = 0; i < 1000; i++) {
+		int64_t j;
+
+		snprintf(name, sizeof(name), "gpu%04d", i);
+		j = poller_jitter_ms(name, 30000);
+		assert_true(j >= 0 && j < 30000);
+		assert_int_equal(j, poller_jitter_ms(name, 30000));
+		buckets[j / 3000]++;
+	}
+	for (int b = 0; b < 10; b++)
+		if (buckets[b] < 50 || buckets[b] > 150)
+			fail_msg("bucket %d holds %lld of 1000 nodes", b, (long long)buckets[b]);
+	assert_int_equal(poller_jitter_ms("gpu01", 0), 0);
+}
+
+static void test_backoff(void **state)
+{
+	static const struct {
+		int failures;
+		int64_t want;
+	} rows[] = { { 1, 30 }, { 2, 60 }, { 3, 120 }, { 4, 240 }, { 5, 480 }, { 6, 600 },
+		     { 40, 600 } };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		assert_int_equal(poller_backoff_s(rows[i].failures, 30, 600), rows[i].want);
+	assert_int_equal(poller_backoff_s(1, 0, 600), 1);
+}
+
+static void test_circuit(void **state)
+{
+	struct poller_config cfg;
+	struct fleet_state s;
+
+	(void)state;
+	poller_config_defaults(&cfg);
+	fleet_state_init(&s, 7);
+	snprintf(s.power, sizeof(s.power), "on");
+
+	/* One failure: still reachable, retried after one interval. */
+	assert_int_equal(poller_record_failure(&s, NOW, &cfg), POLLER_SAME);
+	assert_true(s.reachable);
+	assert_int_equal(s.down_since, NOW);
+	assert_int_equal(s.next_try, NOW + 30);
+	assert_false(poller_may_poll(&s, NOW + 29));
+	assert_true(poller_may_poll(&s, NOW + 30));
+
+	/* The second makes it unreachable (one event), backoff doubles. */
+	assert_int_equal(poller_record_failure(&s, NOW + 30, &cfg), POLLER_DOWN);
+	assert_false(s.reachable);
+	assert_int_equal(s.next_try, NOW + 30 + 60);
+	assert_int_equal(poller_record_failure(&s, NOW + 90, &cfg), POLLER_SAME);
+	assert_int_equal(poller_record_failure(&s, NOW + 210, &cfg), POLLER_SAME);
+	assert_false(s.circuit_open);
+	assert_string_equal(s.power, "on");
+
+	/* The fifth opens the circuit: probes only, the stale power reading is dropped. */
+	assert_int_equal(poller_record_failure(&s, NOW + 450, &cfg), POLLER_SAME);
+	assert_true(s.circuit_open);
+	assert_int_equal(s.next_try, NOW + 450 + 300);
+	assert_string_equal(s.power, "unknown");
+	assert_int_equal(s.down_since, NOW);
+	assert_int_equal(poller_record_failure(&s, NOW + 750, &cfg), POLLER_SAME);
+	assert_int_equal(s.next_try, NOW + 750 + 300);
+
+	/* An answer closes it and says so once. */
+	assert_int_equal(poller_record_success(&s, NOW + 1050), POLLER_UP);
+	assert_true(s.reachable);
+	assert_false(s.circuit_open);
+	assert_int_equal(s.failures, 0);
+	assert_int_equal(s.down_since, 0);
+	assert_int_equal(s.last_ok, NOW + 1050);
+	assert_true(poller_may_poll(&s, NOW + 1050));
+	assert_int_equal(poller_record_success(&s, NOW + 1080), POLLER_SAME);
+	fleet_state_clear(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_jitter_spread),
+		cmocka_unit_test(test_backoff),
+		cmocka_unit_test(test_circuit),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
