@@ -28,6 +28,22 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "Most client connections open at once; kilnd raises its open-file limit to match."),
 	KEY("http", "connection_timeout", KILN_CFG_DURATION, http_connection_timeout, 1, 86400,
 	    NULL, "60s", "An idle client connection is closed after this long."),
+	KEY("webhook", "urls", KILN_CFG_STRING, webhook_urls, 0, 0, NULL, NULL,
+	    "Comma-separated URLs that each event at or above min_severity is POSTed to as JSON "
+	    "with a Slack-compatible \"text\" field. Empty: no webhooks."),
+	KEY("webhook", "min_severity", KILN_CFG_ENUM, webhook_min_severity, 0, 0,
+	    "info|warning|critical", "critical", "Least severe event sent to the webhooks."),
+	KEY("webhook", "timeout", KILN_CFG_DURATION, webhook_timeout, 1, 300, NULL, "10s",
+	    "A webhook POST that takes longer has failed."),
+	KEY("webhook", "retries", KILN_CFG_INT, webhook_retries, 0, 20, NULL, "5",
+	    "Further attempts after a failed POST, 2, 4, 8, ... seconds apart (at most 5 minutes)."),
+	KEY("webhook", "queue", KILN_CFG_INT, webhook_queue, 16, 1000000, NULL, "1000",
+	    "Deliveries waiting at most; beyond it the oldest is dropped (and counted in the log)."),
+	{ .section = "report", .name = "energy_price", .type = KILN_CFG_DOUBLE,
+	  .offset = offsetof(struct kilnd_config, report_energy_price), .dmin = 0, .dmax = 1000,
+	  .def = "0", .help = "Price of a kWh for the energy cost in `kiln report`; 0 shows no cost." },
+	KEY("report", "currency", KILN_CFG_STRING, report_currency, 0, 0, NULL, NULL,
+	    "Currency shown with the energy cost (\"EUR\", \"USD\")."),
 };
 
 const size_t kilnd_config_table_len = sizeof(kilnd_config_table) / sizeof(kilnd_config_table[0]);

@@ -16,6 +16,13 @@ struct kilnd_config {
 	int http_threads;        /* MHD thread pool size; 0: one per CPU, at most 16 */
 	int http_max_connections;
 	int64_t http_connection_timeout; /* seconds an idle connection is kept */
+	char *webhook_urls;      /* comma-separated URLs events are POSTed to, or NULL */
+	char *webhook_min_severity; /* info|warning|critical */
+	int64_t webhook_timeout; /* seconds per POST */
+	int webhook_retries;     /* further attempts after a failed POST */
+	int webhook_queue;       /* deliveries waiting at most; the oldest is dropped beyond */
+	double report_energy_price; /* per kWh, 0: no cost in the report */
+	char *report_currency;   /* shown with the cost, or NULL */
 };
 
 extern const struct kiln_cfg_key kilnd_config_table[];
