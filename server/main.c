@@ -13,7 +13,9 @@
 #include "kiln/log.h"
 #include "statedir.h"
 #include "store/store.h"
+#include "report.h"
 #include "tlscert.h"
+#include "webhook.h"
 
 #define THREADS_AUTO_MAX 16
 
@@ -100,6 +102,7 @@ int main(int argc, char **argv)
 	struct store *st = NULL;
 	struct tlscert tls = { 0 };
 	struct api_server *srv = NULL;
+	struct webhook *hooks = NULL;
 	struct api_listen listen_at;
 	struct api_options opt = { 0 };
 	enum kiln_log_level level;
@@ -264,12 +267,27 @@ int main(int argc, char **argv)
 	}
 	log_info("listening on %s (%u threads, at most %d connections)", url, opt.threads,
 		 cfg.http_max_connections);
+	report_energy_price_set(cfg.report_energy_price, cfg.report_currency);
+	if (cfg.webhook_urls && cfg.webhook_urls[0]) {
+		struct webhook_options wopt = { .db_path = db_path, .urls = cfg.webhook_urls,
+						.timeout_s = cfg.webhook_timeout,
+						.retries = cfg.webhook_retries,
+						.queue_max = cfg.webhook_queue };
+
+		if (webhook_severity_parse(&wopt.min_severity, cfg.webhook_min_severity) < 0 ||
+		    webhook_start(&hooks, &wopt) < 0) {
+			ret = die("webhooks");
+			goto cleanup;
+		}
+		log_info("webhooks: %s events and above", cfg.webhook_min_severity);
+	}
 
 	while (sigwait(&sigs, &sig) != 0)
 		;
 	log_info("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	ret = 0;
 cleanup:
+	webhook_stop(hooks);
 	api_server_stop(srv);
 	if (srv && sd) {
 		char *url_path = statedir_file(sd, "kilnd.url");

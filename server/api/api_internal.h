@@ -120,5 +120,8 @@ void api_agent_pending_list(struct api_ctx *c);
 void api_agent_pending_accept(struct api_ctx *c);
 void api_agent_pending_delete(struct api_ctx *c);
 void api_gpus_list(struct api_ctx *c);
+void api_versions_audit_get(struct api_ctx *c);
+void api_versions_audit_post(struct api_ctx *c);
+void api_report_get(struct api_ctx *c);
 
 #endif

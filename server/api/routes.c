@@ -32,6 +32,9 @@ const struct api_route api_routes[] = {
 	{ "POST", "/api/v1/agent/pending/{id}/accept", ROLE_ADMIN, api_agent_pending_accept },
 	{ "DELETE", "/api/v1/agent/pending/{id}", ROLE_ADMIN, api_agent_pending_delete },
 	{ "GET", "/api/v1/gpus", ROLE_VIEWER, api_gpus_list },
+	{ "GET", "/api/v1/versions/audit", ROLE_VIEWER, api_versions_audit_get },
+	{ "POST", "/api/v1/versions/audit", ROLE_VIEWER, api_versions_audit_post },
+	{ "GET", "/api/v1/report", ROLE_VIEWER, api_report_get },
 };
 
 const size_t api_routes_count = sizeof(api_routes) / sizeof(api_routes[0]);
