@@ -2,6 +2,7 @@
 #ifndef KILND_CONFIG_H
 #define KILND_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +24,34 @@ struct kilnd_config {
 	int webhook_queue;       /* deliveries waiting at most; the oldest is dropped beyond */
 	double report_energy_price; /* per kWh, 0: no cost in the report */
 	char *report_currency;   /* shown with the cost, or NULL */
+	/* [bmc] the engine shared by the poller and the actions */
+	int bmc_fanout;          /* BMC requests in flight at most */
+	int64_t bmc_connect_timeout;
+	int64_t bmc_request_timeout;
+	int64_t bmc_action_timeout;
+	/* [poller] */
+	int64_t poller_interval;
+	int poller_sensors_every;
+	int poller_sel_every;
+	int poller_unreachable_failures;
+	int poller_circuit_failures;
+	int64_t poller_backoff_max;
+	int64_t poller_probe_interval;
+	int64_t poller_health_every;
+	/* [health] thresholds of server/health/health.c */
+	int64_t health_agent_interval;
+	int health_hung_intervals;
+	int64_t health_xid_window;
+	int64_t health_ecc_window;
+	double health_gpu_temp_max;
+	double health_inlet_temp_max;
+	int64_t health_starved_for;
+	double health_starved_util_max;
+	double health_starved_iowait_min;
+	/* [remediation] automatic power cycles of hung nodes */
+	bool remediation_enabled;
+	int64_t remediation_grace;
+	int remediation_max_per_hour;
 };
 
 extern const struct kiln_cfg_key kilnd_config_table[];

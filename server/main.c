@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "bmc/bmc.h"
 #include "config.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
+#include "poller.h"
 #include "statedir.h"
 #include "store/store.h"
 #include "report.h"
@@ -102,6 +104,8 @@ int main(int argc, char **argv)
 	struct store *st = NULL;
 	struct tlscert tls = { 0 };
 	struct api_server *srv = NULL;
+	struct bmc_engine *engine = NULL;
+	struct poller *poller = NULL;
 	struct webhook *hooks = NULL;
 	struct api_listen listen_at;
 	struct api_options opt = { 0 };
@@ -254,6 +258,28 @@ int main(int argc, char **argv)
 	opt.connection_timeout = (unsigned)cfg.http_connection_timeout;
 	opt.tls_cert_pem = tls.cert_pem;
 	opt.tls_key_pem = tls.key_pem;
+	/* One BMC engine for the poller and the actions: one session per BMC. */
+	{
+		struct bmc_engine_config ecfg = {
+			.fanout = cfg.bmc_fanout,
+			.connect_timeout_ms = (long)cfg.bmc_connect_timeout * 1000,
+			.request_timeout_ms = (long)cfg.bmc_request_timeout * 1000,
+			.action_timeout_ms = (long)cfg.bmc_action_timeout * 1000,
+			.state_dir = sd->path,
+		};
+		struct poller_options popt = { .db_path = db_path, .key = &sd->key };
+
+		if (bmc_engine_start(&engine, &ecfg) < 0) {
+			ret = die("BMC engine");
+			goto cleanup;
+		}
+		poller_config_from(&popt.cfg, &cfg);
+		popt.engine = engine;
+		if (poller_start(&poller, &popt) < 0) {
+			ret = die("poller");
+			goto cleanup;
+		}
+	}
 	if (api_server_start(&srv, &opt) < 0) {
 		ret = die("REST API");
 		goto cleanup;
@@ -289,6 +315,8 @@ int main(int argc, char **argv)
 cleanup:
 	webhook_stop(hooks);
 	api_server_stop(srv);
+	poller_stop(poller);      /* before the engine its operations run on */
+	bmc_engine_stop(engine);
 	if (srv && sd) {
 		char *url_path = statedir_file(sd, "kilnd.url");
 

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "config.h"
 #include "health/health_facts.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
@@ -32,6 +33,31 @@ void poller_config_defaults(struct poller_config *cfg)
 	cfg->remediate = 0;
 	cfg->remediate_grace_s = 300;
 	cfg->remediate_max_per_hour = 2;
+}
+
+void poller_config_from(struct poller_config *out, const struct kilnd_config *cfg)
+{
+	poller_config_defaults(out);
+	out->interval_s = cfg->poller_interval;
+	out->sensors_every = cfg->poller_sensors_every;
+	out->sel_every = cfg->poller_sel_every;
+	out->unreachable_failures = cfg->poller_unreachable_failures;
+	out->circuit_failures = cfg->poller_circuit_failures;
+	out->backoff_max_s = cfg->poller_backoff_max;
+	out->probe_interval_s = cfg->poller_probe_interval;
+	out->health_every_s = cfg->poller_health_every;
+	out->health.agent_interval_s = cfg->health_agent_interval;
+	out->health.hung_intervals = cfg->health_hung_intervals;
+	out->health.xid_window_s = cfg->health_xid_window;
+	out->health.ecc_window_s = cfg->health_ecc_window;
+	out->health.gpu_temp_max_c = cfg->health_gpu_temp_max;
+	out->health.inlet_temp_max_c = cfg->health_inlet_temp_max;
+	out->health.starved_s = cfg->health_starved_for;
+	out->health.starved_util_max_pct = cfg->health_starved_util_max;
+	out->health.starved_iowait_min_pct = cfg->health_starved_iowait_min;
+	out->remediate = cfg->remediation_enabled;
+	out->remediate_grace_s = cfg->remediation_grace;
+	out->remediate_max_per_hour = cfg->remediation_max_per_hour;
 }
 
 /* --- pure pieces --------------------------------------------------------------------- */

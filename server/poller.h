@@ -31,6 +31,10 @@ struct poller_config {
  * at most 2 an hour). */
 void poller_config_defaults(struct poller_config *cfg);
 
+struct kilnd_config;
+/* The [poller], [health] and [remediation] keys of kilnd.conf. */
+void poller_config_from(struct poller_config *out, const struct kilnd_config *cfg);
+
 struct poller_options {
 	const char *db_path;          /* the poller opens its own store handle */
 	const struct secret_key *key; /* decrypts the BMC passwords (copied) */

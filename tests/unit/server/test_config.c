@@ -99,7 +99,7 @@ static void test_load_bad(void **state)
 	} cases[] = {
 		{ "listen = 127.0.0.1:1\ncolour = red\n", ":2", "colour" },
 		{ "[http]\nthreads = 4\nfanciness = 3\n", ":3", "fanciness" },
-		{ "[poller]\ninterval = 30\n", ":2", "poller" },
+		{ "[pollster]\ninterval = 30\n", ":2", "pollster" },
 		{ "[http]\nthreads = many\n", ":2", "threads" },
 		{ "[http]\nthreads = 257\n", ":2", "threads" },
 		{ "[http]\nthreads = -1\n", ":2", "threads" },
