@@ -1,5 +1,6 @@
 /* Redfish power: read PowerState, act with a ResetType the BMC allows, and confirm the
  * outcome by reading PowerState back (a cycle or reset must be seen to happen). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,9 +94,10 @@ static int send_reset(struct rf_op *op, const char *type, long delay_ms)
 	return 0;
 }
 
+/* The first read right away (a short PoweringOff is easy to miss), then every POLL_MS. */
 static int confirm_begin(struct rf_op *op)
 {
-	rf_push_delayed(op, "GET", op->bmc->system, POLL_MS, on_poll);
+	rf_push(op, "GET", op->bmc->system, NULL, 0, on_poll);
 	return 0;
 }
 
@@ -122,7 +124,14 @@ static int on_reset_reply(struct rf_op *op, const struct rf_reply *r)
 		}
 		return rf_fail_reply("POST", op->bmc->reset_target, r);
 	}
-	json_object_set_new(op->data, "reset_type", json_string(op->reset_type));
+	const char *prev = json_string_value(json_object_get(op->data, "reset_type"));
+	if (prev) { /* a cycle as off then on: "ForceOff+On" */
+		char both[64];
+		snprintf(both, sizeof(both), "%s+%s", prev, op->reset_type);
+		json_object_set_new(op->data, "reset_type", json_string(both));
+	} else {
+		json_object_set_new(op->data, "reset_type", json_string(op->reset_type));
+	}
 	if (r->status == 202 && r->location)
 		return rf_task_follow(op, r->location, r->retry_after_s, confirm_begin);
 	return confirm_begin(op);
@@ -139,7 +148,9 @@ static int on_poll(struct rf_op *op, const struct rf_reply *r)
 	const char *raw = json_string_value(json_object_get(r->json, "PowerState"));
 	enum bmc_power p = rf_power_parse(raw);
 
-	if (raw && (strcmp(raw, "Off") == 0 || strcmp(raw, "PoweringOff") == 0))
+	/* PoweringOn after a reset of a node that was on also shows the cycle happened */
+	if (raw && (strcmp(raw, "Off") == 0 || strcmp(raw, "PoweringOff") == 0 ||
+		    strcmp(raw, "PoweringOn") == 0))
 		op->seen_off = 1;
 	if (op->goal == GOAL_ON && p == BMC_POWER_ON) {
 		succeed(op, p, "ok");
