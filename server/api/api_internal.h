@@ -124,4 +124,14 @@ void api_versions_audit_get(struct api_ctx *c);
 void api_versions_audit_post(struct api_ctx *c);
 void api_report_get(struct api_ctx *c);
 
+/* Fleet status, hung nodes, maintenance and events (api_status.c, api_events.c). */
+void api_status_get(struct api_ctx *c);
+void api_hung_list(struct api_ctx *c);
+void api_nodes_maintenance(struct api_ctx *c);
+void api_events_list(struct api_ctx *c);
+struct kiln_nodelist;
+/* Expands a noderange (with @group and all) sorted for api_fleet_range_has; answers 400. */
+int api_fleet_range_expand(struct api_ctx *c, struct kiln_nodelist *out, const char *range);
+int api_fleet_range_has(const struct kiln_nodelist *l, const char *name);
+
 #endif
