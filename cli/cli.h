@@ -118,6 +118,7 @@ int cli_verb_dispatch(struct cli_ctx *ctx, const char *summary, const struct cli
 extern const struct cli_cmd cmd_node;
 extern const struct cli_cmd cmd_token;
 extern const struct cli_cmd cmd_audit;
+extern const struct cli_cmd cmd_report;
 extern const struct cli_cmd cmd_agent;
 extern const struct cli_cmd cmd_gpus;
 

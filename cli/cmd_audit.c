@@ -1,4 +1,5 @@
-/* kiln audit log: who did what to which nodes, newest first. */
+/* kiln audit: the fleet version audit (cmd_versions.c) and kiln audit log: who did what to which
+ * nodes, newest first. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "cli.h"
 #include "client.h"
+#include "cmd_versions.h"
 #include "output.h"
 
 enum { O_SINCE = 1, O_LIMIT };
@@ -100,14 +102,44 @@ cleanup:
 }
 
 static const struct cli_verb verbs[] = {
+	{ "versions", "[NODERANGE] [--policy FILE]", "the fleet version audit (the default)",
+	  cmd_versions_audit_run },
 	{ "log", "[--since DURATION] [--limit N]", "show the audit log", audit_log },
 	{ 0 },
 };
 
-static int audit_run(struct cli_ctx *ctx, int argc, char **argv)
+/* The first word that is neither an option nor an option's value, or NULL. */
+static const char *first_word(int argc, char **argv)
 {
-	return cli_verb_dispatch(ctx, "The audit log: every change and action, who and when.", verbs,
-				 argc, argv);
+	static const char *const with_value[] = { "-o", "--output", "--url", "--token-file", "--ca",
+						  "--fingerprint", "--policy", "--since", "--limit",
+						  NULL };
+
+	for (int i = 1; i < argc; i++) {
+		int takes = 0;
+
+		if (strcmp(argv[i], "--") == 0)
+			return i + 1 < argc ? argv[i + 1] : NULL;
+		if (argv[i][0] != '-')
+			return argv[i];
+		for (size_t k = 0; with_value[k]; k++)
+			takes |= strcmp(argv[i], with_value[k]) == 0;
+		i += takes;
+	}
+	return NULL;
 }
 
-const struct cli_cmd cmd_audit = { "audit", "show the audit log", audit_run };
+/* "kiln audit log ..." and "kiln audit versions ..." are verbs; anything else ("kiln audit",
+ * "kiln audit gpu[01-08] --policy f.ini") is the version audit. */
+static int audit_run(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const char *w = first_word(argc, argv);
+
+	if (w && (strcmp(w, "log") == 0 || strcmp(w, "versions") == 0))
+		return cli_verb_dispatch(ctx, "The fleet version audit and the audit log.", verbs,
+					 argc, argv);
+	return cmd_versions_audit_run(ctx, argc, argv);
+}
+
+const struct cli_cmd cmd_audit = { "audit", "version audit of the fleet; audit log (audit log)",
+				   audit_run };

@@ -7,6 +7,7 @@ const struct cli_cmd *const cli_commands[] = {
 	&cmd_node,
 	&cmd_token,
 	&cmd_audit,
+	&cmd_report,
 	&cmd_agent,
 	&cmd_gpus,
 	NULL,
