@@ -120,7 +120,7 @@ static void usage(void)
 		"usage: kiln-rfdrive --url URL [--url URL ...] [--user U] [--password P]\n"
 		"         [--system ID] [--insecure] [--ca FILE] [--fingerprint SHA256]\n"
 		"         [--timeout-ms N] [--action-timeout-ms N] [--fanout N] [--repeat N]\n"
-		"         [--on-if-off] [--persistent] [--since UNIX]\n"
+		"         [--on-if-off] [--persistent] [--since UNIX] [--pause-ms N]\n"
 		"         power-get | power on|off|soft|reset|cycle | boot pxe|cd|disk|bios |\n"
 		"         media-insert URL | media-eject | media-status | sensors | sel | inventory\n");
 }
@@ -142,13 +142,14 @@ int main(int argc, char **argv)
 		{"on-if-off", no_argument, NULL, 'o'},
 		{"persistent", no_argument, NULL, 'p'},
 		{"since", required_argument, NULL, 'S'},
+		{"pause-ms", required_argument, NULL, 'z'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *urls[MAX_TARGETS];
 	size_t nurls = 0;
 	const char *user = "admin", *password = "password", *system = NULL;
 	const char *ca = NULL, *fp = NULL;
-	int insecure = 0, repeat = 1, fanout = 64;
+	int insecure = 0, repeat = 1, fanout = 64, pause_ms = 0;
 	int64_t since = 0;
 	long timeout_ms = 5000, action_ms = 60000;
 	struct bmc_op op = {0};
@@ -187,6 +188,7 @@ int main(int argc, char **argv)
 		case 'o': op.on_if_off = 1; break;
 		case 'p': op.persistent = 1; break;
 		case 'S': rc = kiln_parse_int64(&since, optarg, 0, INT64_MAX); break;
+		case 'z': rc = kiln_parse_int(&pause_ms, optarg, 0, 600000); break;
 		default: usage(); return 2;
 		}
 		if (rc < 0) {
@@ -242,6 +244,10 @@ int main(int argc, char **argv)
 	int failed = 0;
 	for (int round = 0; round < repeat; round++) {
 		int remaining = (int)nurls;
+		if (round > 0 && pause_ms > 0) {
+			struct timespec ts = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L};
+			nanosleep(&ts, NULL);
+		}
 		for (size_t i = 0; i < nurls; i++) {
 			json_decref(slots[i].res.data);
 			memset(&slots[i], 0, sizeof(slots[i]));

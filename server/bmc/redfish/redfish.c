@@ -406,9 +406,11 @@ static void loop_take_inbox(struct redfish *rf, int *stopping)
 	}
 }
 
-/* Logs out and frees retired BMC states that no operation uses. */
-static void loop_reap_retired(struct redfish *rf, int stopping)
+/* Logs out and frees retired BMC states that no operation uses; returns how many logouts
+ * it started. */
+static int loop_reap_retired(struct redfish *rf, int stopping)
 {
+	int started = 0;
 	pthread_mutex_lock(&rf->lock);
 	struct redfish_bmc **pp = &rf->bmcs;
 	while (*pp) {
@@ -426,6 +428,7 @@ static void loop_reap_retired(struct redfish *rf, int stopping)
 			continue;
 		}
 		if (logout_start(rf, b)) {
+			started++;
 			pp = &b->next; /* freed once logged out */
 			continue;
 		}
@@ -433,6 +436,7 @@ static void loop_reap_retired(struct redfish *rf, int stopping)
 		bmc_free(b);
 	}
 	pthread_mutex_unlock(&rf->lock);
+	return started;
 }
 
 static void *loop_main(void *arg)
@@ -479,7 +483,8 @@ static void *loop_main(void *arg)
 				pp = &op->next;
 			}
 		}
-		loop_reap_retired(rf, stopping);
+		if (loop_reap_retired(rf, stopping) > 0)
+			next_due = 0; /* start the logouts now */
 		if (stopping && !rf->ops) {
 			pthread_mutex_lock(&rf->lock);
 			int empty = rf->bmcs == NULL;

@@ -140,6 +140,12 @@ int rf_reply_process(struct rf_op *op, struct rf_step *step, struct rf_reply *r)
 
 	if (step->flags & RF_LOGIN)
 		return login_reply(op, step, r);
+	if (op->logout) { /* whatever the answer (an expired session: 401), we are done */
+		step_pop(op, step);
+		rf_step_free(step);
+		rf_session_forget(b);
+		return 1;
+	}
 	if (r->status == 0)
 		return rf_fail_reply(step->method, step->path, r);
 
