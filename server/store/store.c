@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -182,12 +183,15 @@ static int pragma(struct store *st, const char *sql, char *buf, size_t bufsz)
 }
 
 /* Creates the file 0600 before SQLite does (it would follow the umask); the -wal and -shm
- * files copy the database file's mode. */
+ * files copy the database file's mode. An existing file is left alone: closing any descriptor
+ * of a file drops every POSIX lock this process holds on it, so opening and closing it while
+ * other handles of this process use it would let another process delete the live WAL. */
 static int precreate(const char *path)
 {
+	struct stat sb;
 	int fd;
 
-	if (strcmp(path, ":memory:") == 0)
+	if (strcmp(path, ":memory:") == 0 || lstat(path, &sb) == 0)
 		return 0;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
