@@ -194,7 +194,8 @@ int cmd_versions_audit_run(struct cli_ctx *ctx, int argc, char **argv)
 			       "reports a loaded module that differs from the driver library (reboot "
 			       "pending), a toolkit newer than the driver supports, missing GPUs, host "
 			       "RAM under twice the GPU memory, rotational data disks and deviations "
-			       "from --policy. Exit status 3 when anything deviates.",
+			       "from --policy. Exit status 3 when anything deviates. (kiln audit log shows "
+			       "the audit log.)",
 			       opts);
 		goto cleanup;
 	}
