@@ -116,6 +116,10 @@ int cli_verb_dispatch(struct cli_ctx *ctx, const char *summary, const struct cli
 		      int argc, char **argv);
 
 extern const struct cli_cmd cmd_node;
+extern const struct cli_cmd cmd_status;
+extern const struct cli_cmd cmd_events;
+/* "kiln node maintenance" (cmd_node_maintenance.c), a verb of cmd_node. */
+int cli_node_maintenance(struct cli_ctx *ctx, int argc, char **argv);
 extern const struct cli_cmd cmd_token;
 extern const struct cli_cmd cmd_audit;
 extern const struct cli_cmd cmd_report;

@@ -815,6 +815,8 @@ static const struct cli_verb verbs[] = {
 	{ "set", "NAME [options]", "change a node's settings", node_set },
 	{ "rm", "NODERANGE", "remove nodes", node_rm },
 	{ "import", "FILE.csv", "add the nodes of a CSV file", node_import },
+	{ "maintenance", "NODERANGE on|off --reason TEXT", "put nodes in or out of maintenance",
+	  cli_node_maintenance },
 	{ 0 },
 };
 

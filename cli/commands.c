@@ -4,11 +4,13 @@
 #include "cli.h"
 
 const struct cli_cmd *const cli_commands[] = {
+	&cmd_status,
 	&cmd_node,
 	&cmd_token,
 	&cmd_audit,
 	&cmd_report,
 	&cmd_agent,
 	&cmd_gpus,
+	&cmd_events,
 	NULL,
 };
