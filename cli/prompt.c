@@ -97,13 +97,15 @@ int prompt_secret(char **out, const char *prompt)
 	noecho = tty_saved;
 	noecho.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
 	noecho.c_lflag |= ICANON;
-	write_all(fd, prompt);
+	/* Echo goes off before the prompt is shown: flushing after it would drop a reply
+	 * typed quickly (and a script answering at once would then wait forever). */
 	if (tcsetattr(fd, TCSAFLUSH, &noecho) < 0) {
 		rc = kiln_fail(KILN_ERROR, "cannot turn off echo: %s", strerror(errno));
 		goto cleanup;
 	}
+	write_all(fd, prompt);
 	rc = line_read(buf, sizeof(buf), fd);
-	tcsetattr(fd, TCSAFLUSH, &tty_saved);
+	tcsetattr(fd, TCSANOW, &tty_saved);
 	write_all(fd, "\n");
 	if (rc < 0)
 		goto cleanup;
