@@ -280,6 +280,7 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 	}
+	opt.engine = engine;
 	if (api_server_start(&srv, &opt) < 0) {
 		ret = die("REST API");
 		goto cleanup;

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "bmc/target.h"
 #include "config.h"
 #include "health/health_facts.h"
 #include "kiln/error.h"
@@ -238,9 +239,7 @@ static int submit(struct poller *p, struct slot *s, const struct bmc_op *op, int
 	char *password = NULL;
 	int rc;
 
-	if (n->bmc_password_enc &&
-	    (rc = secret_decrypt(&password, &p->key, n->bmc_password_enc, n->bmc_password_enc_len,
-				 n->name)) < 0)
+	if ((rc = bmc_target_from_node(&t, &password, n, &p->key)) < 0)
 		return rc;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -251,21 +250,6 @@ static int submit(struct poller *p, struct slot *s, const struct bmc_op *op, int
 	c->node_id = n->id;
 	c->kind = op->kind;
 	c->audit_id = audit_id;
-	t.node_id = n->id;
-	t.node_name = n->name;
-	t.protocol = n->bmc_protocol;
-	t.host = n->bmc_host;
-	t.port = n->bmc_port;
-	t.user = n->bmc_user;
-	t.password = password;
-	t.tls_mode = n->tls_mode;
-	t.tls_ca_file = n->tls_ca_file;
-	t.tls_fingerprint = n->tls_fingerprint;
-	t.ipmi_cipher = n->ipmi_cipher;
-	t.ipmi_privilege = n->ipmi_privilege;
-	t.ipmi_workarounds = n->ipmi_workarounds;
-	t.bmc_system = n->bmc_system;
-	t.credentials_version = n->credentials_version;
 	pthread_mutex_lock(&p->lock);
 	p->outstanding++;
 	pthread_mutex_unlock(&p->lock);

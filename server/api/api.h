@@ -15,6 +15,7 @@
 #define API_BODY_MAX (1024 * 1024)
 
 struct api_server;
+struct bmc_engine;
 
 /* A parsed --listen ADDR:PORT. */
 struct api_listen {
@@ -44,6 +45,7 @@ struct api_options {
 	unsigned connection_timeout;    /* seconds */
 	const char *tls_cert_pem;       /* both NULL: plain HTTP */
 	const char *tls_key_pem;
+	struct bmc_engine *engine;     /* live BMC calls (power, sensors, ...); NULL: none */
 };
 
 /* Starts serving. The caller stops it with api_server_stop. */

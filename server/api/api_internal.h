@@ -29,6 +29,7 @@ struct api_ctx {
 	int64_t enroll_token_id;       /* ROLE_ENROLL: the enrollment token's id */
 	struct store *st;              /* this thread's store handle */
 	const struct secret_key *key;
+	struct bmc_engine *engine;     /* NULL when kilnd runs without one */
 	struct api_token caller;       /* the token's name is the audit actor */
 	json_t *body;                  /* parsed request body, or NULL when empty */
 	unsigned status;               /* the answer the handler sets */
@@ -133,5 +134,16 @@ struct kiln_nodelist;
 /* Expands a noderange (with @group and all) sorted for api_fleet_range_has; answers 400. */
 int api_fleet_range_expand(struct api_ctx *c, struct kiln_nodelist *out, const char *range);
 int api_fleet_range_has(const struct kiln_nodelist *l, const char *name);
+
+/* Live BMC calls over a noderange (api_bmc.c): a result per node, actions audited. */
+void api_power_get(struct api_ctx *c);
+void api_power_post(struct api_ctx *c);
+void api_boot_post(struct api_ctx *c);
+void api_media_get(struct api_ctx *c);
+void api_media_insert(struct api_ctx *c);
+void api_media_eject(struct api_ctx *c);
+void api_sensors_get(struct api_ctx *c);
+void api_sel_get(struct api_ctx *c);
+void api_inventory_get(struct api_ctx *c);
 
 #endif

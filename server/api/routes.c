@@ -39,6 +39,15 @@ const struct api_route api_routes[] = {
 	{ "GET", "/api/v1/versions/audit", ROLE_VIEWER, api_versions_audit_get },
 	{ "POST", "/api/v1/versions/audit", ROLE_VIEWER, api_versions_audit_post },
 	{ "GET", "/api/v1/report", ROLE_VIEWER, api_report_get },
+	{ "GET", "/api/v1/power", ROLE_VIEWER, api_power_get },
+	{ "POST", "/api/v1/power", ROLE_OPERATOR, api_power_post },
+	{ "POST", "/api/v1/boot", ROLE_OPERATOR, api_boot_post },
+	{ "GET", "/api/v1/media", ROLE_VIEWER, api_media_get },
+	{ "POST", "/api/v1/media/insert", ROLE_OPERATOR, api_media_insert },
+	{ "POST", "/api/v1/media/eject", ROLE_OPERATOR, api_media_eject },
+	{ "GET", "/api/v1/sensors", ROLE_VIEWER, api_sensors_get },
+	{ "GET", "/api/v1/sel", ROLE_VIEWER, api_sel_get },
+	{ "GET", "/api/v1/inventory", ROLE_VIEWER, api_inventory_get },
 };
 
 const size_t api_routes_count = sizeof(api_routes) / sizeof(api_routes[0]);
