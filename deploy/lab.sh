@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# The kiln demo lab: kilnd on its embedded SQLite with simulated BMCs (kiln-bmcsim serving the
+# project's iDRAC-, iLO- and generic-shaped fixtures, two OpenIPMI ipmi_sim BMCs) and an agent
+# per node with simulated GPUs (the fake NVML), all on 127.0.0.1.
+#
+#   deploy/lab.sh          install what is missing, build, start the lab, print how to use it
+#   deploy/lab.sh down     stop everything the lab started
+#   deploy/lab.sh status   kiln status of the running lab
+#
+# Each simulated BMC's power hook stops the node's agent when the node powers off and starts
+# it with a new boot id when it powers on, so power actions and reinstalls are visible end to
+# end. Environment: KILN_LAB_DIR (default .lab in the repository), KILN_LAB_PORT (8470).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LAB=${KILN_LAB_DIR:-$REPO/.lab}
+PORT=${KILN_LAB_PORT:-8470}
+BUILD=$REPO/build
+BIN=$BUILD/bin
+AGENT_INTERVAL=10
+
+say() { printf 'lab: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+# --- stopping -------------------------------------------------------------------------
+
+stop_pidfile() {
+	local f=$1 pid
+	[ -f "$f" ] || return 0
+	pid=$(cat "$f")
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	rm -f "$f"
+}
+
+lab_down() {
+	local f
+	[ -d "$LAB/run" ] || { say "no lab is running in $LAB"; return 0; }
+	# Agents first (their BMCs' hooks could otherwise restart them), then BMCs, then kilnd.
+	for f in "$LAB"/run/agent-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+	for f in "$LAB"/run/bmcsim-*.pid "$LAB"/run/ipmisim-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+	stop_pidfile "$LAB/run/kilnd.pid"
+	say "stopped the lab in $LAB"
+}
+
+# --- agents (also called by the BMCs' power hooks) ------------------------------------
+
+# agent_start NODE: starts NODE's agent with a fresh boot id, unless it runs already.
+agent_start() {
+	local node=$1 root=$LAB/roots/$1 pidf=$LAB/run/agent-$1.pid conf
+	if [ -f "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null; then return 0; fi
+	cat /proc/sys/kernel/random/uuid >"$root/proc/sys/kernel/random/boot_id"
+	conf=$(cat "$LAB/nodes/$node.nvml")
+	FAKE_NVML_CONFIG=$conf setsid "$BIN/kiln-agent" --server "$(cat "$LAB/kilnd/kilnd.url")" \
+		--enroll-token-file "$LAB/enroll.token" --root "$root" \
+		--nvml-lib "$(cat "$LAB/nodes/$node.lib")" --state-dir "$LAB/agents/$node" \
+		--interval "$AGENT_INTERVAL" >>"$LAB/logs/agent-$node.log" 2>&1 </dev/null &
+	echo $! >"$pidf"
+}
+
+agent_stop() {
+	stop_pidfile "$LAB/run/agent-$1.pid"
+}
+
+# hook KIND INDEX on|off: kiln-bmcsim's --power-hook.
+lab_hook() {
+	local node
+	node=$(cat "$LAB/nodes/by-bmc/$1-$2" 2>/dev/null) || return 0
+	case "$3" in
+	on) agent_start "$node" ;;
+	off) agent_stop "$node" ;;
+	esac
+}
+
+# --- starting -------------------------------------------------------------------------
+
+build() {
+	. "$REPO/deploy/packages.sh"
+	kiln_install_packages "${KILN_BUILD_PACKAGES[@]}" "${KILN_LAB_PACKAGES[@]}"
+	say "building into $BUILD"
+	cmake -S "$REPO" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$LAB/logs/cmake.log" 2>&1 ||
+		{ cat "$LAB/logs/cmake.log" >&2; die "cmake failed"; }
+	cmake --build "$BUILD" -j"$(nproc)" --target kilnd kiln kiln-agent kiln-bmcsim fake-nvml \
+		fake-nvml-old >>"$LAB/logs/cmake.log" 2>&1 ||
+		{ tail -40 "$LAB/logs/cmake.log" >&2; die "build failed (log: $LAB/logs/cmake.log)"; }
+}
+
+start_kilnd() {
+	cat >"$LAB/kilnd.conf" <<EOF
+[poller]
+interval = 10s
+[health]
+agent_interval = ${AGENT_INTERVAL}s
+EOF
+	setsid "$BIN/kilnd" --state-dir "$LAB/kilnd" --listen "127.0.0.1:$PORT" \
+		--config "$LAB/kilnd.conf" >>"$LAB/logs/kilnd.log" 2>&1 </dev/null &
+	echo $! >"$LAB/run/kilnd.pid"
+	for _ in $(seq 1 100); do
+		if [ -s "$LAB/kilnd/kilnd.url" ] &&
+			curl -fsS "$(cat "$LAB/kilnd/kilnd.url")/api/v1/health" >/dev/null 2>&1; then
+			return 0
+		fi
+		kill -0 "$(cat "$LAB/run/kilnd.pid")" 2>/dev/null || break
+		sleep 0.1
+	done
+	tail -20 "$LAB/logs/kilnd.log" >&2
+	die "kilnd did not start (is port $PORT taken? set KILN_LAB_PORT)"
+}
+
+# start_bmcsim KIND COUNT: one kiln-bmcsim process serving tests/sim/fixtures/KIND.
+start_bmcsim() {
+	local kind=$1 count=$2
+	rm -f "$LAB/run/bmcsim-$kind.ports"
+	setsid "$BIN/kiln-bmcsim" --mockup "$REPO/tests/sim/fixtures/$kind" --listen 127.0.0.1:0 \
+		--count "$count" --ports-file "$LAB/run/bmcsim-$kind.ports" \
+		--power-hook "$REPO/deploy/lab.sh hook $kind" >>"$LAB/logs/bmcsim-$kind.log" 2>&1 </dev/null &
+	echo $! >"$LAB/run/bmcsim-$kind.pid"
+	for _ in $(seq 1 100); do
+		[ -s "$LAB/run/bmcsim-$kind.ports" ] && return 0
+		sleep 0.1
+	done
+	die "kiln-bmcsim ($kind) did not start; see $LAB/logs/bmcsim-$kind.log"
+}
+
+# start_ipmisim INDEX PORT: one ipmi_sim BMC with the project's kit from tests/ipmi.
+start_ipmisim() {
+	local i=$1 port=$2 kit=$REPO/tests/ipmi dir=$LAB/ipmi/bmc$1
+	mkdir -p "$dir/chassis" "$dir/state/ipmi_sim/lab$i"
+	sdrcomp -o "$dir/state/ipmi_sim/lab$i/sdr.20.main" "$kit/node.sdrs"
+	echo 1 >"$dir/chassis/power"
+	sed -e "s|@NAME@|lab$i|" -e "s|@PORT@|$port|" \
+		-e "s|@GUID@|$(printf 'a1b2c3d4e5f60718293a4b5c6d7f%04x' "$i")|" \
+		-e "s|@CHASSIS@|$kit/chassis.sh|" -e "s|@CHASSIS_DIR@|$dir/chassis|" \
+		-e "s|@SOLPORT@|$((port + 1000))|" -e "s|@USER@|admin|" -e "s|@PASSWORD@|password|" \
+		"$kit/lan.conf.in" >"$dir/lan.conf"
+	(cd "$dir" && exec setsid ipmi_sim -c lan.conf -f "$kit/node.emu" -s state -n \
+		>>"$LAB/logs/ipmisim-$i.log" 2>&1 </dev/null) &
+	echo $! >"$LAB/run/ipmisim-$i.pid"
+}
+
+# add_node NAME BMC GROUP RACK NVML_CONFIG [LIB]
+add_node() {
+	local name=$1 bmc=$2 group=$3 rack=$4 nvml=$5 lib=${6:-fake-nvml} root=$LAB/roots/$1
+	local extra=()
+	case "$bmc" in
+	ipmi://*) extra=(--ipmi-workarounds opensesspriv) ;;
+	esac
+	"$BIN/kiln" node add "$name" --bmc "$bmc" --bmc-user admin --bmc-password-file "$LAB/bmc.pw" \
+		--group "$group" --group lab --rack "$rack" "${extra[@]}" >/dev/null
+	mkdir -p "$LAB/roots"
+	cp -r "$REPO/tests/fixtures/agent/roots/h100" "$root"
+	printf '%s\n' "$name" >"$root/proc/sys/kernel/hostname"
+	printf 'LAB-%s\n' "$name" >"$root/sys/class/dmi/id/product_serial"
+	[ "$name" = gpu03 ] || : >"$root/dev/kmsg"
+	# A healthy lab: the fixture's NVML Xid events are left out (gpu03 keeps its kernel
+	# log's Xids so that the status shows what a GPU fallen off the bus looks like).
+	grep -v xid_events "$REPO/tests/fake-nvml/configs/$nvml.conf" >"$LAB/nodes/$name.nvml.conf"
+	echo "$LAB/nodes/$name.nvml.conf" >"$LAB/nodes/$name.nvml"
+	echo "$BUILD/lib/$lib/libnvidia-ml.so.1" >"$LAB/nodes/$name.lib"
+}
+
+sim_power() {
+	curl -fsS "http://127.0.0.1:$1/_sim/state" 2>/dev/null | jq -r .power
+}
+
+lab_up() {
+	if [ -f "$LAB/run/kilnd.pid" ] && kill -0 "$(cat "$LAB/run/kilnd.pid")" 2>/dev/null; then
+		say "the lab is already running (deploy/lab.sh down stops it)"
+		print_usage
+		return 0
+	fi
+	rm -rf "$LAB"
+	mkdir -p "$LAB"/{run,logs,nodes/by-bmc,agents,ipmi}
+	build
+	command -v ipmi_sim >/dev/null || die "ipmi_sim is missing (package openipmi)"
+
+	say "starting kilnd on 127.0.0.1:$PORT"
+	start_kilnd
+	export KILN_URL KILN_TOKEN_FILE=$LAB/kilnd/admin.token
+	KILN_URL=$(cat "$LAB/kilnd/kilnd.url")
+
+	say "starting simulated BMCs: 3 iDRAC 9, 2 iLO 5, 3 generic Redfish, 2 IPMI"
+	start_bmcsim idrac9 3
+	start_bmcsim ilo5 2
+	start_bmcsim generic 3
+	local ipmi_base=$((16000 + RANDOM % 8000))
+	start_ipmisim 0 "$ipmi_base"
+	start_ipmisim 1 $((ipmi_base + 1))
+
+	printf 'password\n' >"$LAB/bmc.pw"
+	local n=0 kind i port name rack nvml lib
+	for kind in idrac9 ilo5 generic; do
+		i=0
+		while read -r port; do
+			n=$((n + 1))
+			name=$(printf 'gpu%02d' "$n")
+			rack=r$(((n - 1) / 5 + 1))
+			nvml=h100-8gpu lib=fake-nvml
+			[ "$n" = 4 ] && nvml=consumer
+			[ "$n" = 7 ] && { nvml=old-driver; lib=fake-nvml-old; }
+			add_node "$name" "redfish+http://127.0.0.1:$port" "$kind" "$rack" "$nvml" "$lib"
+			echo "$name" >"$LAB/nodes/by-bmc/$kind-$i"
+			echo "$port" >"$LAB/nodes/$name.port"
+			i=$((i + 1))
+		done <"$LAB/run/bmcsim-$kind.ports"
+	done
+	for i in 0 1; do
+		n=$((n + 1))
+		name=$(printf 'gpu%02d' "$n")
+		add_node "$name" "ipmi://127.0.0.1:$((ipmi_base + i))" legacy r2 h100-8gpu
+	done
+
+	"$BIN/kiln" agent enroll-token create --name lab >"$LAB/enroll.token.out"
+	grep -o 'kiln_[A-Za-z0-9_-]*' "$LAB/enroll.token.out" | head -1 >"$LAB/enroll.token"
+	chmod 600 "$LAB/enroll.token"
+	[ -s "$LAB/enroll.token" ] || die "could not create an enrollment token"
+
+	say "starting an agent on every powered-on node (simulated GPUs)"
+	for f in "$LAB"/nodes/gpu*.nvml; do
+		name=$(basename "$f" .nvml)
+		if [ -f "$LAB/nodes/$name.port" ] && [ "$(sim_power "$(cat "$LAB/nodes/$name.port")")" != On ]; then
+			continue
+		fi
+		agent_start "$name"
+	done
+
+	say "waiting for the first reports and BMC polls"
+	for _ in $(seq 1 60); do
+		local seen
+		seen=$("$BIN/kiln" status -o json 2>/dev/null |
+			jq '[.[] | select(.agent_last_seen != null and .power != "unknown")] | length' 2>/dev/null || echo 0)
+		[ "${seen:-0}" -ge 6 ] && break
+		sleep 1
+	done
+	print_usage
+}
+
+print_usage() {
+	local url
+	url=$(cat "$LAB/kilnd/kilnd.url")
+	cat <<EOF
+
+The kiln demo lab is running (logs in $LAB/logs). To use it:
+
+export KILN_URL=$url
+export KILN_TOKEN_FILE=$LAB/kilnd/admin.token
+export PATH=$BIN:\$PATH
+
+Try: kiln status, kiln power cycle gpu01, kiln gpus gpu01, kiln audit, kiln events --since 1h.
+Stop it with: deploy/lab.sh down
+
+EOF
+	KILN_URL=$url KILN_TOKEN_FILE=$LAB/kilnd/admin.token "$BIN/kiln" status || true
+}
+
+case "${1:-up}" in
+up) lab_up ;;
+down) lab_down ;;
+status) KILN_URL=$(cat "$LAB/kilnd/kilnd.url") KILN_TOKEN_FILE=$LAB/kilnd/admin.token "$BIN/kiln" status ;;
+hook) shift; lab_hook "$@" ;;
+agent-start) agent_start "$2" ;;
+*) echo "usage: deploy/lab.sh [up|down|status]" >&2; exit 2 ;;
+esac
