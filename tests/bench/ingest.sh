@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Benchmark (on demand, not CI): agent-report ingest into kilnd from 10,000 distinct nodes.
+#
+# usage: tests/bench/ingest.sh [--nodes N] [--conns C] [--duration S] [--shape lean|full]
+#                              [--no-build] [--perf]
+#   --shape lean   8-GPU report with the GPU fields kilnd reads (about 4.7 KB, the issue's 3-5 KB)
+#   --shape full   kiln-agent --print as it is, without Xid events (about 9.6 KB)
+#   --perf         record kilnd with perf during the load (perf report in the kept folder)
+#   KILN_BENCH_KEEP=1 keeps the temporary folder.
+#
+# Builds a plain RelWithDebInfo tree into build-bench, starts kilnd on 127.0.0.1 (plain HTTP,
+# ephemeral port, fresh state dir), makes N nodes (POST /nodes/import) and their agent tokens,
+# takes a real report (kiln-agent --print, fake NVML h100-8gpu config) as the template and
+# runs kiln-bench-ingest against it: round-robin over the nodes, report_id/time/host ids
+# varied. After kilnd stops, sqlite3 counts the stored reports: every acknowledged report must
+# be there.
+set -euo pipefail
+
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=$SRC/build-bench
+NODES=10000 CONNS=32 DURATION=30 SHAPE=lean BUILD_IT=1 PERF=0
+CMDLINE="tests/bench/ingest.sh $*"
+while [ $# -gt 0 ]; do
+	case $1 in
+	--nodes) NODES=$2; shift 2 ;;
+	--conns) CONNS=$2; shift 2 ;;
+	--duration) DURATION=$2; shift 2 ;;
+	--shape) SHAPE=$2; shift 2 ;;
+	--no-build) BUILD_IT=0; shift ;;
+	--perf) PERF=1; shift ;;
+	-h | --help) sed -n "2,17p" "$0"; exit 0 ;;
+	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+for tool in curl jq sqlite3; do
+	command -v "$tool" >/dev/null || { echo "bench needs $tool" >&2; exit 1; }
+done
+ulimit -Sn "$(ulimit -Hn)"
+
+if [ "$BUILD_IT" = 1 ]; then
+	cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE= \
+		-DKILN_WERROR=ON >/dev/null
+	cmake --build "$BUILD" -j2 --target kilnd kiln-agent fake-nvml kiln-bench-ingest >/dev/null
+fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench-ingest.XXXXXX")
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	if [ -n "${KILN_BENCH_KEEP:-}" ]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+
+# The template: a real report from kiln-agent with the fake NVML's 8-GPU H100 config.
+FAKE_NVML_CONFIG=$SRC/tests/fake-nvml/configs/h100-8gpu.conf timeout 60 "$BUILD/bin/kiln-agent" \
+	--print --once --root "$SRC/tests/fixtures/agent/roots/h100" \
+	--nvml-lib "$BUILD/lib/fake-nvml/libnvidia-ml.so.1" >"$TMP/agent.json"
+case $SHAPE in
+lean) jq -c 'del(.xid_events) | .gpus |= map({index, name, uuid, serial, pci_bus_id,
+	memory_total_bytes, memory_used_bytes, utilization_gpu_pct, temperature_c, power_draw_w,
+	ecc_volatile_uncorrected, ecc_aggregate_uncorrected, remapped_rows_failure, pstate})' \
+	"$TMP/agent.json" >"$TMP/template.json" ;;
+full) jq -c 'del(.xid_events)' "$TMP/agent.json" >"$TMP/template.json" ;;
+*) echo "--shape must be lean or full" >&2; exit 2 ;;
+esac
+
+mkdir -m 700 "$TMP/kilnd"
+"$BUILD/bin/kilnd" --state-dir "$TMP/kilnd" --listen 127.0.0.1:0 2>"$TMP/kilnd.log" &
+KILND_PID=$!
+PIDS+=("$KILND_PID")
+for _ in $(seq 300); do
+	[ -s "$TMP/kilnd/kilnd.url" ] && curl -sf -o /dev/null "$(cat "$TMP/kilnd/kilnd.url")/api/v1/health" && break
+	kill -0 "$KILND_PID" 2>/dev/null || { cat "$TMP/kilnd.log"; exit 1; }
+	sleep 0.1
+done
+URL=$(cat "$TMP/kilnd/kilnd.url")
+
+"$BUILD/bin/kiln-bench-ingest" --setup --url "$URL" --admin-token "$TMP/kilnd/admin.token" \
+	--tokens "$TMP/tokens" --nodes "$NODES" --conns 8 >&2
+
+if [ "$PERF" = 1 ]; then
+	perf record -g -o "$TMP/perf.data" -p "$KILND_PID" 2>"$TMP/perf.log" &
+	PERF_PID=$!
+fi
+CPU0=$(sed 's/.*) //' "/proc/$KILND_PID/stat" | awk '{ print $12 + $13 }')
+set +e
+"$BUILD/bin/kiln-bench-ingest" --url "$URL" --tokens "$TMP/tokens" --nodes "$NODES" \
+	--template "$TMP/template.json" --conns "$CONNS" --duration "$DURATION" --warmup 3 \
+	| tee "$TMP/load.txt"
+LOAD_RC=${PIPESTATUS[0]}
+set -e
+CPU1=$(sed 's/.*) //' "/proc/$KILND_PID/stat" | awk '{ print $12 + $13 }')
+RSS=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$KILND_PID/status")
+if [ "$PERF" = 1 ]; then
+	kill -INT "$PERF_PID"; wait "$PERF_PID" || true
+	perf report -i "$TMP/perf.data" --no-children --percent-limit 1.5 --stdio 2>/dev/null \
+		>"$TMP/perf.txt" || true
+	KILN_BENCH_KEEP=1
+fi
+kill -TERM "$KILND_PID"; wait "$KILND_PID" || true
+ACKED=$(awk '$1 == "acknowledged" { print $2 }' "$TMP/load.txt")
+STORED=$(sqlite3 -readonly "$TMP/kilnd/kiln.db" "SELECT count(*) FROM agent_history")
+SEEN=$(sqlite3 -readonly "$TMP/kilnd/kiln.db" "SELECT count(*) FROM agent_reports_seen")
+TCK=$(getconf CLK_TCK)
+printf '%-28s %s\n' "kilnd CPU s (whole run)" "$(awk -v a="$CPU0" -v b="$CPU1" -v t="$TCK" 'BEGIN { printf "%.1f", (b - a) / t }')"
+printf '%-28s %s\n' "kilnd peak RSS MiB" "$(awk -v k="$RSS" 'BEGIN { printf "%.0f", k / 1024 }')"
+printf '%-28s %s\n' "stored in kiln.db" "$STORED history rows, $SEEN report ids"
+if [ "$STORED" != "$ACKED" ] || [ "$SEEN" != "$ACKED" ]; then
+	echo "MISMATCH: $ACKED acknowledged, $STORED stored" >&2
+	exit 1
+fi
+echo "every acknowledged report is in kiln.db ($ACKED)"
+exit "$LOAD_RC"
