@@ -228,7 +228,12 @@ int kiln_http_request(struct kiln_http_response *resp, const char *method, const
 	kiln_buf_init(&sink.body, max_body ? max_body : DEFAULT_MAX_BODY);
 	if (!timeout_ms)
 		timeout_ms = DEFAULT_TIMEOUT_MS;
-	h = curl_easy_init();
+	if (trust && trust->reuse) {
+		h = trust->reuse;
+		curl_easy_reset(h); /* options only: the connection and caches stay */
+	} else {
+		h = curl_easy_init();
+	}
 	if (!h) {
 		rc = kiln_fail(KILN_ERROR, "curl: cannot create a handle");
 		goto cleanup;
@@ -262,6 +267,11 @@ int kiln_http_request(struct kiln_http_response *resp, const char *method, const
 	}
 	if ((rc = kiln_http_apply_trust(h, trust)) < 0)
 		goto cleanup;
+#if LIBCURL_VERSION_NUM >= 0x075700
+	/* a kept handle caches the CA store: re-read the file every 5 minutes, not every day */
+	if (trust && trust->reuse)
+		curl_easy_setopt(h, CURLOPT_CA_CACHE_TIMEOUT, 300L);
+#endif
 	if ((c = curl_easy_setopt(h, CURLOPT_URL, url)) != CURLE_OK ||
 	    (c = curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https")) != CURLE_OK ||
 	    (c = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L)) != CURLE_OK ||
@@ -327,7 +337,8 @@ cleanup:
 		kiln_http_response_free(resp);
 	kiln_buf_free(&sink.body);
 	curl_slist_free_all(headers);
-	curl_easy_cleanup(h);
+	if (!trust || h != trust->reuse)
+		curl_easy_cleanup(h);
 	return rc;
 }
 

@@ -13,6 +13,9 @@ struct kiln_tls_trust {
 				  * colons, optionally prefixed "sha256:" / "SHA256:"; or NULL */
 	int insecure;            /* no verification at all (explicit opt-in only) */
 	int system_ca;           /* also load the system CA bundle (default off) */
+	CURL *reuse;             /* optional: a handle the caller keeps (and cleans up) so that
+				  * kiln_http_request reuses its connection, TLS session and CA
+				  * store between requests; NULL: a new handle per request */
 };
 
 struct kiln_http_response {
