@@ -125,5 +125,13 @@ extern const struct cli_cmd cmd_audit;
 extern const struct cli_cmd cmd_report;
 extern const struct cli_cmd cmd_agent;
 extern const struct cli_cmd cmd_gpus;
+/* Live BMC commands (cmd_power.c, cmd_boot.c, cmd_media.c, cmd_sensors.c, cmd_sel.c,
+ * cmd_inventory.c). */
+extern const struct cli_cmd cmd_power;
+extern const struct cli_cmd cmd_boot;
+extern const struct cli_cmd cmd_media;
+extern const struct cli_cmd cmd_sensors;
+extern const struct cli_cmd cmd_sel;
+extern const struct cli_cmd cmd_inventory;
 
 #endif

@@ -11,6 +11,12 @@ const struct cli_cmd *const cli_commands[] = {
 	&cmd_report,
 	&cmd_agent,
 	&cmd_gpus,
+	&cmd_power,
+	&cmd_boot,
+	&cmd_media,
+	&cmd_sensors,
+	&cmd_sel,
+	&cmd_inventory,
 	&cmd_events,
 	NULL,
 };

@@ -1,0 +1,138 @@
+/* kiln boot NODERANGE pxe|cd|disk|bios [--persistent]: the BMCs' boot override, audited per node. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <kiln/error.h>
+
+#include "bmc_cli.h"
+#include "cli.h"
+#include "output.h"
+
+enum { O_PERSISTENT = 1, O_CONFIRM_ABOVE };
+
+static const struct cli_opt boot_opts[] = {
+	{ "persistent", 0, NULL, O_PERSISTENT, "keep the override for every boot (default: next boot only)" },
+	{ "confirm-above", 0, "N", O_CONFIRM_ABOVE,
+	  "ask for the count above N nodes (KILN_CONFIRM_THRESHOLD; default 10)" },
+	{ 0 },
+};
+
+static const char *const devices[] = { "pxe", "cd", "disk", "bios", NULL };
+
+struct boot_args {
+	int persistent;
+	const char *confirm_above;
+};
+
+static int boot_opt(void *ud, const struct cli_opt *opt, const char *value)
+{
+	struct boot_args *a = ud;
+
+	if (opt->id == O_PERSISTENT)
+		a->persistent = 1;
+	else if (opt->id == O_CONFIRM_ABOVE)
+		a->confirm_above = value;
+	return 0;
+}
+
+static int boot_print(const struct cli_ctx *ctx, const json_t *res)
+{
+	static const char *const headers[] = { "NODE", "BOOT", "PERSISTENT", "RESULT" };
+	struct out_table t;
+	size_t i;
+	json_t *e;
+	int rc = 0;
+
+	if (ctx->output == CLI_OUT_JSON)
+		return out_json_print(res, stdout);
+	out_table_init(&t, headers, 4);
+	json_array_foreach(res, i, e) {
+		char node[128], dev[16], pers[8], result[560];
+		const char *err = json_string_value(json_object_get(e, "error"));
+		const char *row[] = { out_cell(node, sizeof(node), json_object_get(e, "node")),
+				      out_cell(dev, sizeof(dev), json_object_get(e, "device")),
+				      out_cell(pers, sizeof(pers), json_object_get(e, "persistent")),
+				      json_is_true(json_object_get(e, "dry_run")) ? "dry run" : "ok" };
+
+		if (err) {
+			snprintf(result, sizeof(result), "error: %s", err);
+			row[3] = result;
+		}
+		if ((rc = out_table_add(&t, row)) < 0)
+			break;
+	}
+	if (rc == 0)
+		out_table_print(&t, stdout);
+	out_table_free(&t);
+	return rc;
+}
+
+static int boot_run(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct boot_args a = { 0 };
+	struct cli_args pos = { 0 };
+	json_t *body = NULL, *res = NULL;
+	const char *device = NULL;
+	int rc, threshold;
+
+	rc = cli_args_parse(&pos, ctx, boot_opts, argc - 1, argv + 1, boot_opt, &a);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "NODERANGE pxe|cd|disk|bios [--persistent]",
+			       "Sets the boot override on each node's BMC (next boot only unless "
+			       "--persistent). Exit status 3 when some nodes failed.", boot_opts);
+		goto cleanup;
+	}
+	if (pos.n != 2) {
+		rc = cli_usage_error(ctx, pos.n < 2 ? "NODERANGE and a device (pxe, cd, disk, bios) "
+				     "are required" : "unexpected argument '%s'",
+				     pos.n < 2 ? "" : pos.v[2]);
+		goto cleanup;
+	}
+	for (size_t i = 0; devices[i]; i++)
+		if (strcmp(pos.v[1], devices[i]) == 0)
+			device = devices[i];
+	if (!device) {
+		rc = cli_usage_error(ctx, "'%s' is not pxe, cd, disk or bios", pos.v[1]);
+		goto cleanup;
+	}
+	if ((rc = bmc_cli_threshold(&threshold, ctx, a.confirm_above)) < 0)
+		goto cleanup;
+	body = json_pack("{s:s, s:s, s:b, s:b}", "range", pos.v[0], "device", device, "persistent",
+			 a.persistent, "dry_run", 1);
+	if (!body) {
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto cleanup;
+	}
+	if (ctx->dry_run || !ctx->yes) {
+		rc = bmc_cli_post(&res, ctx, "boot", body);
+		if (rc < 0)
+			goto cleanup;
+		if (ctx->dry_run) {
+			rc = boot_print(ctx, res);
+			goto cleanup;
+		}
+		if (bmc_cli_ok_count(res) > (size_t)threshold &&
+		    (rc = bmc_cli_confirm_count(bmc_cli_ok_count(res), "boot override",
+						pos.v[0])) < 0)
+			goto cleanup;
+		json_decref(res);
+		res = NULL;
+	}
+	json_object_set_new(body, "dry_run", json_false());
+	rc = bmc_cli_post(&res, ctx, "boot", body);
+	if (rc < 0)
+		goto cleanup;
+	rc = boot_print(ctx, res);
+	if (rc == 0)
+		rc = out_results_status(res);
+cleanup:
+	json_decref(body);
+	json_decref(res);
+	free(pos.v);
+	return rc;
+}
+
+const struct cli_cmd cmd_boot = { "boot", "set the boot device on the BMCs (pxe, cd, disk, bios)",
+				  boot_run };
