@@ -9,7 +9,9 @@
 
 #include "api/api.h"
 #include "bmc/bmc.h"
+#include "bmc/ipmi/ipmi.h"
 #include "config.h"
+#include "console.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
 #include "poller.h"
@@ -186,6 +188,22 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 
+	/* Signals are taken by sigwait below: block them before any thread exists. */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	/* libfreeipmi waits with select(): its helper forks now, while kilnd holds few files. */
+	{
+		struct ipmi_helper_config icfg = { .state_dir = state_dir };
+
+		if (ipmi_helper_start(&icfg) < 0) {
+			ret = die("IPMI helper");
+			goto cleanup;
+		}
+	}
+
 	if (statedir_open(&sd, state_dir) < 0) {
 		ret = die(NULL);
 		goto cleanup;
@@ -238,12 +256,16 @@ int main(int argc, char **argv)
 		log_info("TLS certificate SHA-256 fingerprint %s", tls.fingerprint);
 
 	fd_limit_raise((unsigned)cfg.http_max_connections);
-	/* Signals are taken by sigwait below: block them before any thread exists. */
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	{
+		struct console_config ccfg = { .state_dir = sd->path, .db_path = db_path,
+					       .key = &sd->key,
+					       .timeout_ms = (long)cfg.bmc_request_timeout * 1000 };
+
+		if (console_start(&ccfg) < 0) {
+			ret = die("console");
+			goto cleanup;
+		}
+	}
 
 	if (api_listen_open(&fd, &listen_at) < 0) {
 		ret = die(NULL);
@@ -315,6 +337,7 @@ int main(int argc, char **argv)
 	ret = 0;
 cleanup:
 	webhook_stop(hooks);
+	console_stop(); /* attached consoles hold upgraded HTTP connections */
 	api_server_stop(srv);
 	poller_stop(poller);      /* before the engine its operations run on */
 	bmc_engine_stop(engine);
@@ -329,6 +352,7 @@ cleanup:
 	if (fd >= 0)
 		close(fd);
 	store_close(st);
+	ipmi_helper_stop(); /* after the engine and the consoles that use it */
 	tlscert_clear(&tls);
 	statedir_close(sd);
 	kilnd_config_free(&cfg);

@@ -1,7 +1,8 @@
 /* kiln-serialsim: the serial side of a simulated BMC, for SOL tests. ipmi_sim's
  * `sol "tcp:127.0.0.1:PORT"` connects here as a TCP client. Bytes appended to the --tx
  * file are sent to the BMC (the node "prints" them); bytes the BMC sends (typed into the
- * console) are appended to the --rx file. Stops on SIGTERM. */
+ * console) are appended to the --rx file. Output printed while no BMC is connected is
+ * lost, as on a real serial line. Stops on SIGTERM. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -17,6 +18,9 @@
 #include <arpa/inet.h>
 
 #include "kiln/parse.h"
+
+/* ipmi_sim may hold more than one connection; each gets the output and is read. */
+#define MAX_CONN 8
 
 static int listen_on(int port)
 {
@@ -35,6 +39,13 @@ static int listen_on(int port)
 		return -1;
 	}
 	return fd;
+}
+
+static off_t tx_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : 0;
 }
 
 static int write_all(int fd, const char *p, size_t n)
@@ -63,8 +74,14 @@ int main(int argc, char **argv)
 	};
 	const char *rx_path = NULL, *tx_path = NULL;
 	int64_t port = 0;
-	off_t sent = 0;
-	int c, lfd, cfd = -1, rx;
+	struct {
+		int fd;
+		off_t sent;
+	} conns[MAX_CONN];
+	int c, lfd, rx;
+
+	for (c = 0; c < MAX_CONN; c++)
+		conns[c].fd = -1;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'p' && kiln_parse_int64(&port, optarg, 1, 65535) == 0)
@@ -92,45 +109,64 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (;;) {
-		struct pollfd p[2] = { { lfd, POLLIN, 0 }, { cfd, POLLIN, 0 } };
+		struct pollfd p[1 + MAX_CONN];
 		struct stat st;
 		char buf[4096];
+		int i;
 
-		if (poll(p, cfd >= 0 ? 2 : 1, 50) < 0 && errno != EINTR)
+		p[0].fd = lfd;
+		p[0].events = POLLIN;
+		for (i = 0; i < MAX_CONN; i++) {
+			p[1 + i].fd = conns[i].fd;
+			p[1 + i].events = POLLIN;
+			p[1 + i].revents = 0;
+		}
+		if (poll(p, 1 + MAX_CONN, 50) < 0 && errno != EINTR)
 			return 1;
 		if (p[0].revents & POLLIN) {
 			int nfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
-			if (nfd >= 0) {
-				if (cfd >= 0)
-					close(cfd);
-				cfd = nfd;
-				fprintf(stderr, "kiln-serialsim: BMC connected\n");
+			for (i = 0; nfd >= 0 && i < MAX_CONN; i++) {
+				if (conns[i].fd < 0) {
+					conns[i].fd = nfd;
+					conns[i].sent = tx_size(tx_path); /* only what is printed from now on */
+					nfd = -1;
+					fprintf(stderr, "kiln-serialsim: BMC connected\n");
+				}
 			}
+			if (nfd >= 0)
+				close(nfd);
 		}
-		if (cfd >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-			ssize_t r = read(cfd, buf, sizeof(buf));
+		for (i = 0; i < MAX_CONN; i++) {
+			if (conns[i].fd < 0 || !(p[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ssize_t r = read(conns[i].fd, buf, sizeof(buf));
 
 			if (r > 0) {
 				if (write_all(rx, buf, (size_t)r) < 0)
 					return 1;
 			} else if (r == 0 || errno != EINTR) {
-				close(cfd);
-				cfd = -1;
+				close(conns[i].fd);
+				conns[i].fd = -1;
 				fprintf(stderr, "kiln-serialsim: BMC disconnected\n");
 			}
 		}
-		/* new bytes in the tx file go out while a BMC is connected */
-		if (cfd >= 0 && stat(tx_path, &st) == 0 && st.st_size > sent) {
-			int tfd = open(tx_path, O_RDONLY | O_CLOEXEC);
+		/* new bytes in the tx file go to every connection ipmi_sim holds */
+		if (stat(tx_path, &st) < 0)
+			continue;
+		for (i = 0; i < MAX_CONN; i++) {
+			int tfd;
+			ssize_t r;
 
-			if (tfd >= 0) {
-				ssize_t r = pread(tfd, buf, sizeof(buf), sent);
-
-				if (r > 0 && write_all(cfd, buf, (size_t)r) == 0)
-					sent += r;
-				close(tfd);
-			}
+			if (conns[i].fd < 0 || st.st_size <= conns[i].sent)
+				continue;
+			tfd = open(tx_path, O_RDONLY | O_CLOEXEC);
+			if (tfd < 0)
+				continue;
+			r = pread(tfd, buf, sizeof(buf), conns[i].sent);
+			if (r > 0 && write_all(conns[i].fd, buf, (size_t)r) == 0)
+				conns[i].sent += r;
+			close(tfd);
 		}
 	}
 }

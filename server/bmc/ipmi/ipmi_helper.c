@@ -80,6 +80,10 @@ static void close_all_but(int keep)
 
 static void child_signals(void)
 {
+	sigset_t none;
+
+	sigemptyset(&none); /* kilnd blocks the signals it sigwait()s for */
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);

@@ -1,0 +1,219 @@
+/* The serial console over the REST API: attach (HTTP Upgrade), the captured log, capture on/off. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/api_internal.h"
+#include "console.h"
+#include "kiln/error.h"
+#include "kiln/json.h"
+#include "kiln/parse.h"
+
+/* The protocol name a client asks for with "Upgrade:"; after the 101 answer the connection
+ * carries raw console bytes both ways. */
+#define CONSOLE_PROTOCOL "kiln-console"
+#define TAIL_DEFAULT 20
+#define INITIAL_MAX 65536
+
+/* What the 101 response hands to the upgraded connection's thread. */
+struct attach {
+	struct console_target *t;
+	int steal;
+	int sock;
+	struct MHD_UpgradeResponseHandle *urh;
+	char *initial;
+	size_t initial_len;
+};
+
+static void attach_release(void *arg)
+{
+	struct attach *a = arg;
+
+	MHD_upgrade_action(a->urh, MHD_UPGRADE_ACTION_CLOSE);
+}
+
+static void *attach_thread(void *arg)
+{
+	struct attach *a = arg;
+
+	console_client_run(a->t, a->sock, a->initial, a->initial_len, a->steal, attach_release, a);
+	free(a->initial);
+	free(a);
+	return NULL;
+}
+
+/* MHD calls this once the 101 answer is out; the socket is ours until the close action. */
+static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra_in,
+			size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	struct attach *a = cls;
+	pthread_attr_t attr;
+	pthread_t t;
+
+	(void)conn;
+	(void)con_cls;
+	a->sock = sock;
+	a->urh = urh;
+	if (extra_in_size > 0 && extra_in_size <= INITIAL_MAX) {
+		a->initial = malloc(extra_in_size);
+		if (a->initial) {
+			memcpy(a->initial, extra_in, extra_in_size);
+			a->initial_len = extra_in_size;
+		}
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, attach_thread, a) != 0) {
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		console_target_free(a->t);
+		free(a->initial);
+		free(a);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+/* Does the comma-separated header value list contain token (case-insensitive)? */
+static int header_has(const char *value, const char *token)
+{
+	size_t tlen = strlen(token);
+
+	while (value && *value) {
+		size_t n;
+
+		while (*value == ' ' || *value == '\t' || *value == ',')
+			value++;
+		n = strcspn(value, ",");
+		while (n > 0 && (value[n - 1] == ' ' || value[n - 1] == '\t'))
+			n--;
+		if (n == tlen && strncasecmp(value, token, tlen) == 0)
+			return 1;
+		value += strcspn(value, ",");
+	}
+	return 0;
+}
+
+void api_console_attach(struct api_ctx *c)
+{
+	const char *upgrade = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND,
+							  MHD_HTTP_HEADER_UPGRADE);
+	const char *connection = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONNECTION);
+	const char *steal_arg = api_query(c, "steal");
+	struct console_target *t = NULL;
+	struct attach *a = NULL;
+	struct MHD_Response *resp = NULL;
+	int64_t audit_id;
+	bool steal = false;
+	int rc;
+
+	if (!header_has(upgrade, CONSOLE_PROTOCOL) || !header_has(connection, "upgrade")) {
+		api_fail(c, MHD_HTTP_UPGRADE_REQUIRED, NULL,
+			 "the console is a byte stream: send 'Connection: Upgrade' and "
+			 "'Upgrade: " CONSOLE_PROTOCOL "' (kiln console NODE does)");
+		return;
+	}
+	if (steal_arg && kiln_parse_bool(&steal, steal_arg) < 0) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "steal", "query 'steal' must be true or false");
+		return;
+	}
+	rc = console_target_load(&t, c->st, c->key, c->param);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	if (api_audit_begin(c, &audit_id, "console.attach", c->param,
+			    json_pack("{s:b}", "steal", steal)) < 0)
+		goto cleanup;
+	a = calloc(1, sizeof(*a));
+	if (a)
+		resp = MHD_create_response_for_upgrade(on_upgraded, a);
+	if (!resp || MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, CONSOLE_PROTOCOL) != MHD_YES) {
+		rc = kiln_fail(KILN_ERROR, "cannot build the upgrade response");
+		api_audit_finish(c, audit_id, rc);
+		api_fail_code(c, rc, NULL);
+		goto cleanup;
+	}
+	api_audit_finish(c, audit_id, 0);
+	/* from here on the thread of the upgraded connection owns t and a; should the client
+	 * vanish before the 101 is sent, MHD never calls on_upgraded and they are lost */
+	a->t = t;
+	a->steal = steal;
+	t = NULL;
+	a = NULL;
+	c->status = MHD_HTTP_SWITCHING_PROTOCOLS;
+	c->response = resp;
+	resp = NULL;
+cleanup:
+	if (resp)
+		MHD_destroy_response(resp);
+	free(a);
+	console_target_free(t);
+}
+
+void api_console_log(struct api_ctx *c)
+{
+	const char *lines_arg = api_query(c, "lines");
+	int64_t lines = TAIL_DEFAULT;
+	json_t *arr = NULL;
+	int enabled = 0, rc;
+
+	if (lines_arg && kiln_parse_int64(&lines, lines_arg, 1, 10000) < 0) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "lines", "query 'lines' must be 1 to 10000");
+		return;
+	}
+	if ((rc = store_console_capture_get(c->st, c->param, &enabled)) < 0 ||
+	    (rc = console_log_tail(&arr, c->param, (long)lines)) < 0) {
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	{
+		json_t *o = json_pack("{s:s, s:b, s:o}", "node", c->param, "capture", enabled,
+				      "lines", arr);
+
+		if (o)
+			console_status(o, c->param);
+		api_reply(c, MHD_HTTP_OK, o);
+	}
+}
+
+void api_console_capture(struct api_ctx *c)
+{
+	static const char *const allowed[] = { "enabled", NULL };
+	const char *bad = NULL;
+	int64_t audit_id;
+	bool enabled = false;
+	int rc;
+
+	if (!api_body_require(c))
+		return;
+	if (kiln_json_check_keys(c->body, allowed, &bad) < 0) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, bad, "unknown field '%s'", bad ? bad : "?");
+		return;
+	}
+	if (kiln_json_get_bool(&enabled, c->body, "enabled", true) < 0) {
+		api_fail_code(c, KILN_EINVAL, "enabled");
+		return;
+	}
+	if (enabled) {
+		/* a node without an IPMI address would only fail in the background */
+		struct console_target *t = NULL;
+
+		rc = console_target_load(&t, c->st, c->key, c->param);
+		console_target_free(t);
+		if (rc < 0) {
+			api_fail_code(c, rc, NULL);
+			return;
+		}
+	}
+	if (api_audit_begin(c, &audit_id, enabled ? "console.capture.on" : "console.capture.off",
+			    c->param, NULL) < 0)
+		return;
+	rc = console_capture_set(c->st, c->param, enabled);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	api_reply(c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "node", c->param, "capture", enabled));
+}
