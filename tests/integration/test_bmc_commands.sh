@@ -143,6 +143,25 @@ same "audit: one power.cycle row per node, outcome ok" \
 same "audit: actor is the token's name" \
 	"$(jq -r '[.[] | select(.action=="power.cycle") | .actor] | unique | join(",")' <<<"$audit")" admin
 
+# --- on a terminal (script's pty) the count must be typed --------------------------------
+if command -v script >/dev/null; then
+	before=$(counters)
+	(sleep 0.5; printf '3\n') | script -qec "'$KILN' power off 'gpu[01-04]' --confirm-above 3" \
+		/dev/null >"$T/tty.out" 2>&1
+	rc=$?
+	same "terminal: a wrong count refuses: exit" "$rc" 1
+	grep -q 'Type 4 to go on' "$T/tty.out" || fail "terminal: the question: $(cat "$T/tty.out")"
+	same "terminal: a wrong count sends nothing" "$(counters)" "$before"
+	(sleep 0.5; printf '4\n') | script -qec "'$KILN' power on 'gpu[01-04]' --confirm-above 3" \
+		/dev/null >"$T/tty.out" 2>&1
+	rc=$?
+	same "terminal: the right count goes on: exit" "$rc" 0
+	n=$("$KILN" audit log -o json | jq '[.[] | select(.action=="power.on" and .outcome=="ok")] | length')
+	same "terminal: an audit row per node" "$n" 4
+else
+	echo "note: script (util-linux) missing: the typed-count prompt is not exercised"
+fi
+
 # --- power on an off node (iLO-shaped), a cycle of an off node needs --on-if-off ------------
 "$KILN" power cycle ilo01 --yes -o json >"$T/out"
 rc=$?
