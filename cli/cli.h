@@ -133,5 +133,6 @@ extern const struct cli_cmd cmd_media;
 extern const struct cli_cmd cmd_sensors;
 extern const struct cli_cmd cmd_sel;
 extern const struct cli_cmd cmd_inventory;
+extern const struct cli_cmd cmd_console;
 
 #endif

@@ -18,5 +18,6 @@ const struct cli_cmd *const cli_commands[] = {
 	&cmd_sel,
 	&cmd_inventory,
 	&cmd_events,
+	&cmd_console,
 	NULL,
 };
