@@ -849,6 +849,9 @@ int ingest_batch(struct store *st, struct ingest_item **items, size_t n)
 					 items[i]->report);
 		if (rc < 0)
 			item_fail(items[i], rc);
+		/* Recording the token's use never fails the report. */
+		if (items[i]->token_touch > 0)
+			store_agent_token_touch(st, items[i]->token_touch);
 	}
 	if ((rc = store_commit(st)) < 0) {
 		store_rollback(st);

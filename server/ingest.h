@@ -45,6 +45,7 @@ int ingest_report_store(struct store *st, int *out_duplicate, int64_t node_id,
 struct ingest_item {
 	int64_t node_id;
 	const struct ingest_report *report;
+	int64_t token_touch;       /* an agent token id whose use to record, or 0 */
 	/* results */
 	int rc;
 	int duplicate;

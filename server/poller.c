@@ -18,6 +18,7 @@
 
 #define REFRESH_S 10        /* the node list is read again this often */
 #define TICK_MS 250
+#define HEALTH_SLICE 64     /* nodes per transaction of the health sweep */
 
 void poller_config_defaults(struct poller_config *cfg)
 {
@@ -674,8 +675,21 @@ static void health_sweep(struct poller *p, int64_t now)
 		maintenance_list_free(m, nm);
 		return;
 	}
-	for (size_t i = 0; i < p->nslots; i++)
+	for (size_t i = 0; i < p->nslots; i++) {
 		health_one(p, &p->slots[i], maint_has(m, nm, p->slots[i].node->id), now);
+		/* Commit in slices: one transaction over thousands of nodes would hold SQLite's
+		 * write lock for seconds and stall every agent report meanwhile. */
+		if ((i + 1) % HEALTH_SLICE == 0 && i + 1 < p->nslots) {
+			if (store_commit(p->st) < 0) {
+				log_warn("poller: commit: %s", kiln_error_last());
+				store_rollback(p->st);
+			}
+			if (store_begin(p->st) < 0) {
+				maintenance_list_free(m, nm);
+				return;
+			}
+		}
+	}
 	if (store_commit(p->st) < 0) {
 		log_warn("poller: commit: %s", kiln_error_last());
 		store_rollback(p->st);

@@ -23,12 +23,14 @@ unsigned api_agent_authenticate(struct api_ctx *c, const char *token, char *msg,
 {
 	unsigned char hash[32];
 	char who[48];
-	int64_t id = 0;
-	int rc;
+	int64_t id = 0, token_id = 0;
+	int rc, stale = 0;
 
 	secret_token_hash(hash, token);
+	/* An agent token's use is recorded with its report, in the batch's transaction: a write
+	 * of its own per report would contend with the ingest for SQLite's write lock. */
 	if (c->route->role == ROLE_AGENT)
-		rc = store_agent_token_lookup(c->st, &id, hash);
+		rc = store_agent_token_find(c->st, &token_id, &id, &stale, hash);
 	else
 		rc = store_enroll_token_lookup(c->st, &id, hash);
 	sodium_memzero(hash, sizeof(hash));
@@ -43,6 +45,7 @@ unsigned api_agent_authenticate(struct api_ctx *c, const char *token, char *msg,
 	}
 	if (c->route->role == ROLE_AGENT) {
 		c->agent_node_id = id;
+		c->agent_token_touch = stale ? token_id : 0;
 		snprintf(who, sizeof(who), "agent:node%lld", (long long)id);
 	} else {
 		c->enroll_token_id = id;
@@ -67,9 +70,12 @@ void api_agent_report(struct api_ctx *c)
 	rc = ingest_report_parse(&r, c->body, field, sizeof(field));
 	if (rc < 0) {
 		api_fail_code(c, rc, field[0] ? field : NULL);
+		if (c->agent_token_touch)
+			store_agent_token_touch(c->st, c->agent_token_touch);
 		return;
 	}
 	item.node_id = c->agent_node_id;
+	item.token_touch = c->agent_token_touch;
 	item.report = r;
 	/* Answered only once the report is committed (with others queued meanwhile). */
 	rc = ingest_submit(c->st, &item);

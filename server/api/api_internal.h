@@ -26,6 +26,7 @@ struct api_ctx {
 	const struct api_route *route;
 	char param[API_PARAM_MAX];     /* the {name} or {id} path segment, "" when none */
 	int64_t agent_node_id;         /* ROLE_AGENT: the node the agent token belongs to */
+	int64_t agent_token_touch;     /* ROLE_AGENT: the token's id when its use is to be recorded */
 	int64_t enroll_token_id;       /* ROLE_ENROLL: the enrollment token's id */
 	struct store *st;              /* this thread's store handle */
 	const struct secret_key *key;

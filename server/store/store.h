@@ -102,6 +102,13 @@ int store_agent_token_insert(struct store *st, int64_t *out_id, int64_t node_id,
 			     const unsigned char hash[32]);
 /* Node id for a live agent token. */
 int store_agent_token_lookup(struct store *st, int64_t *out_node_id, const unsigned char hash[32]);
+/* Like store_agent_token_lookup but writes nothing: the token's id and node, and *out_stale
+ * set when its last use is older than a minute (the caller records the use with
+ * store_agent_token_touch, e.g. inside the transaction that stores the report). */
+int store_agent_token_find(struct store *st, int64_t *out_id, int64_t *out_node_id,
+			   int *out_stale, const unsigned char hash[32]);
+/* Records that agent token id was used now (at most once a minute; a busy database skips it). */
+int store_agent_token_touch(struct store *st, int64_t id);
 /* Revokes every live agent token of a node (re-enrollment, a new token); *out_revoked (may be
  * NULL) says how many. */
 int store_agent_token_revoke_node(struct store *st, int64_t node_id, int *out_revoked);

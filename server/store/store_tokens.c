@@ -242,6 +242,39 @@ int store_agent_token_lookup(struct store *st, int64_t *out_node_id, const unsig
 	return 0;
 }
 
+int store_agent_token_find(struct store *st, int64_t *out_id, int64_t *out_node_id,
+			   int *out_stale, const unsigned char hash[32])
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_TOKEN_FIND,
+			      "SELECT id, node_id, last_used_at IS NULL OR last_used_at <= ?2"
+			      " FROM agent_tokens WHERE hash = ?1 AND revoked_at IS NULL")) < 0)
+		return ret;
+	sqlite3_bind_blob(s, 1, hash, 32, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, store_now(st) - TOUCH_INTERVAL_S);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*out_id = sqlite3_column_int64(s, 0);
+		*out_node_id = sqlite3_column_int64(s, 1);
+		*out_stale = sqlite3_column_int(s, 2);
+	} else if (rc == SQLITE_DONE) {
+		ret = kiln_fail(KILN_ENOTFOUND, "unknown or revoked agent token");
+	} else {
+		ret = store_fail(st, rc, "looking up an agent token");
+	}
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_agent_token_touch(struct store *st, int64_t id)
+{
+	return touch(st, STMT_AGENT_TOKEN_TOUCH,
+		     "UPDATE agent_tokens SET last_used_at = ?1 WHERE id = ?2"
+		     " AND (last_used_at IS NULL OR last_used_at <= ?3)", id);
+}
+
 int store_agent_token_revoke_node(struct store *st, int64_t node_id, int *out_revoked)
 {
 	sqlite3_stmt *s = NULL;
