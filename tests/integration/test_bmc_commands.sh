@@ -19,6 +19,14 @@ for f in "$KILN" "$BMCSIM" "$FIX/generic" "$FIX/idrac9" "$FIX/ilo5"; do
 done
 command -v setsid >/dev/null || { echo "skipped: setsid (util-linux) is not installed"; exit 77; }
 
+# An ipmi_sim node too where OpenIPMI is installed (its helpers define fail: ours come after).
+IPMI=0
+if command -v ipmi_sim >/dev/null && command -v sdrcomp >/dev/null && command -v ss >/dev/null; then
+	# shellcheck source=../ipmi/lib.sh
+	. "$SRC/tests/ipmi/lib.sh"
+	IPMI=1
+fi
+
 FAILS=0
 fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
 pass() { echo "ok: $*"; }
@@ -27,6 +35,7 @@ same() {
 }
 
 on_exit() {
+	[ "$IPMI" = 1 ] && ipmisim_cleanup
 	bmcsim_stop_all
 	kiln_test_cleanup
 }
@@ -283,6 +292,28 @@ same "  ... the audit row says failed" \
 	"$("$KILN" audit log -o json | jq -r '[.[] | select(.action=="power.reset" and .target=="gpu03")][0].outcome' | cut -c1-7)" \
 	"failed:"
 curl -sf -X POST "http://127.0.0.1:$(gen_port gpu03)/_sim/inject" -d '{"fault":"none"}' >/dev/null
+
+# --- an IPMI node through the same endpoints (optional) --------------------------------------
+if [ "$IPMI" = 1 ]; then
+	if ipmisim_start 1; then
+		trap on_exit EXIT # ipmisim_start installs its own
+		printf '%s\n' "$IPMISIM_PASSWORD" >"$T/ipmi.pw"
+		"$KILN" node add ipmi01 --bmc "ipmi://127.0.0.1:${IPMISIM_PORTS[0]}" --bmc-user admin \
+			--bmc-password-file "$T/ipmi.pw" --ipmi-workarounds opensesspriv >/dev/null ||
+			fail "node add ipmi01"
+		out=$("$KILN" power status ipmi01,gpu01 -o json)
+		same "ipmi: power status next to redfish" "$?/$(jq -r '[.[].power] | join(",")' <<<"$out")" 0/on,off
+		out=$("$KILN" power on ipmi01 --yes -o json)
+		same "ipmi: power on, confirmed" "$?/$(jq -r '.[0].power' <<<"$out")" 0/on
+		same "ipmi: the simulator's chassis is on" "$(cat "${IPMISIM_DIRS[0]}/chassis/power")" 1
+		n=$("$KILN" audit log -o json | jq '[.[] | select(.target=="ipmi01" and .action=="power.on" and .outcome=="ok")] | length')
+		same "ipmi: audit row" "$n" 1
+	else
+		fail "ipmi_sim did not start"
+	fi
+else
+	echo "note: OpenIPMI (ipmi_sim) missing: no IPMI node in this run"
+fi
 
 # --- usage errors ----------------------------------------------------------------------------
 "$KILN" power bounce gpu01 >/dev/null 2>&1
