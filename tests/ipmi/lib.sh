@@ -86,6 +86,11 @@ ipmisim_start() {
 			-e "s|@SOLPORT@|$((port + 1000))|" -e "s|@USER@|$IPMISIM_USER|" \
 			-e "s|@PASSWORD@|$IPMISIM_PASSWORD|" \
 			"$IPMISIM_KIT/lan.conf.in" > "$dir/lan.conf"
+		# ipmi_sim connects to its serial side once, at start: a test that wants one
+		# defines ipmisim_on_sol_port INDEX PORT to start it first
+		if declare -F ipmisim_on_sol_port > /dev/null; then
+			ipmisim_on_sol_port "$i" $((port + 1000)) || return 1
+		fi
 		(cd "$dir" && exec ipmi_sim -c lan.conf -f "$IPMISIM_KIT/node.emu" -s state -n \
 			> "$dir/sim.log" 2>&1 < /dev/null) &
 		IPMISIM_PIDS+=("$!")
