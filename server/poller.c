@@ -609,15 +609,22 @@ static char *reasons_json(const struct health_result *r)
 	return text;
 }
 
-static void health_one(struct poller *p, struct slot *s, int maintenance, int64_t now)
+/* A node's health as read from the store, before anything is written. */
+struct health_read {
+	int ok;
+	struct health_result res;
+	int64_t agent_last_seen;
+};
+
+/* The read half: facts and rules, no writes (so no write lock is held meanwhile). */
+static void health_read(struct poller *p, struct slot *s, struct health_read *out,
+			int maintenance, int64_t now)
 {
 	const struct poller_config *cfg = &p->opt.cfg;
 	struct health_facts f;
 	struct health_sources src;
-	struct health_result res;
-	const char *old = s->st.health;
-	char *reasons;
 
+	out->ok = 0;
 	if (health_facts_gather(&f, &src, p->st, s->node, &s->st, maintenance, now,
 				&cfg->health) < 0) {
 		log_warn("poller: %s: health: %s", s->node->name, kiln_error_last());
@@ -629,37 +636,51 @@ static void health_one(struct poller *p, struct slot *s, int maintenance, int64_
 	else if (s->st.starved_since == 0)
 		s->st.starved_since = now;
 	f.starved_since = s->st.starved_since;
-	health_evaluate(&res, &f, &cfg->health);
+	health_evaluate(&out->res, &f, &cfg->health);
+	out->agent_last_seen = f.agent_last_seen;
 	health_sources_clear(&src);
+	out->ok = 1;
+}
 
-	if (res.hung && s->st.hung_since == 0) {
+/* The write half: events, the stored state and remediation, inside the caller's transaction. */
+static void health_apply(struct poller *p, struct slot *s, const struct health_read *hr,
+			 int64_t now)
+{
+	const struct health_result *r = &hr->res;
+	const char *old = s->st.health;
+	char *reasons;
+
+	if (!hr->ok)
+		return;
+
+	if (r->hung && s->st.hung_since == 0) {
 		char key[64];
 
 		s->st.hung_since = now;
 		snprintf(key, sizeof(key), "hung:%lld", (long long)now);
-		event_add(p, s, SEV_CRITICAL, "kilnd", "hung", key, "%s", res.reasons[0]);
-	} else if (!res.hung) {
+		event_add(p, s, SEV_CRITICAL, "kilnd", "hung", key, "%s", r->reasons[0]);
+	} else if (!r->hung) {
 		s->st.hung_since = 0;
 	}
-	if (strcmp(old, health_level_name(res.level)) != 0)
-		event_add(p, s, res.level == HEALTH_CRITICAL  ? SEV_CRITICAL
-				: res.level == HEALTH_WARNING ? SEV_WARNING
+	if (strcmp(old, health_level_name(r->level)) != 0)
+		event_add(p, s, r->level == HEALTH_CRITICAL  ? SEV_CRITICAL
+				: r->level == HEALTH_WARNING ? SEV_WARNING
 							      : SEV_INFO,
 			  "kilnd", "health", NULL, "health %s -> %s%s%s", old,
-			  health_level_name(res.level), res.nreasons ? ": " : "",
-			  res.nreasons ? res.reasons[0] : "");
-	snprintf(s->st.health, sizeof(s->st.health), "%s", health_level_name(res.level));
-	reasons = reasons_json(&res);
+			  health_level_name(r->level), r->nreasons ? ": " : "",
+			  r->nreasons ? r->reasons[0] : "");
+	snprintf(s->st.health, sizeof(s->st.health), "%s", health_level_name(r->level));
+	reasons = reasons_json(r);
 	if (reasons) {
 		free(s->st.reasons);
 		s->st.reasons = reasons;
 	}
 	s->st.health_time = now;
 	state_put(p, s);
-	if (res.hung)
-		for (size_t i = 0; i < res.nreasons; i++)
-			if (strncmp(res.reasons[i], "hung:", 5) == 0)
-				remediate(p, s, res.reasons[i], f.agent_last_seen, now);
+	if (r->hung)
+		for (size_t i = 0; i < r->nreasons; i++)
+			if (strncmp(r->reasons[i], "hung:", 5) == 0)
+				remediate(p, s, r->reasons[i], hr->agent_last_seen, now);
 }
 
 static void health_sweep(struct poller *p, int64_t now)
@@ -671,28 +692,26 @@ static void health_sweep(struct poller *p, int64_t now)
 		log_warn("poller: maintenance: %s", kiln_error_last());
 		return;
 	}
-	if (store_begin(p->st) < 0) {
-		maintenance_list_free(m, nm);
-		return;
-	}
-	for (size_t i = 0; i < p->nslots; i++) {
-		health_one(p, &p->slots[i], maint_has(m, nm, p->slots[i].node->id), now);
-		/* Commit in slices: one transaction over thousands of nodes would hold SQLite's
-		 * write lock for seconds and stall every agent report meanwhile. */
-		if ((i + 1) % HEALTH_SLICE == 0 && i + 1 < p->nslots) {
-			if (store_commit(p->st) < 0) {
-				log_warn("poller: commit: %s", kiln_error_last());
-				store_rollback(p->st);
-			}
-			if (store_begin(p->st) < 0) {
-				maintenance_list_free(m, nm);
-				return;
-			}
+	/* In slices: read a slice's facts without a transaction, then write its outcome in one
+	 * short transaction. Holding SQLite's write lock over the reads of thousands of nodes
+	 * (seconds) starved every agent report into its busy timeout. */
+	for (size_t first = 0; first < p->nslots; first += HEALTH_SLICE) {
+		struct health_read hr[HEALTH_SLICE];
+		size_t n = p->nslots - first < HEALTH_SLICE ? p->nslots - first : HEALTH_SLICE;
+
+		for (size_t k = 0; k < n; k++)
+			health_read(p, &p->slots[first + k], &hr[k],
+				    maint_has(m, nm, p->slots[first + k].node->id), now);
+		if (store_begin(p->st) < 0) {
+			log_warn("poller: health: %s", kiln_error_last());
+			break;
 		}
-	}
-	if (store_commit(p->st) < 0) {
-		log_warn("poller: commit: %s", kiln_error_last());
-		store_rollback(p->st);
+		for (size_t k = 0; k < n; k++)
+			health_apply(p, &p->slots[first + k], &hr[k], now);
+		if (store_commit(p->st) < 0) {
+			log_warn("poller: commit: %s", kiln_error_last());
+			store_rollback(p->st);
+		}
 	}
 	maintenance_list_free(m, nm);
 	p->health_at = now;
