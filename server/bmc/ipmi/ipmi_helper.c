@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ struct node_mark {
 static struct {
 	pthread_mutex_t lock;       /* everything below but the socket writes */
 	pthread_mutex_t write_lock; /* frames on fd */
+	pthread_cond_t respawned;   /* signalled when a new helper is up (fd >= 0) */
 	int started;
 	int stopping;
 	int launcher_fd;
@@ -64,6 +66,7 @@ static struct {
 } H = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.write_lock = PTHREAD_MUTEX_INITIALIZER,
+	.respawned = PTHREAD_COND_INITIALIZER,
 	.launcher_fd = -1,
 	.fd = -1,
 	.next_id = 1,
@@ -183,6 +186,7 @@ static int helper_spawn(void)
 	}
 	H.fd = fd;
 	H.helper_pid = pid;
+	pthread_cond_broadcast(&H.respawned);
 	return 0;
 }
 
@@ -403,6 +407,7 @@ void ipmi_helper_stop(void)
 		return;
 	pthread_mutex_lock(&H.lock);
 	H.stopping = 1;
+	pthread_cond_broadcast(&H.respawned);
 	pthread_mutex_unlock(&H.lock);
 	pthread_join(H.reader, NULL);
 	pthread_mutex_lock(&H.lock);
@@ -627,6 +632,17 @@ int ipmi_submit(const struct bmc_target *target, const struct bmc_op *op,
 	}
 
 	pthread_mutex_lock(&H.lock);
+	/* A helper that just died is being replaced by the reader: a request arriving in
+	 * that moment waits for the new one (bounded) rather than failing. */
+	if (H.started && !H.stopping && H.fd < 0) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 5;
+		while (H.started && !H.stopping && H.fd < 0 &&
+		       pthread_cond_timedwait(&H.respawned, &H.lock, &until) == 0)
+			;
+	}
 	fd = H.started ? H.fd : -1;
 	if (fd >= 0) {
 		p->next = H.pending;
