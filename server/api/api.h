@@ -2,6 +2,7 @@
 #ifndef KILND_API_H
 #define KILND_API_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
 
@@ -53,6 +54,9 @@ int api_server_start(struct api_server **out, const struct api_options *opt);
 
 /* Stops accepting, finishes the requests in flight, joins the threads; accepts NULL. */
 void api_server_stop(struct api_server *srv);
+
+/* The pacing of POST /power when a request gives none ([power] batch and interval). */
+void api_power_pacing_set(int batch, int64_t interval_s);
 
 /* Prints the route table, "METHOD PATH ROLE" a line: the single list of endpoints. */
 int api_routes_print(FILE *f);
