@@ -125,6 +125,10 @@ extern const struct cli_cmd cmd_audit;
 extern const struct cli_cmd cmd_report;
 extern const struct cli_cmd cmd_agent;
 extern const struct cli_cmd cmd_gpus;
+/* Reinstall (cmd_image.c, cmd_reinstall.c, cmd_jobs.c). */
+extern const struct cli_cmd cmd_image;
+extern const struct cli_cmd cmd_reinstall;
+extern const struct cli_cmd cmd_jobs;
 /* Live BMC commands (cmd_power.c, cmd_boot.c, cmd_media.c, cmd_sensors.c, cmd_sel.c,
  * cmd_inventory.c). */
 extern const struct cli_cmd cmd_power;

@@ -18,6 +18,9 @@ const struct cli_cmd *const cli_commands[] = {
 	&cmd_sel,
 	&cmd_inventory,
 	&cmd_events,
+	&cmd_image,
+	&cmd_reinstall,
+	&cmd_jobs,
 	&cmd_console,
 	NULL,
 };

@@ -52,11 +52,6 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "A BMC request that takes longer has failed."),
 	KEY("bmc", "action_timeout", KILN_CFG_DURATION, bmc_action_timeout, 5, 3600, NULL, "120s",
 	    "How long a power action may take to be confirmed by reading the state back."),
-	KEY("power", "batch", KILN_CFG_INT, power_batch, 0, 100000, NULL, "0",
-	    "Power actions over a range go this many nodes at a time, batch after batch (kiln "
-	    "power --batch, POST /power \"batch\"); 0: all at once under [bmc] fanout."),
-	KEY("power", "interval", KILN_CFG_DURATION, power_interval, 0, 3600, NULL, "0s",
-	    "Pause between two batches of a paced power action (kiln power --interval)."),
 	KEY("poller", "interval", KILN_CFG_DURATION, poller_interval, 5, 3600, NULL, "30s",
 	    "Every node's power state is read this often; the nodes are spread over the interval."),
 	KEY("poller", "sensors_every", KILN_CFG_INT, poller_sensors_every, 1, 1000, NULL, "4",
@@ -107,6 +102,14 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "How long a node stays hung before the automatic power cycle."),
 	KEY("remediation", "max_per_hour", KILN_CFG_INT, remediation_max_per_hour, 0, 100000, NULL,
 	    "2", "Automatic power cycles at most per hour, fleet-wide."),
+	KEY("jobs", "step_timeout", KILN_CFG_DURATION, jobs_step_timeout, 1, 86400, NULL, "10m",
+	    "A reinstall step that talks to the BMC (media, boot override, power cycle, eject), "
+	    "retries included, fails the job after this long."),
+	KEY("jobs", "boot_timeout", KILN_CFG_DURATION, jobs_boot_timeout, 1, 7 * 86400, NULL, "1h",
+	    "How long a reinstalled node may take until its agent reports a new boot id (and the "
+	    "image's OS); the job fails naming the step wait_boot after this."),
+	KEY("jobs", "retry_interval", KILN_CFG_DURATION, jobs_retry_interval, 1, 3600, NULL, "5s",
+	    "Pause before a failed BMC step of a reinstall is sent again."),
 };
 
 const size_t kilnd_config_table_len = sizeof(kilnd_config_table) / sizeof(kilnd_config_table[0]);

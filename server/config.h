@@ -29,9 +29,6 @@ struct kilnd_config {
 	int64_t bmc_connect_timeout;
 	int64_t bmc_request_timeout;
 	int64_t bmc_action_timeout;
-	/* [power] pacing of power actions over a range */
-	int power_batch;         /* nodes per batch; 0: all at once */
-	int64_t power_interval;  /* seconds between batches */
 	/* [poller] */
 	int64_t poller_interval;
 	int poller_sensors_every;
@@ -55,6 +52,10 @@ struct kilnd_config {
 	bool remediation_enabled;
 	int64_t remediation_grace;
 	int remediation_max_per_hour;
+	/* [jobs] reinstall jobs */
+	int64_t jobs_step_timeout;
+	int64_t jobs_boot_timeout;
+	int64_t jobs_retry_interval;
 };
 
 extern const struct kiln_cfg_key kilnd_config_table[];

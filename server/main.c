@@ -11,6 +11,7 @@
 #include "bmc/bmc.h"
 #include "bmc/ipmi/ipmi.h"
 #include "config.h"
+#include "jobs.h"
 #include "console.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
@@ -108,6 +109,7 @@ int main(int argc, char **argv)
 	struct api_server *srv = NULL;
 	struct bmc_engine *engine = NULL;
 	struct poller *poller = NULL;
+	struct jobs *jobs = NULL;
 	struct webhook *hooks = NULL;
 	struct api_listen listen_at;
 	struct api_options opt = { 0 };
@@ -301,9 +303,18 @@ int main(int argc, char **argv)
 			ret = die("poller");
 			goto cleanup;
 		}
+		{
+			struct jobs_options jopt = { .db_path = db_path, .key = &sd->key,
+						     .engine = engine };
+
+			jobs_options_from(&jopt, &cfg);
+			if (jobs_start(&jobs, &jopt) < 0) {
+				ret = die("jobs");
+				goto cleanup;
+			}
+		}
 	}
 	opt.engine = engine;
-	api_power_pacing_set(cfg.power_batch, cfg.power_interval);
 	if (api_server_start(&srv, &opt) < 0) {
 		ret = die("REST API");
 		goto cleanup;
@@ -341,7 +352,9 @@ cleanup:
 	console_stop(); /* attached consoles hold upgraded HTTP connections */
 	api_server_stop(srv);
 	poller_stop(poller);      /* before the engine its operations run on */
+	jobs_stop(jobs);
 	bmc_engine_stop(engine);
+	jobs_free(jobs);          /* after the engine: its callbacks write into the jobs */
 	if (srv && sd) {
 		char *url_path = statedir_file(sd, "kilnd.url");
 

@@ -147,4 +147,12 @@ void api_sensors_get(struct api_ctx *c);
 void api_sel_get(struct api_ctx *c);
 void api_inventory_get(struct api_ctx *c);
 
+/* Images and reinstall jobs (api_jobs.c). */
+void api_images_create(struct api_ctx *c);
+void api_images_list(struct api_ctx *c);
+void api_image_delete(struct api_ctx *c);
+void api_reinstall_post(struct api_ctx *c);
+void api_jobs_list(struct api_ctx *c);
+void api_job_get(struct api_ctx *c);
+
 #endif

@@ -48,6 +48,12 @@ const struct api_route api_routes[] = {
 	{ "GET", "/api/v1/sensors", ROLE_VIEWER, api_sensors_get },
 	{ "GET", "/api/v1/sel", ROLE_VIEWER, api_sel_get },
 	{ "GET", "/api/v1/inventory", ROLE_VIEWER, api_inventory_get },
+	{ "POST", "/api/v1/images", ROLE_ADMIN, api_images_create },
+	{ "GET", "/api/v1/images", ROLE_VIEWER, api_images_list },
+	{ "DELETE", "/api/v1/images/{name}", ROLE_ADMIN, api_image_delete },
+	{ "POST", "/api/v1/reinstall", ROLE_OPERATOR, api_reinstall_post },
+	{ "GET", "/api/v1/jobs", ROLE_VIEWER, api_jobs_list },
+	{ "GET", "/api/v1/jobs/{id}", ROLE_VIEWER, api_job_get },
 };
 
 const size_t api_routes_count = sizeof(api_routes) / sizeof(api_routes[0]);

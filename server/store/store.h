@@ -396,6 +396,63 @@ int store_console_capture_get(struct store *st, const char *node, int *out_enabl
 /* Names of the nodes with capture on, by name; the caller frees each and the array. */
 int store_console_capture_list(struct store *st, char ***out, size_t *out_count);
 
+/* --- images and reinstall jobs (store_jobs.c) --------------------------------------- */
+
+struct image {
+	int64_t id;
+	char *name;
+	char *kind;         /* "iso" | "pxe" */
+	char *url;          /* iso: the URL the BMC mounts; NULL for pxe */
+	char *os;           /* what the agent must report afterwards, or NULL */
+	char *created_by;
+	int64_t created_at;
+};
+
+void image_clear(struct image *img); /* frees the strings; accepts NULL */
+void image_list_free(struct image *list, size_t count);
+/* KILN_EEXISTS when the name is taken; *out_id (may be NULL) is the new row. */
+int store_image_insert(struct store *st, int64_t *out_id, const struct image *img);
+int store_image_get(struct store *st, struct image *out, const char *name); /* KILN_ENOTFOUND */
+int store_image_list(struct store *st, struct image **out, size_t *out_count); /* by name */
+int store_image_delete(struct store *st, const char *name);                  /* KILN_ENOTFOUND */
+
+/* A reinstall job (jobs); the strings are owned by the struct. */
+struct job {
+	int64_t id;
+	int64_t node_id;
+	char *node;                /* node name (joined; ignored by insert and update) */
+	char *image;
+	char *image_kind;          /* "iso" | "pxe" */
+	char *image_url;
+	char *image_os;
+	char *state;               /* "queued" | "running" | "done" | "failed" | "cancelled" */
+	char *step;                /* server/jobs.h's step names */
+	int64_t step_started;
+	char *boot_id_before;
+	int64_t cycle_sent_at;
+	int cycle_done;
+	char *error;
+	char *created_by;
+	int64_t audit_id;
+	int64_t created_at;
+	int64_t started_at;
+	int64_t finished_at;
+	int64_t updated_at;
+};
+
+void job_clear(struct job *j); /* frees the strings; accepts NULL */
+void job_list_free(struct job *list, size_t count);
+/* Inserts a queued job (j->id set). KILN_EBUSY when the node already has a queued or
+ * running job. */
+int store_job_insert(struct store *st, struct job *j);
+int store_job_get(struct store *st, struct job *out, int64_t id); /* KILN_ENOTFOUND */
+/* Jobs by id; active_only: queued and running only. node_id 0: every node. */
+int store_job_list(struct store *st, struct job **out, size_t *out_count, int active_only,
+		   int64_t node_id);
+/* Writes state, step, step_started, boot_id_before, cycle_sent_at, cycle_done, error,
+ * audit_id, started_at and finished_at of j->id. KILN_ENOTFOUND when it is gone. */
+int store_job_update(struct store *st, const struct job *j);
+
 /* --- transactions ------------------------------------------------------------------- */
 /* store_begin takes the write lock (BEGIN IMMEDIATE); every store_* call inside joins the
  * transaction (multi-statement writes use savepoints, so they nest). */
