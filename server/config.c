@@ -52,6 +52,11 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "A BMC request that takes longer has failed."),
 	KEY("bmc", "action_timeout", KILN_CFG_DURATION, bmc_action_timeout, 5, 3600, NULL, "120s",
 	    "How long a power action may take to be confirmed by reading the state back."),
+	KEY("power", "batch", KILN_CFG_INT, power_batch, 0, 100000, NULL, "0",
+	    "Power actions over a range go this many nodes at a time, batch after batch (kiln "
+	    "power --batch, POST /power \"batch\"); 0: all at once under [bmc] fanout."),
+	KEY("power", "interval", KILN_CFG_DURATION, power_interval, 0, 3600, NULL, "0s",
+	    "Pause between two batches of a paced power action (kiln power --interval)."),
 	KEY("poller", "interval", KILN_CFG_DURATION, poller_interval, 5, 3600, NULL, "30s",
 	    "Every node's power state is read this often; the nodes are spread over the interval."),
 	KEY("poller", "sensors_every", KILN_CFG_INT, poller_sensors_every, 1, 1000, NULL, "4",

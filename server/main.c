@@ -315,6 +315,7 @@ int main(int argc, char **argv)
 		}
 	}
 	opt.engine = engine;
+	api_power_pacing_set(cfg.power_batch, cfg.power_interval);
 	if (api_server_start(&srv, &opt) < 0) {
 		ret = die("REST API");
 		goto cleanup;

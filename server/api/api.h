@@ -55,6 +55,9 @@ int api_server_start(struct api_server **out, const struct api_options *opt);
 /* Stops accepting, finishes the requests in flight, joins the threads; accepts NULL. */
 void api_server_stop(struct api_server *srv);
 
+/* The pacing of POST /power when a request gives none ([power] batch and interval). */
+void api_power_pacing_set(int batch, int64_t interval_s);
+
 /*
  * The nodes with an action in flight (power, boot, media through the API, or a reinstall
  * job for its whole run): one at a time per node. claim returns 1 when claimed, 0 when the

@@ -1,5 +1,6 @@
 /* Live BMC calls over a noderange: power, boot override, virtual media, sensors, event logs
  * and inventory, each one request fanned out by the BMC engine with a result per node. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,25 @@ static void busy_release(int64_t id)
 	pthread_mutex_unlock(&busy_lock);
 }
 
+/* [power] batch and interval: the pacing of a power action that does not give its own. */
+static pthread_mutex_t pacing_lock = PTHREAD_MUTEX_INITIALIZER;
+static int pacing_batch;
+static int64_t pacing_interval;
+
+void api_power_pacing_set(int batch, int64_t interval_s)
+{
+	pthread_mutex_lock(&pacing_lock);
+	pacing_batch = batch;
+	pacing_interval = interval_s;
+	pthread_mutex_unlock(&pacing_lock);
+}
+
+/* A paced action: size nodes at a time (0: all at once), interval_s between two batches. */
+struct pacing {
+	int size;
+	int64_t interval_s;
+};
+
 int api_node_busy_claim(int64_t node_id)
 {
 	int rc;
@@ -82,6 +102,7 @@ struct fan_node {
 	json_t *out;           /* {"node", ...} */
 	int targeted;          /* a BMC call goes out for it */
 	int claimed;           /* holds the busy mark */
+	int batch;             /* 1-based batch of a paced action; 0 when not paced */
 	int64_t audit_id;
 	char *password;
 	struct bmc_target target;
@@ -221,16 +242,16 @@ static int fan_claim(struct api_ctx *c, struct fan *f)
 	return 0;
 }
 
-/* Writes each targeted node's audit row before the call; a node whose row cannot be
- * written is not called. detail is borrowed. */
+/* Writes the audit row of each targeted node (of batch, when not 0) before the call; a node
+ * whose row cannot be written is not called. detail is borrowed. */
 static void fan_audit_begin(struct api_ctx *c, struct fan *f, const char *action,
-			    const json_t *detail)
+			    const json_t *detail, int batch)
 {
 	for (size_t i = 0; i < f->count; i++) {
 		struct fan_node *fn = &f->nodes[i];
 		char *text;
 
-		if (!fn->targeted)
+		if (!fn->targeted || (batch && fn->batch != batch))
 			continue;
 		text = detail ? json_dumps(detail, JSON_COMPACT) : NULL;
 		if (store_audit_begin(c->st, &fn->audit_id, c->caller.name ? c->caller.name : "?",
@@ -242,9 +263,10 @@ static void fan_audit_begin(struct api_ctx *c, struct fan *f, const char *action
 	}
 }
 
-/* Runs op on every targeted node (one engine batch), then merges each result into its
- * node's answer and, for actions, finishes its audit row. */
-static int fan_run(struct api_ctx *c, struct fan *f, const struct bmc_op *op, int audited)
+/* Runs op on every targeted node (of batch, when not 0) as one engine batch, then merges
+ * each result into its node's answer and, for actions, finishes its audit row. */
+static int fan_run(struct api_ctx *c, struct fan *f, const struct bmc_op *op, int audited,
+		   int batch)
 {
 	struct bmc_target *targets = NULL;
 	struct bmc_result *results = NULL;
@@ -259,7 +281,7 @@ static int fan_run(struct api_ctx *c, struct fan *f, const struct bmc_op *op, in
 		goto cleanup;
 	}
 	for (size_t i = 0; i < f->count; i++) {
-		if (!f->nodes[i].targeted)
+		if (!f->nodes[i].targeted || (batch && f->nodes[i].batch != batch))
 			continue;
 		targets[n] = f->nodes[i].target;
 		index[n++] = i;
@@ -330,7 +352,7 @@ static void fan_read(struct api_ctx *c, const struct bmc_op *op, const char *ran
 
 	if (fan_open(c, &f, range, field) < 0)
 		goto cleanup;
-	rc = fan_run(c, &f, op, 0);
+	rc = fan_run(c, &f, op, 0, 0);
 	if (rc < 0) {
 		api_fail_code(c, rc, NULL);
 		goto cleanup;
@@ -340,17 +362,46 @@ cleanup:
 	fan_free(&f);
 }
 
+/* Numbers the targeted nodes' batches in range order; returns the number of batches. */
+static int fan_batches(struct fan *f, const struct pacing *pace)
+{
+	int k = 0;
+
+	for (size_t i = 0; i < f->count; i++) {
+		struct fan_node *fn = &f->nodes[i];
+
+		if (!fn->targeted)
+			continue;
+		fn->batch = pace && pace->size > 0 ? k / pace->size + 1 : 1;
+		k++;
+		if (pace && pace->size > 0)
+			json_object_set_new(fn->out, "batch", json_integer(fn->batch));
+	}
+	return k == 0 ? 0 : pace && pace->size > 0 ? (k - 1) / pace->size + 1 : 1;
+}
+
+static void pause_s(int64_t seconds)
+{
+	struct timespec ts = { .tv_sec = (time_t)seconds };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 /*
- * An action: targets, the busy marks, dry_run (the targets and the action, nothing sent,
- * no audit row), an audit row per node before the call and its outcome after.
+ * An action: targets, the busy marks (every node of the range claimed before the first
+ * batch), dry_run (the targets and the action, nothing sent, no audit row), an audit row per
+ * node before its call and its outcome after; paced (pace not NULL, size > 0): one engine
+ * batch after the other, interval_s apart.
  */
 static void fan_act(struct api_ctx *c, const struct bmc_op *op, const char *range,
-		    const char *field, const char *audit_action, json_t *per_node, int dry_run)
+		    const char *field, const char *audit_action, json_t *per_node, int dry_run,
+		    const struct pacing *pace)
 {
 	struct fan f;
 	const char *key;
 	json_t *v;
-	int rc;
+	int rc, batches;
 
 	if (fan_open(c, &f, range, field) < 0)
 		goto cleanup;
@@ -370,20 +421,29 @@ static void fan_act(struct api_ctx *c, const struct bmc_op *op, const char *rang
 			json_object_set_new(fn->out, "dry_run", json_true());
 		}
 		pthread_mutex_unlock(&busy_lock);
+		for (size_t i = 0; i < f.count; i++)
+			if (json_object_get(f.nodes[i].out, "error"))
+				f.nodes[i].targeted = 0;
+		fan_batches(&f, pace);
 		fan_reply(c, &f);
 		goto cleanup;
 	}
 	if (fan_claim(c, &f) < 0)
 		goto cleanup;
-	fan_audit_begin(c, &f, audit_action, per_node);
 	for (size_t i = 0; i < f.count; i++)
 		if (f.nodes[i].targeted)
 			json_object_foreach(per_node, key, v)
 				json_object_set(f.nodes[i].out, key, v);
-	rc = fan_run(c, &f, op, 1);
-	if (rc < 0) {
-		api_fail_code(c, rc, NULL);
-		goto cleanup;
+	batches = fan_batches(&f, pace);
+	for (int b = 1; b <= batches; b++) {
+		if (b > 1 && pace->interval_s > 0)
+			pause_s(pace->interval_s);
+		fan_audit_begin(c, &f, audit_action, per_node, b);
+		rc = fan_run(c, &f, op, 1, b);
+		if (rc < 0) {
+			api_fail_code(c, rc, NULL);
+			goto cleanup;
+		}
 	}
 	fan_reply(c, &f);
 cleanup:
@@ -418,6 +478,22 @@ static int body_bool(struct api_ctx *c, int *out, const char *name)
 		return KILN_EINVAL;
 	}
 	*out = json_is_true(v);
+	return 0;
+}
+
+/* An integer member of the body within lo..hi; *out keeps its value when absent. */
+static int body_int(struct api_ctx *c, int64_t *out, const char *name, int64_t lo, int64_t hi)
+{
+	json_t *v = json_object_get(c->body, name);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, name, "%s must be an integer from %lld to %lld",
+			 name, (long long)lo, (long long)hi);
+		return KILN_EINVAL;
+	}
+	*out = json_integer_value(v);
 	return 0;
 }
 
@@ -457,17 +533,28 @@ void api_power_get(struct api_ctx *c)
 
 void api_power_post(struct api_ctx *c)
 {
-	static const char *const fields[] = { "range", "action", "on_if_off", "dry_run", NULL };
+	static const char *const fields[] = { "range", "action", "on_if_off", "dry_run",
+					      "batch", "interval_s", NULL };
 	struct bmc_op op = { .kind = BMC_OP_POWER_ACTION };
 	const char *range, *action;
 	json_t *per_node = NULL;
 	char audit_action[32];
 	int dry_run, found = 0;
+	int64_t batch, interval_s;
+	struct pacing pace;
 
+	pthread_mutex_lock(&pacing_lock);
+	batch = pacing_batch;
+	interval_s = pacing_interval;
+	pthread_mutex_unlock(&pacing_lock);
 	if (!api_body_require(c) || body_only(c, fields) < 0 ||
 	    body_string(c, &range, "range") < 0 || body_string(c, &action, "action") < 0 ||
-	    body_bool(c, &op.on_if_off, "on_if_off") < 0 || body_bool(c, &dry_run, "dry_run") < 0)
+	    body_bool(c, &op.on_if_off, "on_if_off") < 0 || body_bool(c, &dry_run, "dry_run") < 0 ||
+	    body_int(c, &batch, "batch", 0, 100000) < 0 ||
+	    body_int(c, &interval_s, "interval_s", 0, 3600) < 0)
 		return;
+	pace.size = (int)batch;
+	pace.interval_s = interval_s;
 	if (!action) {
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "action",
 			 "action is required: on, off, soft, reset or cycle");
@@ -487,11 +574,16 @@ void api_power_post(struct api_ctx *c)
 	snprintf(audit_action, sizeof(audit_action), "power.%s", action);
 	per_node = op.on_if_off ? json_pack("{s:s, s:b}", "action", action, "on_if_off", 1)
 				: json_pack("{s:s}", "action", action);
+	if (per_node && pace.size > 0 &&
+	    json_object_set_new(per_node, "interval_s", json_integer(interval_s)) < 0) {
+		json_decref(per_node);
+		per_node = NULL;
+	}
 	if (!per_node) {
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, range, "range", audit_action, per_node, dry_run);
+	fan_act(c, &op, range, "range", audit_action, per_node, dry_run, &pace);
 	json_decref(per_node);
 }
 
@@ -531,7 +623,7 @@ void api_boot_post(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, range, "range", "boot.set", per_node, dry_run);
+	fan_act(c, &op, range, "range", "boot.set", per_node, dry_run, NULL);
 	json_decref(per_node);
 }
 
@@ -588,7 +680,7 @@ void api_media_insert(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, node, "node", "media.insert", per_node, dry_run);
+	fan_act(c, &op, node, "node", "media.insert", per_node, dry_run, NULL);
 	json_decref(per_node);
 }
 
@@ -608,7 +700,7 @@ void api_media_eject(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, node, "node", "media.eject", per_node, dry_run);
+	fan_act(c, &op, node, "node", "media.eject", per_node, dry_run, NULL);
 	json_decref(per_node);
 }
 
@@ -653,7 +745,7 @@ void api_inventory_get(struct api_ctx *c)
 
 	if (fan_open(c, &f, api_query(c, "range"), "range") < 0)
 		goto cleanup;
-	rc = fan_run(c, &f, &op, 0);
+	rc = fan_run(c, &f, &op, 0, 0);
 	if (rc < 0) {
 		api_fail_code(c, rc, NULL);
 		goto cleanup;
