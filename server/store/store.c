@@ -101,6 +101,28 @@ int store_column_strdup(char **out, sqlite3_stmt *s, int idx)
 	return 0;
 }
 
+void store_bind_limit(sqlite3_stmt *s, int idx, size_t limit)
+{
+	sqlite3_bind_int64(s, idx, limit == 0 || limit > (size_t)INT64_MAX ? -1 : (sqlite3_int64)limit);
+}
+
+int store_list_grow(void **list, size_t *cap, size_t count, size_t sz)
+{
+	size_t ncap;
+	void *nl;
+
+	if (count < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	nl = realloc(*list, ncap * sz);
+	if (!nl)
+		return kiln_fail(KILN_ERROR, "store: out of memory");
+	memset((char *)nl + *cap * sz, 0, (ncap - *cap) * sz);
+	*list = nl;
+	*cap = ncap;
+	return 0;
+}
+
 /* Runs a cached statement that returns no rows. */
 static int run_simple(struct store *st, enum store_stmt_id id, const char *sql, const char *what)
 {

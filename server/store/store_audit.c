@@ -84,23 +84,13 @@ int store_audit_list(struct store *st, struct audit_entry **out, size_t *out_cou
 			      " WHERE time >= ?1 ORDER BY time DESC, id DESC LIMIT ?2")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, since);
-	sqlite3_bind_int64(s, 2, limit == 0 || limit > (size_t)INT64_MAX ? -1 : (sqlite3_int64)limit);
+	store_bind_limit(s, 2, limit);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct audit_entry *e;
 
-		if (count == cap) {
-			size_t ncap = cap ? cap * 2 : 32;
-			struct audit_entry *nl = realloc(list, ncap * sizeof(*nl));
-
-			if (!nl) {
-				ret = kiln_fail(KILN_ERROR, "store: out of memory");
-				goto cleanup;
-			}
-			list = nl;
-			cap = ncap;
-		}
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
 		e = &list[count++];
-		memset(e, 0, sizeof(*e));
 		e->id = sqlite3_column_int64(s, 0);
 		e->time = sqlite3_column_int64(s, 1);
 		if ((ret = store_column_strdup(&e->actor, s, 2)) < 0 ||

@@ -68,17 +68,8 @@ int store_console_capture_list(struct store *st, char ***out, size_t *out_count)
 			   " WHERE c.enabled = 1 ORDER BY n.name")) < 0)
 		return ret;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			char **grown = realloc(names, ncap * sizeof(*names));
-
-			if (!grown) {
-				ret = kiln_fail(KILN_ERROR, "store: out of memory");
-				goto cleanup;
-			}
-			names = grown;
-			cap = ncap;
-		}
+		if ((ret = store_list_grow((void **)&names, &cap, n, sizeof(*names))) < 0)
+			goto cleanup;
 		if ((ret = store_column_strdup(&names[n], s, 0)) < 0)
 			goto cleanup;
 		if (!names[n]) /* a NOT NULL column: cannot happen */

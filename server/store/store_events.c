@@ -60,39 +60,20 @@ void event_list_free(struct event *events, size_t count)
 	free(events);
 }
 
-int store_event_list(struct store *st, struct event **out, size_t *out_count, int64_t since,
-		     size_t limit)
+int store_event_rows(struct store *st, sqlite3_stmt *s, struct event **out, size_t *out_count,
+		     const char *what)
 {
 	struct event *list = NULL;
 	size_t count = 0, cap = 0;
-	sqlite3_stmt *s = NULL;
-	int rc, ret;
+	int rc, ret = 0;
 
-	if ((ret = store_stmt(st, &s, STMT_EVENT_LIST,
-			      "SELECT e.id, e.time, ifnull(e.node_id, 0), n.name, e.severity, e.source,"
-			      " e.kind, e.message, e.dedup_key FROM events e"
-			      " LEFT JOIN nodes n ON n.id = e.node_id"
-			      " WHERE e.time >= ?1 ORDER BY e.time DESC, e.id DESC LIMIT ?2")) < 0)
-		return ret;
-	sqlite3_bind_int64(s, 1, since);
-	sqlite3_bind_int64(s, 2, limit == 0 || limit > (size_t)INT64_MAX ? -1 : (sqlite3_int64)limit);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct event *e;
 		int sev;
 
-		if (count == cap) {
-			size_t ncap = cap ? cap * 2 : 32;
-			struct event *nl = realloc(list, ncap * sizeof(*nl));
-
-			if (!nl) {
-				ret = kiln_fail(KILN_ERROR, "store: out of memory");
-				goto cleanup;
-			}
-			list = nl;
-			cap = ncap;
-		}
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
 		e = &list[count++];
-		memset(e, 0, sizeof(*e));
 		e->id = sqlite3_column_int64(s, 0);
 		e->time = sqlite3_column_int64(s, 1);
 		e->node_id = sqlite3_column_int64(s, 2);
@@ -107,7 +88,7 @@ int store_event_list(struct store *st, struct event **out, size_t *out_count, in
 			goto cleanup;
 	}
 	if (rc != SQLITE_DONE)
-		ret = store_fail(st, rc, "reading events");
+		ret = store_fail(st, rc, what);
 cleanup:
 	store_stmt_done(s);
 	if (ret < 0) {
@@ -117,4 +98,19 @@ cleanup:
 	*out = list;
 	*out_count = count;
 	return 0;
+}
+
+int store_event_list(struct store *st, struct event **out, size_t *out_count, int64_t since,
+		     size_t limit)
+{
+	sqlite3_stmt *s = NULL;
+	int ret;
+
+	if ((ret = store_stmt(st, &s, STMT_EVENT_LIST,
+			      STORE_EVENT_SELECT
+			      " WHERE e.time >= ?1 ORDER BY e.time DESC, e.id DESC LIMIT ?2")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, since);
+	store_bind_limit(s, 2, limit);
+	return store_event_rows(st, s, out, out_count, "reading events");
 }

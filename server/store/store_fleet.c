@@ -42,23 +42,6 @@ void fleet_state_list_free(struct fleet_state *list, size_t count)
 	free(list);
 }
 
-static int grow(void **list, size_t *cap, size_t count, size_t sz)
-{
-	size_t ncap;
-	void *nl;
-
-	if (count < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	nl = realloc(*list, ncap * sz);
-	if (!nl)
-		return kiln_fail(KILN_ERROR, "store: out of memory");
-	memset((char *)nl + *cap * sz, 0, (ncap - *cap) * sz);
-	*list = nl;
-	*cap = ncap;
-	return 0;
-}
-
 static void column_word(char *out, size_t len, sqlite3_stmt *s, int idx, const char *dflt)
 {
 	const unsigned char *t = sqlite3_column_text(s, idx);
@@ -177,7 +160,7 @@ int store_fleet_state_list(struct store *st, struct fleet_state **out, size_t *o
 			      " JOIN nodes n ON n.id = b.node_id ORDER BY n.name")) < 0)
 		return ret;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0 ||
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0 ||
 		    (ret = state_read(&list[count], s)) < 0)
 			goto cleanup;
 		count++;
@@ -254,7 +237,7 @@ int store_maintenance_list(struct store *st, struct maintenance **out, size_t *o
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct maintenance *m;
 
-		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
 			goto cleanup;
 		m = &list[count++];
 		m->node_id = sqlite3_column_int64(s, 0);
@@ -312,15 +295,11 @@ int store_event_query(struct store *st, struct event **out, size_t *out_count, i
 		      int64_t node_id, const char *kind, enum event_severity min_severity,
 		      size_t limit)
 {
-	struct event *list = NULL;
-	size_t count = 0, cap = 0;
 	sqlite3_stmt *s = NULL;
-	int rc, ret;
+	int ret;
 
 	if ((ret = store_stmt(st, &s, STMT_EVENT_QUERY,
-			      "SELECT e.id, e.time, ifnull(e.node_id, 0), n.name, e.severity, e.source,"
-			      " e.kind, e.message, e.dedup_key FROM events e"
-			      " LEFT JOIN nodes n ON n.id = e.node_id"
+			      STORE_EVENT_SELECT
 			      " WHERE e.time >= ?1 AND (?2 = 0 OR e.node_id = ?2)"
 			      " AND (?3 IS NULL OR e.kind = ?3) AND e.severity >= ?4"
 			      " ORDER BY e.time DESC, e.id DESC LIMIT ?5")) < 0)
@@ -329,36 +308,6 @@ int store_event_query(struct store *st, struct event **out, size_t *out_count, i
 	sqlite3_bind_int64(s, 2, node_id);
 	store_bind_text(s, 3, kind);
 	sqlite3_bind_int(s, 4, (int)min_severity);
-	sqlite3_bind_int64(s, 5, limit == 0 || limit > (size_t)INT64_MAX ? -1 : (sqlite3_int64)limit);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct event *e;
-		int sev;
-
-		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
-			goto cleanup;
-		e = &list[count++];
-		e->id = sqlite3_column_int64(s, 0);
-		e->time = sqlite3_column_int64(s, 1);
-		e->node_id = sqlite3_column_int64(s, 2);
-		sev = sqlite3_column_int(s, 4);
-		e->severity = sev <= SEV_INFO ? SEV_INFO : sev >= SEV_CRITICAL ? SEV_CRITICAL
-									   : SEV_WARNING;
-		if ((ret = store_column_strdup(&e->node, s, 3)) < 0 ||
-		    (ret = store_column_strdup(&e->source, s, 5)) < 0 ||
-		    (ret = store_column_strdup(&e->kind, s, 6)) < 0 ||
-		    (ret = store_column_strdup(&e->message, s, 7)) < 0 ||
-		    (ret = store_column_strdup(&e->dedup_key, s, 8)) < 0)
-			goto cleanup;
-	}
-	if (rc != SQLITE_DONE)
-		ret = store_fail(st, rc, "reading events");
-cleanup:
-	store_stmt_done(s);
-	if (ret < 0) {
-		event_list_free(list, count);
-		return ret;
-	}
-	*out = list;
-	*out_count = count;
-	return 0;
+	store_bind_limit(s, 5, limit);
+	return store_event_rows(st, s, out, out_count, "reading events");
 }

@@ -111,6 +111,25 @@ void store_rollback_to(struct store *st); /* undoes and releases; keeps the curr
 int store_bind_text(sqlite3_stmt *s, int idx, const char *v);
 /* Copies column idx as a new string; NULL column -> *out = NULL. KILN_ERROR on ENOMEM. */
 int store_column_strdup(char **out, sqlite3_stmt *s, int idx);
+/* Binds a row limit: 0 (no limit) or one beyond int64 binds -1, SQLite's "no limit". */
+void store_bind_limit(sqlite3_stmt *s, int idx, size_t limit);
+
+/*
+ * Grows *list (elements of size sz, *cap of them allocated) so that index count fits,
+ * doubling from 16; new elements are zeroed. 0 or KILN_ERROR (ENOMEM), *list unchanged.
+ */
+int store_list_grow(void **list, size_t *cap, size_t count, size_t sz);
+
+/* The columns store_event_rows() reads, and the FROM clause they need (alias e). */
+#define STORE_EVENT_SELECT                                                                         \
+	"SELECT e.id, e.time, ifnull(e.node_id, 0), n.name, e.severity, e.source, e.kind,"       \
+	" e.message, e.dedup_key FROM events e LEFT JOIN nodes n ON n.id = e.node_id"
+/*
+ * Steps s (a bound STORE_EVENT_SELECT query) to its end into a new list of events; what
+ * names the query in the error message. Ends s with store_stmt_done() either way.
+ */
+int store_event_rows(struct store *st, sqlite3_stmt *s, struct event **out, size_t *out_count,
+		     const char *what);
 
 int64_t store_now(struct store *st);
 /* For tests: replaces the clock (NULL restores time()). */

@@ -427,17 +427,8 @@ int store_node_list(struct store *st, struct node ***out, size_t *out_count)
 			      "SELECT " NODE_COLUMNS " FROM nodes ORDER BY name")) < 0)
 		goto cleanup;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (count == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct node **nn = realloc(nodes, ncap * sizeof(*nn));
-
-			if (!nn) {
-				ret = kiln_fail(KILN_ERROR, "store: out of memory");
-				goto cleanup;
-			}
-			nodes = nn;
-			cap = ncap;
-		}
+		if ((ret = store_list_grow((void **)&nodes, &cap, count, sizeof(*nodes))) < 0)
+			goto cleanup;
 		if ((ret = node_from_row(&nodes[count], s)) < 0)
 			goto cleanup;
 		count++;
@@ -466,16 +457,10 @@ cleanup:
 static int nodelist_push(struct kiln_nodelist *l, const char *name)
 {
 	char *copy;
+	int ret;
 
-	if (l->count == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 64;
-		char **p = realloc(l->names, ncap * sizeof(*p));
-
-		if (!p)
-			return kiln_fail(KILN_ERROR, "store: out of memory");
-		l->names = p;
-		l->cap = ncap;
-	}
+	if ((ret = store_list_grow((void **)&l->names, &l->cap, l->count, sizeof(*l->names))) < 0)
+		return ret;
 	copy = strdup(name);
 	if (!copy)
 		return kiln_fail(KILN_ERROR, "store: out of memory");

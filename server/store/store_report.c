@@ -102,17 +102,8 @@ int store_agent_samples_list(struct store *st, struct agent_sample **out, size_t
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct agent_sample *a;
 
-		if (count == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct agent_sample *nl = realloc(list, ncap * sizeof(*nl));
-
-			if (!nl) {
-				ret = kiln_fail(KILN_ERROR, "store: out of memory");
-				goto cleanup;
-			}
-			list = nl;
-			cap = ncap;
-		}
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
 		a = &list[count++];
 		a->node_id = sqlite3_column_int64(s, 0);
 		a->time = sqlite3_column_int64(s, 1);

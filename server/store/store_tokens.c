@@ -131,19 +131,9 @@ int store_token_list(struct store *st, struct api_token **out, size_t *out_count
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct api_token *t;
 
-		if (count == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct api_token *nl = realloc(list, ncap * sizeof(*nl));
-
-			if (!nl) {
-				ret = kiln_fail(KILN_ERROR, "store: out of memory");
-				goto cleanup;
-			}
-			list = nl;
-			cap = ncap;
-		}
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
 		t = &list[count];
-		memset(t, 0, sizeof(*t));
 		count++;
 		t->id = sqlite3_column_int64(s, 0);
 		t->created_at = sqlite3_column_int64(s, 3);
