@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "client.h"
+#include "common_opts.h"
 #include "output.h"
 
 static int oom(void)
@@ -108,10 +109,8 @@ static int enroll_create(struct cli_ctx *ctx, int argc, char **argv)
 			       create_opts);
 		goto cleanup;
 	}
-	if (pos.n > 0) {
-		rc = cli_usage_error(ctx, "unexpected argument '%s'", pos.v[0]);
+	if ((rc = cli_args_max(ctx, &pos, 0)) < 0)
 		goto cleanup;
-	}
 	if (ctx->dry_run) {
 		printf("would create an enrollment token%s%s\n", name ? " named " : "",
 		       name ? name : "");
@@ -134,14 +133,16 @@ cleanup:
 
 static int enroll_list(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const char *const headers[] = { "ID", "NAME", "CREATED", "LAST USED", "REVOKED" };
+	static const struct out_col cols[] = {
+		{ "ID", "id", OUT_COL_CELL, 32 },
+		{ "NAME", "name", OUT_COL_CELL, 256 },
+		{ "CREATED", "created_at", OUT_COL_TIME, 32 },
+		{ "LAST USED", "last_used_at", OUT_COL_TIME, 32 },
+		{ "REVOKED", "revoked", OUT_COL_CELL, 8 },
+	};
 	struct cli_args pos = { 0 };
-	struct out_table t;
-	json_t *res = NULL, *e;
-	size_t i;
 	int rc;
 
-	out_table_init(&t, headers, 5);
 	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
 	if (rc < 0)
 		goto cleanup;
@@ -150,52 +151,17 @@ static int enroll_list(struct cli_ctx *ctx, int argc, char **argv)
 			       NULL);
 		goto cleanup;
 	}
-	if (pos.n > 0) {
-		rc = cli_usage_error(ctx, "unexpected argument '%s'", pos.v[0]);
-		goto cleanup;
-	}
-	rc = cli_api(&res, NULL, ctx, "GET", "/agent/enroll-tokens", NULL);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->output == CLI_OUT_JSON) {
-		rc = out_json_print(res, stdout);
-		goto cleanup;
-	}
-	json_array_foreach(res, i, e) {
-		char id[32], name[256], created[32], used[32], revoked[8];
-		const char *row[] = {
-			out_cell(id, sizeof(id), json_object_get(e, "id")),
-			out_cell(name, sizeof(name), json_object_get(e, "name")),
-			out_time(created, sizeof(created), json_object_get(e, "created_at")),
-			out_time(used, sizeof(used), json_object_get(e, "last_used_at")),
-			out_cell(revoked, sizeof(revoked), json_object_get(e, "revoked")),
-		};
-
-		if ((rc = out_table_add(&t, row)) < 0)
-			goto cleanup;
-	}
-	out_table_print(&t, stdout);
+	if ((rc = cli_args_max(ctx, &pos, 0)) == 0)
+		rc = cli_list_get(ctx, "/agent/enroll-tokens", cols, 5);
 cleanup:
-	out_table_free(&t);
-	json_decref(res);
 	free(pos.v);
 	return rc;
 }
 
-/* The one positional ID of a verb as a positive integer. */
-static int id_arg(struct cli_ctx *ctx, int64_t *out, const struct cli_args *pos, size_t want)
-{
-	if (pos->n != want)
-		return cli_usage_error(ctx, pos->n < want ? "missing argument" : "too many arguments");
-	if (kiln_parse_int64(out, pos->v[0], 1, INT64_MAX) < 0)
-		return cli_usage_error(ctx, "ID '%s' is not a positive number", pos->v[0]);
-	return 0;
-}
 
 static int enroll_revoke(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct cli_args pos = { 0 };
-	json_t *res = NULL;
 	char path[80];
 	int64_t id;
 	int rc;
@@ -209,22 +175,15 @@ static int enroll_revoke(struct cli_ctx *ctx, int argc, char **argv)
 			       "already issued to nodes keep working).", NULL);
 		goto cleanup;
 	}
-	if ((rc = id_arg(ctx, &id, &pos, 1)) < 0)
+	if ((rc = cli_args_id(ctx, &id, &pos, 1)) < 0)
 		goto cleanup;
 	if (ctx->dry_run) {
 		printf("would revoke enrollment token %" PRId64 "\n", id);
 		goto cleanup;
 	}
 	snprintf(path, sizeof(path), "/agent/enroll-tokens/%" PRId64, id);
-	rc = cli_api(&res, NULL, ctx, "DELETE", path, NULL);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->output == CLI_OUT_JSON)
-		rc = out_json_print(res, stdout);
-	else
-		printf("enrollment token %" PRId64 " revoked\n", id);
+	rc = cli_api_say(ctx, "DELETE", path, NULL, "enrollment token %" PRId64 " revoked", id);
 cleanup:
-	json_decref(res);
 	free(pos.v);
 	return rc;
 }
@@ -246,15 +205,19 @@ static int agent_enroll_token(struct cli_ctx *ctx, int argc, char **argv)
 
 static int agent_pending(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const char *const headers[] = { "ID", "DMI SERIAL", "HOSTNAME", "FIRST SEEN",
-						"LAST SEEN", "ATTEMPTS", "STATUS", "NODE" };
+	static const struct out_col cols[] = {
+		{ "ID", "id", OUT_COL_CELL, 32 },
+		{ "DMI SERIAL", "dmi_serial", OUT_COL_CELL, 256 },
+		{ "HOSTNAME", "hostname", OUT_COL_CELL, 256 },
+		{ "FIRST SEEN", "first_seen", OUT_COL_TIME, 32 },
+		{ "LAST SEEN", "last_seen", OUT_COL_TIME, 32 },
+		{ "ATTEMPTS", "attempts", OUT_COL_CELL, 32 },
+		{ "STATUS", "status", OUT_COL_CELL, 32 },
+		{ "NODE", "node", OUT_COL_CELL, 128 },
+	};
 	struct cli_args pos = { 0 };
-	struct out_table t;
-	json_t *res = NULL, *e;
-	size_t i;
 	int rc;
 
-	out_table_init(&t, headers, 8);
 	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
 	if (rc < 0)
 		goto cleanup;
@@ -264,38 +227,9 @@ static int agent_pending(struct cli_ctx *ctx, int argc, char **argv)
 			       "binds one to a node.", NULL);
 		goto cleanup;
 	}
-	if (pos.n > 0) {
-		rc = cli_usage_error(ctx, "unexpected argument '%s'", pos.v[0]);
-		goto cleanup;
-	}
-	rc = cli_api(&res, NULL, ctx, "GET", "/agent/pending", NULL);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->output == CLI_OUT_JSON) {
-		rc = out_json_print(res, stdout);
-		goto cleanup;
-	}
-	json_array_foreach(res, i, e) {
-		char id[32], serial[256], host[256], first[32], last[32], tries[32], status[32];
-		char node[128];
-		const char *row[] = {
-			out_cell(id, sizeof(id), json_object_get(e, "id")),
-			out_cell(serial, sizeof(serial), json_object_get(e, "dmi_serial")),
-			out_cell(host, sizeof(host), json_object_get(e, "hostname")),
-			out_time(first, sizeof(first), json_object_get(e, "first_seen")),
-			out_time(last, sizeof(last), json_object_get(e, "last_seen")),
-			out_cell(tries, sizeof(tries), json_object_get(e, "attempts")),
-			out_cell(status, sizeof(status), json_object_get(e, "status")),
-			out_cell(node, sizeof(node), json_object_get(e, "node")),
-		};
-
-		if ((rc = out_table_add(&t, row)) < 0)
-			goto cleanup;
-	}
-	out_table_print(&t, stdout);
+	if ((rc = cli_args_max(ctx, &pos, 0)) == 0)
+		rc = cli_list_get(ctx, "/agent/pending", cols, 8);
 cleanup:
-	out_table_free(&t);
-	json_decref(res);
 	free(pos.v);
 	return rc;
 }
@@ -303,7 +237,7 @@ cleanup:
 static int agent_accept(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct cli_args pos = { 0 };
-	json_t *body = NULL, *res = NULL;
+	json_t *body = NULL;
 	char path[96];
 	int64_t id;
 	int rc;
@@ -317,7 +251,7 @@ static int agent_accept(struct cli_ctx *ctx, int argc, char **argv)
 			       "node's agent token.", NULL);
 		goto cleanup;
 	}
-	if ((rc = id_arg(ctx, &id, &pos, 2)) < 0)
+	if ((rc = cli_args_id(ctx, &id, &pos, 2)) < 0)
 		goto cleanup;
 	if (!kiln_node_name_valid(pos.v[1])) {
 		rc = cli_usage_error(ctx, "'%s' is not a node name", pos.v[1]);
@@ -333,17 +267,11 @@ static int agent_accept(struct cli_ctx *ctx, int argc, char **argv)
 		goto cleanup;
 	}
 	snprintf(path, sizeof(path), "/agent/pending/%" PRId64 "/accept", id);
-	rc = cli_api(&res, NULL, ctx, "POST", path, body);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->output == CLI_OUT_JSON)
-		rc = out_json_print(res, stdout);
-	else
-		printf("pending agent %" PRId64 " accepted as %s; it gets its token when it next "
-		       "enrolls\n", id, pos.v[1]);
+	rc = cli_api_say(ctx, "POST", path, body,
+			 "pending agent %" PRId64 " accepted as %s; it gets its token when it next "
+			 "enrolls", id, pos.v[1]);
 cleanup:
 	json_decref(body);
-	json_decref(res);
 	free(pos.v);
 	return rc;
 }
@@ -351,7 +279,6 @@ cleanup:
 static int agent_reject(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct cli_args pos = { 0 };
-	json_t *res = NULL;
 	char path[80];
 	int64_t id;
 	int rc;
@@ -364,22 +291,15 @@ static int agent_reject(struct cli_ctx *ctx, int argc, char **argv)
 			       "keeps enrolling).", NULL);
 		goto cleanup;
 	}
-	if ((rc = id_arg(ctx, &id, &pos, 1)) < 0)
+	if ((rc = cli_args_id(ctx, &id, &pos, 1)) < 0)
 		goto cleanup;
 	if (ctx->dry_run) {
 		printf("would forget pending agent %" PRId64 "\n", id);
 		goto cleanup;
 	}
 	snprintf(path, sizeof(path), "/agent/pending/%" PRId64, id);
-	rc = cli_api(&res, NULL, ctx, "DELETE", path, NULL);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->output == CLI_OUT_JSON)
-		rc = out_json_print(res, stdout);
-	else
-		printf("pending agent %" PRId64 " forgotten\n", id);
+	rc = cli_api_say(ctx, "DELETE", path, NULL, "pending agent %" PRId64 " forgotten", id);
 cleanup:
-	json_decref(res);
 	free(pos.v);
 	return rc;
 }

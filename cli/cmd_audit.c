@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "client.h"
 #include "cmd_versions.h"
+#include "common_opts.h"
 #include "output.h"
 
 enum { O_SINCE = 1, O_LIMIT };
@@ -39,17 +40,19 @@ static int log_opt(void *ud, const struct cli_opt *opt, const char *value)
 
 static int audit_log(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const char *const headers[] = { "TIME", "ACTOR", "ACTION", "TARGET", "OUTCOME",
-						"DETAIL" };
+	static const struct out_col cols[] = {
+		{ "TIME", "time", OUT_COL_TIME, 32 },
+		{ "ACTOR", "actor", OUT_COL_CELL, 128 },
+		{ "ACTION", "action", OUT_COL_CELL, 128 },
+		{ "TARGET", "target", OUT_COL_CELL, 512 },
+		{ "OUTCOME", "outcome", OUT_COL_CELL, 64 },
+		{ "DETAIL", "detail", OUT_COL_CELL, 512 },
+	};
 	struct log_args a = { .ctx = ctx, .since = -1, .limit = -1 };
 	struct cli_args pos = { 0 };
-	struct out_table t;
-	json_t *res = NULL, *e;
-	char path[96];
-	size_t i;
+	char path[96] = "/audit", since[24], limit[24];
 	int rc;
 
-	out_table_init(&t, headers, 6);
 	rc = cli_args_parse(&pos, ctx, log_opts, argc - 1, argv + 1, log_opt, &a);
 	if (rc < 0)
 		goto cleanup;
@@ -58,45 +61,15 @@ static int audit_log(struct cli_ctx *ctx, int argc, char **argv)
 			       "Shows the audit log, newest first.", log_opts);
 		goto cleanup;
 	}
-	if (pos.n > 0) {
-		rc = cli_usage_error(ctx, "unexpected argument '%s'", pos.v[0]);
+	if ((rc = cli_args_max(ctx, &pos, 0)) < 0)
 		goto cleanup;
-	}
-	snprintf(path, sizeof(path), "/audit");
-	if (a.since >= 0)
-		snprintf(path, sizeof(path), "/audit?since=%" PRId64, a.since);
-	if (a.limit > 0) {
-		size_t len = strlen(path);
-
-		snprintf(path + len, sizeof(path) - len, "%climit=%" PRId64, a.since >= 0 ? '&' : '?',
-			 a.limit);
-	}
-	rc = cli_api(&res, NULL, ctx, "GET", path, NULL);
-	if (rc < 0)
+	snprintf(since, sizeof(since), "%" PRId64, a.since);
+	snprintf(limit, sizeof(limit), "%" PRId64, a.limit);
+	if ((rc = cli_query_add(path, sizeof(path), "since", a.since >= 0 ? since : NULL)) < 0 ||
+	    (rc = cli_query_add(path, sizeof(path), "limit", a.limit > 0 ? limit : NULL)) < 0)
 		goto cleanup;
-	if (ctx->output == CLI_OUT_JSON) {
-		rc = out_json_print(res, stdout);
-		goto cleanup;
-	}
-	json_array_foreach(res, i, e) {
-		char when[32], actor[128], action[128], target[512], outcome[64], detail[512];
-		const char *row[] = {
-			out_time(when, sizeof(when), json_object_get(e, "time")),
-			out_cell(actor, sizeof(actor), json_object_get(e, "actor")),
-			out_cell(action, sizeof(action), json_object_get(e, "action")),
-			out_cell(target, sizeof(target), json_object_get(e, "target")),
-			out_cell(outcome, sizeof(outcome), json_object_get(e, "outcome")),
-			out_cell(detail, sizeof(detail), json_object_get(e, "detail")),
-		};
-
-		rc = out_table_add(&t, row);
-		if (rc < 0)
-			goto cleanup;
-	}
-	out_table_print(&t, stdout);
+	rc = cli_list_get(ctx, path, cols, 6);
 cleanup:
-	out_table_free(&t);
-	json_decref(res);
 	free(pos.v);
 	return rc;
 }

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "client.h"
+#include "common_opts.h"
 #include "output.h"
 
 enum { O_SINCE = 1, O_SEVERITY, O_KIND, O_LIMIT };
@@ -54,39 +55,21 @@ static int events_opt(void *ud, const struct cli_opt *opt, const char *value)
 	return 0;
 }
 
-/* Appends "&name=escaped(value)" (the first with '?') to path. */
-static int query_add(char *path, size_t len, const char *name, const char *value)
-{
-	char *esc;
-	size_t used = strlen(path);
-
-	if (!value)
-		return 0;
-	esc = cli_url_escape(value);
-	if (!esc)
-		return kiln_fail(KILN_ERROR, "out of memory");
-	if ((size_t)snprintf(path + used, len - used, "%c%s=%s", strchr(path, '?') ? '&' : '?', name,
-			     esc) >= len - used) {
-		free(esc);
-		return kiln_fail(KILN_ETOOBIG, "the node range is too long");
-	}
-	free(esc);
-	return 0;
-}
-
 static int events_run(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const char *const headers[] = { "TIME", "SEVERITY", "NODE", "SOURCE", "KIND",
-						"MESSAGE" };
+	static const struct out_col cols[] = {
+		{ "TIME", "time", OUT_COL_TIME, 32 },
+		{ "SEVERITY", "severity", OUT_COL_CELL, 32 },
+		{ "NODE", "node", OUT_COL_CELL, 128 },
+		{ "SOURCE", "source", OUT_COL_CELL, 64 },
+		{ "KIND", "kind", OUT_COL_CELL, 64 },
+		{ "MESSAGE", "message", OUT_COL_CELL, 600 },
+	};
 	struct events_args a = { .ctx = ctx };
 	struct cli_args pos = { 0 };
-	struct out_table t;
-	json_t *res = NULL, *e;
 	char path[4096] = "/events";
-	size_t i;
 	int rc;
 
-	out_table_init(&t, headers, 6);
 	rc = cli_args_parse(&pos, ctx, events_opts, argc - 1, argv + 1, events_opt, &a);
 	if (rc < 0)
 		goto cleanup;
@@ -96,42 +79,16 @@ static int events_run(struct cli_ctx *ctx, int argc, char **argv)
 			       events_opts);
 		goto cleanup;
 	}
-	if (pos.n > 1) {
-		rc = cli_usage_error(ctx, "unexpected argument '%s'", pos.v[1]);
+	if ((rc = cli_args_max(ctx, &pos, 1)) < 0)
 		goto cleanup;
-	}
-	if ((rc = query_add(path, sizeof(path), "since", a.since)) < 0 ||
-	    (rc = query_add(path, sizeof(path), "severity", a.severity)) < 0 ||
-	    (rc = query_add(path, sizeof(path), "kind", a.kind)) < 0 ||
-	    (rc = query_add(path, sizeof(path), "limit", a.limit)) < 0 ||
-	    (rc = query_add(path, sizeof(path), "range", pos.n ? pos.v[0] : NULL)) < 0)
+	if ((rc = cli_query_add(path, sizeof(path), "since", a.since)) < 0 ||
+	    (rc = cli_query_add(path, sizeof(path), "severity", a.severity)) < 0 ||
+	    (rc = cli_query_add(path, sizeof(path), "kind", a.kind)) < 0 ||
+	    (rc = cli_query_add(path, sizeof(path), "limit", a.limit)) < 0 ||
+	    (rc = cli_query_add(path, sizeof(path), "range", pos.n ? pos.v[0] : NULL)) < 0)
 		goto cleanup;
-	rc = cli_api(&res, NULL, ctx, "GET", path, NULL);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->output == CLI_OUT_JSON) {
-		rc = out_json_print(res, stdout);
-		goto cleanup;
-	}
-	json_array_foreach(res, i, e) {
-		char when[32], sev[32], node[128], source[64], kind[64], msg[600];
-		const char *row[] = {
-			out_time(when, sizeof(when), json_object_get(e, "time")),
-			out_cell(sev, sizeof(sev), json_object_get(e, "severity")),
-			out_cell(node, sizeof(node), json_object_get(e, "node")),
-			out_cell(source, sizeof(source), json_object_get(e, "source")),
-			out_cell(kind, sizeof(kind), json_object_get(e, "kind")),
-			out_cell(msg, sizeof(msg), json_object_get(e, "message")),
-		};
-
-		rc = out_table_add(&t, row);
-		if (rc < 0)
-			goto cleanup;
-	}
-	out_table_print(&t, stdout);
+	rc = cli_list_get(ctx, path, cols, 6);
 cleanup:
-	out_table_free(&t);
-	json_decref(res);
 	free(pos.v);
 	return rc;
 }

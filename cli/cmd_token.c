@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "client.h"
+#include "common_opts.h"
 #include "output.h"
 
 enum { O_ROLE = 1, O_NAME };
@@ -57,10 +58,8 @@ static int token_create(struct cli_ctx *ctx, int argc, char **argv)
 			       "its hash.", create_opts);
 		goto cleanup;
 	}
-	if (pos.n > 0) {
-		rc = cli_usage_error(ctx, "unexpected argument '%s'", pos.v[0]);
+	if ((rc = cli_args_max(ctx, &pos, 0)) < 0)
 		goto cleanup;
-	}
 	if (!a.role) {
 		rc = cli_usage_error(ctx, "--role is required");
 		goto cleanup;
@@ -96,14 +95,17 @@ cleanup:
 
 static int token_list(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const char *const headers[] = { "ID", "NAME", "ROLE", "CREATED", "LAST USED", "REVOKED" };
-	struct out_table t;
+	static const struct out_col cols[] = {
+		{ "ID", "id", OUT_COL_CELL, 32 },
+		{ "NAME", "name", OUT_COL_CELL, 256 },
+		{ "ROLE", "role", OUT_COL_STR, 0 },
+		{ "CREATED", "created_at", OUT_COL_TIME, 32 },
+		{ "LAST USED", "last_used_at", OUT_COL_TIME, 32 },
+		{ "REVOKED", "revoked", OUT_COL_CELL, 8 },
+	};
 	struct cli_args pos = { 0 };
-	json_t *res = NULL, *tok;
-	size_t i;
 	int rc;
 
-	out_table_init(&t, headers, 6);
 	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
 	if (rc < 0)
 		goto cleanup;
@@ -111,36 +113,9 @@ static int token_list(struct cli_ctx *ctx, int argc, char **argv)
 		cli_help_print(stdout, ctx, "", "Lists API tokens (never the tokens themselves).", NULL);
 		goto cleanup;
 	}
-	if (pos.n > 0) {
-		rc = cli_usage_error(ctx, "unexpected argument '%s'", pos.v[0]);
-		goto cleanup;
-	}
-	rc = cli_api(&res, NULL, ctx, "GET", "/tokens", NULL);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->output == CLI_OUT_JSON) {
-		rc = out_json_print(res, stdout);
-		goto cleanup;
-	}
-	json_array_foreach(res, i, tok) {
-		char id[32], name[256], created[32], used[32], revoked[8];
-		const char *row[] = {
-			out_cell(id, sizeof(id), json_object_get(tok, "id")),
-			out_cell(name, sizeof(name), json_object_get(tok, "name")),
-			json_string_value(json_object_get(tok, "role")),
-			out_time(created, sizeof(created), json_object_get(tok, "created_at")),
-			out_time(used, sizeof(used), json_object_get(tok, "last_used_at")),
-			out_cell(revoked, sizeof(revoked), json_object_get(tok, "revoked")),
-		};
-
-		rc = out_table_add(&t, row);
-		if (rc < 0)
-			goto cleanup;
-	}
-	out_table_print(&t, stdout);
+	if ((rc = cli_args_max(ctx, &pos, 0)) == 0)
+		rc = cli_list_get(ctx, "/tokens", cols, 6);
 cleanup:
-	out_table_free(&t);
-	json_decref(res);
 	free(pos.v);
 	return rc;
 }
@@ -148,7 +123,6 @@ cleanup:
 static int token_revoke(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct cli_args pos = { 0 };
-	json_t *res = NULL;
 	char path[64];
 	int64_t id;
 	int rc;
@@ -173,15 +147,8 @@ static int token_revoke(struct cli_ctx *ctx, int argc, char **argv)
 		goto cleanup;
 	}
 	snprintf(path, sizeof(path), "/tokens/%" PRId64, id);
-	rc = cli_api(&res, NULL, ctx, "DELETE", path, NULL);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->output == CLI_OUT_JSON)
-		rc = out_json_print(res, stdout);
-	else
-		printf("token %" PRId64 " revoked\n", id);
+	rc = cli_api_say(ctx, "DELETE", path, NULL, "token %" PRId64 " revoked", id);
 cleanup:
-	json_decref(res);
 	free(pos.v);
 	return rc;
 }

@@ -162,6 +162,43 @@ const char *out_time(char *buf, size_t len, const json_t *v)
 	return buf;
 }
 
+int out_list_print(const json_t *list, int json, const struct out_col *cols, size_t ncols)
+{
+	char cell[OUT_COL_MAX][OUT_CELL_MAX];
+	const char *headers[OUT_COL_MAX], *row[OUT_COL_MAX];
+	struct out_table t;
+	size_t i, c;
+	json_t *e;
+	int rc = 0;
+
+	if (json)
+		return out_json_print(list, stdout);
+	if (ncols > OUT_COL_MAX)
+		return kiln_fail(KILN_ERROR, "a table of %zu columns is too wide", ncols);
+	for (c = 0; c < ncols; c++)
+		headers[c] = cols[c].header;
+	out_table_init(&t, headers, ncols);
+	json_array_foreach(list, i, e) {
+		for (c = 0; c < ncols; c++) {
+			const json_t *v = json_object_get(e, cols[c].key);
+			size_t w = cols[c].width < OUT_CELL_MAX ? cols[c].width : OUT_CELL_MAX;
+
+			if (cols[c].kind == OUT_COL_STR)
+				row[c] = json_string_value(v);
+			else if (cols[c].kind == OUT_COL_TIME)
+				row[c] = out_time(cell[c], w, v);
+			else
+				row[c] = out_cell(cell[c], w, v);
+		}
+		if ((rc = out_table_add(&t, row)) < 0)
+			goto cleanup;
+	}
+	out_table_print(&t, stdout);
+cleanup:
+	out_table_free(&t);
+	return rc;
+}
+
 int out_results_status(const json_t *results)
 {
 	size_t i, failed = 0, n = json_array_size(results);

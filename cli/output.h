@@ -42,6 +42,30 @@ const char *out_cell(char *buf, size_t len, const json_t *v);
 /* A Unix time as local "YYYY-MM-DD HH:MM:SS" into buf; "-" for 0 or null. Returns buf. */
 const char *out_time(char *buf, size_t len, const json_t *v);
 
+/* How a list column shows its JSON field. */
+enum out_col_kind {
+	OUT_COL_CELL, /* out_cell() */
+	OUT_COL_TIME, /* out_time() */
+	OUT_COL_STR,  /* the string itself, uncut; a non-string prints "-" */
+};
+
+/* A column of out_list_print(): the header, the element's field and the cell's size. */
+struct out_col {
+	const char *header;
+	const char *key;
+	enum out_col_kind kind;
+	size_t width; /* bytes for the cell with its NUL (longer text is cut), at most OUT_CELL_MAX */
+};
+
+#define OUT_COL_MAX 16    /* columns */
+#define OUT_CELL_MAX 1024 /* bytes a cell */
+
+/*
+ * Prints an array of objects: indented JSON when json is true, else a table with one row an
+ * element and one column per cols entry (ncols <= OUT_COL_MAX). 0 or KILN_ERROR.
+ */
+int out_list_print(const json_t *list, int json, const struct out_col *cols, size_t ncols);
+
 /*
  * For commands over a noderange: looks at an array of per-node results and returns 0 when
  * none has "error", CLI_EPARTIAL when some have, KILN_ERROR (message set) when all have.
