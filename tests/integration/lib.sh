@@ -17,6 +17,25 @@ unset _tool
 KILN_TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/kiln-test.XXXXXX") || exit 1
 KILN_TEST_PIDS=()
 
+# fail/pass MESSAGE: one check's outcome; fail counts into FAILS (the test sets FAILS=0).
+fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+pass() { echo "ok: $*"; }
+# same DESC GOT WANT: passes when GOT is WANT.
+same() {
+	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', want '$3'"; fi
+}
+# wait_for DESC SECONDS COMMAND...: retries COMMAND every 0.5 s.
+wait_for() {
+	local desc=$1 secs=$2 i
+	shift 2
+	for ((i = 0; i < secs * 2; i++)); do
+		if "$@"; then return 0; fi
+		sleep 0.5
+	done
+	fail "$desc (waited ${secs}s)"
+	return 1
+}
+
 # Stops every kilnd this script started (by pid), then removes the temporary files.
 kiln_test_cleanup() {
 	local pid

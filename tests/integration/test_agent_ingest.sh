@@ -22,12 +22,6 @@ for f in "$AGENT" "$NVML" "$NVML_CONF" "$ROOT/dev/kmsg"; do
 done
 
 FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
-# same DESC GOT WANT
-same() {
-	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', want '$3'"; fi
-}
 
 kiln_test_start_kilnd || exit 1
 T=$KILN_TEST_TMP

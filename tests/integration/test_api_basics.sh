@@ -8,8 +8,6 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
 body() { cat "$KILN_BODY_FILE"; }
 
 # expect DESC WANT_STATUS METHOD PATH [BODY [TOKEN]]: one API call, its status checked.

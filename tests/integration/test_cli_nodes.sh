@@ -10,8 +10,6 @@ FAILS=0
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
 
 # check DESC EXPECTED_RC CMD...: runs CMD, keeps its output in $OUT/$ERR, checks the status.
 check() {

@@ -10,8 +10,6 @@ if ! command -v python3 >/dev/null 2>&1; then
 fi
 KILN=$KILN_BIN/kiln
 FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
 
 # on_pty EXPECT ANSWER CMD...: runs CMD on a pseudo-terminal, types ANSWER once EXPECT has
 # been printed, and prints the exit status then everything the terminal showed.

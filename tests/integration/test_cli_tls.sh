@@ -10,8 +10,6 @@ if ! command -v openssl >/dev/null 2>&1; then
 fi
 KILN=$KILN_BIN/kiln
 FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
 # expect DESC RC CMD...
 expect() {
 	local desc=$1 want=$2 got

@@ -22,11 +22,6 @@ for f in "$AGENT" "$NVML" "$NVML_CONF" "$ROOT/dev/kmsg" "$BMCSIM" "$MOCKUP"; do
 done
 
 FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
-same() {
-	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', want '$3'"; fi
-}
 
 T=$KILN_TEST_TMP
 INTERVAL=2 # agent report interval, seconds
@@ -88,17 +83,6 @@ curl -s -o /dev/null -X POST -d '{"power":"Off"}' "http://127.0.0.1:${BMCSIM_POR
 status_json() { "$KILN" status -o json 2>"$T/status.err"; }
 field() { status_json | jq -r --arg n "$1" ".[] | select(.node == \$n) | .$2"; }
 
-# wait_for DESC SECONDS COMMAND...: retries COMMAND every 0.5 s.
-wait_for() {
-	local desc=$1 secs=$2 i
-	shift 2
-	for ((i = 0; i < secs * 2; i++)); do
-		if "$@"; then return 0; fi
-		sleep 0.5
-	done
-	fail "$desc (waited ${secs}s)"
-	return 1
-}
 all_reported() {
 	[ "$(status_json | jq '[.[] | select(.agent_last_seen != null)] | length')" = 3 ] &&
 		[ "$(field gpu01 power)" = on ] && [ "$(field gpu02 power)" = on ] &&

@@ -9,8 +9,6 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
 KILN="$KILN_BIN/kiln"
 
 printf '[report]\nenergy_price = 0.30\ncurrency = EUR\n' >"$KILN_TEST_TMP/kilnd.conf"

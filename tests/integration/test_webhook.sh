@@ -8,8 +8,6 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 FAILS=0
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
-pass() { echo "ok: $*"; }
 command -v python3 >/dev/null || { echo "skipped: python3 (the test receiver) is missing"; exit 77; }
 
 # The receiver: the first POST waits 3 s and answers 503, later ones 200; each body is kept.
