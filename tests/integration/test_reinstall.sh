@@ -121,6 +121,17 @@ echo "$out" | grep -q '^iso01: would reinstall from iso-img: boot_id, media_inse
 	pass "dry run lists the steps" || fail "dry run: $out"
 same "dry run queued nothing" "$("$KILN" jobs -o json | jq length)" 0
 
+# More than 10 nodes: without a terminal to type the count on, --yes is required.
+for i in $(seq -w 1 11); do
+	"$KILN" node add "many$i" --bmc "redfish+http://127.0.0.1:1" --bmc-user admin \
+		--bmc-password-file "$T/bmc.pw" >/dev/null || fail "node add many$i"
+done
+"$KILN" reinstall 'many[01-11]' --image pxe-img </dev/null >"$T/many.out" 2>&1
+same "11 nodes without --yes and no terminal is a usage error" "$?" 2
+grep -q -- '--yes' "$T/many.out" && pass "it asks for --yes" || fail "11 nodes: $(cat "$T/many.out")"
+same "nothing was queued for them" "$("$KILN" jobs 'many[01-11]' -o json | jq length)" 0
+"$KILN" node rm 'many[01-11]' --yes >/dev/null || fail "node rm many[01-11]"
+
 # --- the virtual-media path -----------------------------------------------------------------
 GEN0=http://127.0.0.1:${GEN_PORTS[0]}
 curl -s -o /dev/null -X DELETE "$GEN0/_sim/requests"
