@@ -238,6 +238,15 @@ int store_agent_state_list(struct store *st, struct agent_state **out, size_t *o
 int store_agent_gpus_get(struct store *st, struct agent_gpu **out, size_t *out_count,
 			 int64_t node_id);
 /* Replaces the node's GPUs with gpus[0..count) (atomic). */
+/* Every node's GPU summary in one query, ordered by node id: the hottest GPU (NAN when none
+ * reported a temperature) and the summed power draw (NAN when none reported one). */
+struct agent_gpu_summary {
+	int64_t node_id;
+	double hottest_c;
+	double power_w;
+};
+int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **out,
+				 size_t *out_count);
 int store_agent_gpus_replace(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
 			     size_t count);
 int store_agent_history_insert(struct store *st, const struct agent_history_row *h);

@@ -346,6 +346,39 @@ static int gpu_insert(struct store *st, int64_t node_id, const struct agent_gpu 
 	return ret;
 }
 
+int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **out,
+				 size_t *out_count)
+{
+	struct agent_gpu_summary *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_GPU_SUMMARY,
+			      "SELECT node_id, max(temperature_c), sum(power_draw_w) FROM node_gpus"
+			      " GROUP BY node_id ORDER BY node_id")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
+		list[count].node_id = sqlite3_column_int64(s, 0);
+		list[count].hottest_c = column_real_or_nan(s, 1);
+		list[count].power_w = column_real_or_nan(s, 2);
+		count++;
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "summing GPUs");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		free(list);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
+
 int store_agent_gpus_replace(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
 			     size_t count)
 {

@@ -298,11 +298,22 @@ int store_event_query(struct store *st, struct event **out, size_t *out_count, i
 	sqlite3_stmt *s = NULL;
 	int ret;
 
-	if ((ret = store_stmt(st, &s, STMT_EVENT_QUERY,
-			      STORE_EVENT_SELECT
-			      " WHERE e.time >= ?1 AND (?2 = 0 OR e.node_id = ?2)"
-			      " AND (?3 IS NULL OR e.kind = ?3) AND e.severity >= ?4"
-			      " ORDER BY e.time DESC, e.id DESC LIMIT ?5")) < 0)
+	/* One node: its own statement, so that SQLite uses events_by_node_time; with
+	 * "(?2 = 0 OR e.node_id = ?2)" it scanned every event since ?1 for each node (the health
+	 * sweep asks once per node). */
+	if (node_id != 0)
+		ret = store_stmt(st, &s, STMT_EVENT_QUERY_NODE,
+				 STORE_EVENT_SELECT
+				 " WHERE e.node_id = ?2 AND e.time >= ?1"
+				 " AND (?3 IS NULL OR e.kind = ?3) AND e.severity >= ?4"
+				 " ORDER BY e.time DESC, e.id DESC LIMIT ?5");
+	else
+		ret = store_stmt(st, &s, STMT_EVENT_QUERY,
+				 STORE_EVENT_SELECT
+				 " WHERE e.time >= ?1 AND (?2 = 0 OR e.node_id = ?2)"
+				 " AND (?3 IS NULL OR e.kind = ?3) AND e.severity >= ?4"
+				 " ORDER BY e.time DESC, e.id DESC LIMIT ?5");
+	if (ret < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, since);
 	sqlite3_bind_int64(s, 2, node_id);
