@@ -30,7 +30,8 @@ static const struct cli_opt console_opts[] = {
 	{ "tail", 0, NULL, O_TAIL, "print the last captured lines (N after NODE, default 20)" },
 	{ "steal", 0, NULL, O_STEAL, "take the console over from another SOL session" },
 	{ "no-steal", 0, NULL, O_NO_STEAL, "fail when another SOL session holds it (default)" },
-	{ "capture", 0, "on|off", O_CAPTURE, "keep (or stop keeping) the node's console output" },
+	{ "capture", 0, "on|off", O_CAPTURE,
+	  "keep (or stop keeping) the console output of NODE or a NODERANGE" },
 	{ 0 },
 };
 
@@ -448,14 +449,67 @@ cleanup:
 	return rc;
 }
 
+/* A bare node name (no @group, brackets, commas, exclusions or "all") uses the per-node
+ * endpoint; anything else is a noderange. */
+static int is_single_node(const char *arg)
+{
+	if (strcmp(arg, "all") == 0 || arg[0] == '-')
+		return 0;
+	return arg[strcspn(arg, "@[],")] == '\0';
+}
+
+/* Capture over a noderange: one line a node, errors on stderr, exit 3 when some failed. */
+static int console_capture_range(struct cli_ctx *ctx, const char *range, int on)
+{
+	json_t *body = json_pack("{s:s, s:b}", "range", range, "enabled", on), *res = NULL, *e;
+	size_t i;
+	int rc;
+
+	if (!body) {
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto cleanup;
+	}
+	if (ctx->dry_run) {
+		printf("would switch console capture %s for %s\n", on ? "on" : "off", range);
+		rc = 0;
+		goto cleanup;
+	}
+	if ((rc = cli_api(&res, NULL, ctx, "POST", "/console/capture", body)) < 0)
+		goto cleanup;
+	if (ctx->output == CLI_OUT_JSON) {
+		rc = out_json_print(res, stdout);
+		if (rc == 0)
+			rc = out_results_status(res);
+		goto cleanup;
+	}
+	json_array_foreach(res, i, e) {
+		const char *node = json_string_value(json_object_get(e, "node"));
+		const char *err = json_string_value(json_object_get(e, "error"));
+
+		if (err)
+			fprintf(stderr, "kiln: %s: %s\n", node ? node : "?", err);
+		else
+			printf("console capture %s for %s\n", on ? "on" : "off", node ? node : "?");
+	}
+	rc = out_results_status(res);
+cleanup:
+	json_decref(body);
+	json_decref(res);
+	return rc;
+}
+
 static int console_capture(struct cli_ctx *ctx, const char *node, int on)
 {
 	struct kiln_buf path;
-	json_t *body = json_pack("{s:b}", "enabled", on), *res = NULL;
-	char *esc = cli_url_escape(node);
+	json_t *body = NULL, *res = NULL;
+	char *esc = NULL;
 	int rc;
 
+	if (!is_single_node(node))
+		return console_capture_range(ctx, node, on);
 	kiln_buf_init(&path, 0);
+	body = json_pack("{s:b}", "enabled", on);
+	esc = cli_url_escape(node);
 	if (!body || !esc) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
@@ -482,7 +536,8 @@ cleanup:
 
 static int console_run(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const char synopsis[] = "NODE [--tail [N]] [--steal|--no-steal] [--capture on|off]";
+	static const char synopsis[] = "NODE [--tail [N]] [--steal|--no-steal]\n"
+				       "       kiln console NODERANGE --capture on|off";
 	struct console_args a = { .ctx = ctx, .capture = -1 };
 	struct cli_args pos = { 0 };
 	int64_t lines = 20;
@@ -495,11 +550,12 @@ static int console_run(struct cli_ctx *ctx, int argc, char **argv)
 		cli_help_print(stdout, ctx, synopsis,
 			       "Attaches the terminal to a node's serial console (IPMI SOL) through "
 			       "kilnd; ~. at the start of a line leaves. --tail prints what kilnd "
-			       "captured while nobody was attached.", console_opts);
+			       "captured while nobody was attached. --capture switches capture for one "
+			       "node or a noderange (@group, all, gpu[01-04]).", console_opts);
 		goto cleanup;
 	}
 	if (pos.n == 0) {
-		rc = cli_usage_error(ctx, "missing NODE");
+		rc = cli_usage_error(ctx, a.capture >= 0 ? "missing NODERANGE" : "missing NODE");
 		goto cleanup;
 	}
 	if (pos.n > (a.tail ? 2u : 1u)) {
@@ -512,6 +568,11 @@ static int console_run(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	if (a.capture >= 0 && a.tail) {
 		rc = cli_usage_error(ctx, "--capture and --tail go one at a time");
+		goto cleanup;
+	}
+	if (a.capture < 0 && !is_single_node(pos.v[0])) {
+		rc = cli_usage_error(ctx, "'%s': attach and --tail take one node; a noderange "
+				     "goes with --capture", pos.v[0]);
 		goto cleanup;
 	}
 	if (a.capture >= 0)

@@ -1,4 +1,5 @@
-/* The serial console over the REST API: attach (HTTP Upgrade), the captured log, capture on/off. */
+/* The serial console over the REST API: attach (HTTP Upgrade), the captured log, capture on/off
+ * per node or over a noderange. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "console.h"
 #include "kiln/error.h"
 #include "kiln/json.h"
+#include "kiln/noderange.h"
 #include "kiln/parse.h"
 
 /* The protocol name a client asks for with "Upgrade:"; after the 101 answer the connection
@@ -216,4 +218,93 @@ void api_console_capture(struct api_ctx *c)
 		return;
 	}
 	api_reply(c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "node", c->param, "capture", enabled));
+}
+
+/* Capture on or off for one node of a range: fills o with "capture" or "error". Returns 1
+ * for a node that does not exist, 0 otherwise, < 0 when the audit log cannot be written
+ * (the request was answered then). */
+static int capture_one(struct api_ctx *c, json_t *o, const char *node, bool enabled)
+{
+	struct console_target *t = NULL;
+	int64_t audit_id;
+	int rc;
+
+	kiln_error_clear();
+	rc = console_target_load(&t, c->st, c->key, node);
+	console_target_free(t);
+	if (rc == KILN_ENOTFOUND) {
+		json_object_set_new(o, "error", json_string("no such node"));
+		return 1;
+	}
+	/* switching off needs no console address */
+	if (rc < 0 && enabled) {
+		json_object_set_new(o, "error", json_string(kiln_error_last()));
+		return 0;
+	}
+	if (api_audit_begin(c, &audit_id, enabled ? "console.capture.on" : "console.capture.off",
+			    node, NULL) < 0)
+		return KILN_ERROR;
+	rc = console_capture_set(c->st, node, enabled);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0)
+		json_object_set_new(o, "error", json_string(kiln_error_last()));
+	else
+		json_object_set_new(o, "capture", json_boolean(enabled));
+	return 0;
+}
+
+void api_console_capture_range(struct api_ctx *c)
+{
+	static const char *const allowed[] = { "range", "enabled", NULL };
+	struct kiln_nodelist range = { 0 };
+	const char *bad = NULL, *expr;
+	json_t *arr = NULL;
+	bool enabled = false;
+	size_t found = 0;
+	int rc;
+
+	if (!api_body_require(c))
+		return;
+	if (kiln_json_check_keys(c->body, allowed, &bad) < 0) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, bad, "unknown field '%s'", bad ? bad : "?");
+		return;
+	}
+	expr = json_string_value(json_object_get(c->body, "range"));
+	if (!expr || !expr[0]) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "range", "range is required (a noderange)");
+		return;
+	}
+	if (kiln_json_get_bool(&enabled, c->body, "enabled", true) < 0) {
+		api_fail_code(c, KILN_EINVAL, "enabled");
+		return;
+	}
+	if (api_fleet_range_expand(c, &range, expr) < 0)
+		return;
+	arr = json_array();
+	if (!arr) {
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+		goto cleanup;
+	}
+	for (size_t i = 0; i < range.count; i++) {
+		json_t *o = json_pack("{s:s}", "node", range.names[i]);
+
+		if (!o || json_array_append_new(arr, o) < 0) {
+			api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+			goto cleanup;
+		}
+		rc = capture_one(c, o, range.names[i], enabled);
+		if (rc < 0)
+			goto cleanup;
+		if (rc == 0)
+			found++;
+	}
+	if (found == 0) {
+		api_fail(c, MHD_HTTP_NOT_FOUND, "range", "no node matches '%.200s'", expr);
+		goto cleanup;
+	}
+	api_reply(c, MHD_HTTP_OK, arr);
+	arr = NULL;
+cleanup:
+	json_decref(arr);
+	kiln_nodelist_free(&range);
 }

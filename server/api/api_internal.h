@@ -106,6 +106,8 @@ void api_audit_list(struct api_ctx *c);
 void api_console_attach(struct api_ctx *c);
 void api_console_log(struct api_ctx *c);
 void api_console_capture(struct api_ctx *c);
+/* POST /api/v1/console/capture {"range","enabled"}: capture over a noderange. */
+void api_console_capture_range(struct api_ctx *c);
 
 /* Agents (api_agent.c). Checks an agent or enrollment token for a ROLE_AGENT/ROLE_ENROLL
  * route: 0 to go on, else the status to answer with msg. */

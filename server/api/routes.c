@@ -26,6 +26,7 @@ const struct api_route api_routes[] = {
 	{ "GET", "/api/v1/nodes/{name}/console", ROLE_OPERATOR, api_console_attach },
 	{ "GET", "/api/v1/nodes/{name}/console/log", ROLE_VIEWER, api_console_log },
 	{ "POST", "/api/v1/nodes/{name}/console/capture", ROLE_OPERATOR, api_console_capture },
+	{ "POST", "/api/v1/console/capture", ROLE_OPERATOR, api_console_capture_range },
 	{ "POST", "/api/v1/agent/report", ROLE_AGENT, api_agent_report },
 	{ "POST", "/api/v1/agent/enroll", ROLE_ENROLL, api_agent_enroll },
 	{ "POST", "/api/v1/agent/tokens", ROLE_ADMIN, api_agent_token_create },

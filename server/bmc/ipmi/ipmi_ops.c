@@ -1,6 +1,7 @@
-/* IPMI 2.0 operations with libfreeipmi: power with read-back, boot device, inventory. */
+/* IPMI 2.0 operations with libfreeipmi: power with read-back, boot device, inventory (with FRU). */
 #include "bmc/ipmi/ipmi_ops.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -313,11 +314,157 @@ cleanup:
 	return rc;
 }
 
+/* FRU areas larger than this are not read (a FRU device holds at most 64 KiB; the info areas
+ * are a few hundred bytes). */
+#define FRU_AREA_MAX 4096
+/* The text of one FRU field. */
+#define FRU_TEXT_MAX 128
+
+/* What the board and product areas of FRU device 0 say; empty strings where nothing. */
+struct fru_info {
+	char board_manufacturer[FRU_TEXT_MAX];
+	char board_product[FRU_TEXT_MAX];
+	char board_serial[FRU_TEXT_MAX];
+	char board_part_number[FRU_TEXT_MAX];
+	char product_manufacturer[FRU_TEXT_MAX];
+	char product_name[FRU_TEXT_MAX];
+	char product_model[FRU_TEXT_MAX];
+	char product_version[FRU_TEXT_MAX];
+	char product_serial[FRU_TEXT_MAX];
+	int found; /* a board or product area was read */
+};
+
+/* Decodes one type/length field into out (left empty when it cannot be decoded). */
+static void fru_text(ipmi_fru_ctx_t fctx, const ipmi_fru_field_t *f, uint8_t lang, char *out)
+{
+	unsigned int len = FRU_TEXT_MAX - 1;
+
+	out[0] = '\0';
+	if (f->type_length_field_length == 0)
+		return;
+	if (ipmi_fru_type_length_field_to_string(fctx, f->type_length_field,
+						 f->type_length_field_length, lang, out, &len) < 0) {
+		out[0] = '\0';
+		return;
+	}
+	out[len < FRU_TEXT_MAX ? len : FRU_TEXT_MAX - 1] = '\0';
+	/* FRU text is often padded with blanks */
+	while (len > 0 && (out[len - 1] == ' ' || out[len - 1] == '\0'))
+		out[--len] = '\0';
+}
+
+static void fru_board(ipmi_fru_ctx_t fctx, const uint8_t *buf, unsigned int len,
+		      struct fru_info *fi)
+{
+	ipmi_fru_field_t mfr, product, serial, part, file_id;
+	uint32_t date = 0;
+	uint8_t lang = 0;
+
+	memset(&mfr, 0, sizeof(mfr));
+	memset(&product, 0, sizeof(product));
+	memset(&serial, 0, sizeof(serial));
+	memset(&part, 0, sizeof(part));
+	memset(&file_id, 0, sizeof(file_id));
+	if (ipmi_fru_board_info_area(fctx, buf, len, &lang, &date, &mfr, &product, &serial, &part,
+				     &file_id, NULL, 0) < 0)
+		return;
+	fru_text(fctx, &mfr, lang, fi->board_manufacturer);
+	fru_text(fctx, &product, lang, fi->board_product);
+	fru_text(fctx, &serial, lang, fi->board_serial);
+	fru_text(fctx, &part, lang, fi->board_part_number);
+	fi->found = 1;
+}
+
+static void fru_product(ipmi_fru_ctx_t fctx, const uint8_t *buf, unsigned int len,
+			struct fru_info *fi)
+{
+	ipmi_fru_field_t mfr, name, model, version, serial, asset, file_id;
+	uint8_t lang = 0;
+
+	memset(&mfr, 0, sizeof(mfr));
+	memset(&name, 0, sizeof(name));
+	memset(&model, 0, sizeof(model));
+	memset(&version, 0, sizeof(version));
+	memset(&serial, 0, sizeof(serial));
+	memset(&asset, 0, sizeof(asset));
+	memset(&file_id, 0, sizeof(file_id));
+	if (ipmi_fru_product_info_area(fctx, buf, len, &lang, &mfr, &name, &model, &version,
+				       &serial, &asset, &file_id, NULL, 0) < 0)
+		return;
+	fru_text(fctx, &mfr, lang, fi->product_manufacturer);
+	fru_text(fctx, &name, lang, fi->product_name);
+	fru_text(fctx, &model, lang, fi->product_model);
+	fru_text(fctx, &version, lang, fi->product_version);
+	fru_text(fctx, &serial, lang, fi->product_serial);
+	fi->found = 1;
+}
+
+/*
+ * Reads the board and product areas of FRU device 0. FRU is optional: a BMC without it (or
+ * with areas that do not parse) leaves fi->found 0, which is not an error. The session must
+ * still be usable, so only a lost session would show up, in the next command.
+ */
+static void fru_read(ipmi_ctx_t ctx, struct fru_info *fi)
+{
+	ipmi_fru_ctx_t fctx = ipmi_fru_ctx_create(ctx);
+	uint8_t *buf = NULL;
+
+	memset(fi, 0, sizeof(*fi));
+	if (!fctx)
+		return;
+	buf = malloc(FRU_AREA_MAX);
+	if (!buf || ipmi_fru_open_device_id(fctx, 0) < 0)
+		goto cleanup;
+	do {
+		unsigned int type = 0, len = 0;
+
+		if (ipmi_fru_read_data_area(fctx, &type, &len, buf, FRU_AREA_MAX) < 0)
+			break;
+		if (len == 0)
+			continue;
+		if (type == IPMI_FRU_AREA_TYPE_BOARD_INFO_AREA)
+			fru_board(fctx, buf, len, fi);
+		else if (type == IPMI_FRU_AREA_TYPE_PRODUCT_INFO_AREA)
+			fru_product(fctx, buf, len, fi);
+	} while (ipmi_fru_next(fctx) == 1);
+	ipmi_fru_close_device_id(fctx);
+cleanup:
+	free(buf);
+	ipmi_fru_ctx_destroy(fctx);
+}
+
+/* A string for JSON: the first non-empty of a and b, else null. */
+static json_t *fru_pick(const char *a, const char *b)
+{
+	if (a && a[0])
+		return json_string(a);
+	if (b && b[0])
+		return json_string(b);
+	return json_null();
+}
+
+static json_t *fru_json(const struct fru_info *fi)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "board_manufacturer", fru_pick(fi->board_manufacturer, NULL));
+	json_object_set_new(o, "board_product", fru_pick(fi->board_product, NULL));
+	json_object_set_new(o, "board_serial", fru_pick(fi->board_serial, NULL));
+	json_object_set_new(o, "board_part_number", fru_pick(fi->board_part_number, NULL));
+	json_object_set_new(o, "product_manufacturer", fru_pick(fi->product_manufacturer, NULL));
+	json_object_set_new(o, "product_name", fru_pick(fi->product_name, NULL));
+	json_object_set_new(o, "product_part_number", fru_pick(fi->product_model, NULL));
+	json_object_set_new(o, "product_version", fru_pick(fi->product_version, NULL));
+	json_object_set_new(o, "product_serial", fru_pick(fi->product_serial, NULL));
+	return o;
+}
+
 static int do_inventory(json_t **out, ipmi_ctx_t ctx)
 {
 	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_device_id_rs);
 	uint64_t mfr = 0, product = 0, major = 0, minor = 0, vmaj = 0, vmin = 0;
 	char fw[32], ver[16], mfrname[128];
+	struct fru_info fi;
 	json_t *data;
 	int rc = 0;
 
@@ -341,11 +488,20 @@ static int do_inventory(json_t **out, ipmi_ctx_t ctx)
 	snprintf(ver, sizeof(ver), "%u.%u", (unsigned)vmaj, (unsigned)vmin);
 	if (ipmi_iana_enterprise_numbers_string((uint32_t)mfr, mfrname, sizeof(mfrname)) <= 0)
 		snprintf(mfrname, sizeof(mfrname), "IANA %u", (unsigned)mfr);
+	/* FRU names the machine; the product area speaks for it before the board's. BIOS
+	 * version is not in FRU. */
+	fru_read(ctx, &fi);
 	data = json_object();
-	json_object_set_new(data, "manufacturer", json_string(mfrname));
-	json_object_set_new(data, "model", json_null());
-	json_object_set_new(data, "serial", json_null());
+	json_object_set_new(data, "manufacturer",
+			    fru_pick(fi.product_manufacturer, fi.board_manufacturer[0]
+							      ? fi.board_manufacturer : mfrname));
+	json_object_set_new(data, "model", fru_pick(fi.product_name, fi.board_product));
+	json_object_set_new(data, "serial", fru_pick(fi.product_serial, fi.board_serial));
+	json_object_set_new(data, "part_number",
+			    fru_pick(fi.product_model, fi.board_part_number));
 	json_object_set_new(data, "bios_version", json_null());
+	json_object_set_new(data, "bmc_manufacturer", json_string(mfrname));
+	json_object_set_new(data, "fru", fi.found ? fru_json(&fi) : json_null());
 	json_object_set_new(data, "bmc_firmware", json_string(fw));
 	json_object_set_new(data, "ipmi_version", json_string(ver));
 	json_object_set_new(data, "manufacturer_id", json_integer((json_int_t)mfr));
