@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "api/api.h"
 #include "bmc/target.h"
 #include "config.h"
 #include "health/health_facts.h"
@@ -408,6 +409,7 @@ static void action_result(struct poller *p, struct slot *s, struct completion *c
 	const char *result = json_string_value(json_object_get(c->data, "result"));
 
 	s->acting = 0;
+	api_node_busy_release(s->node->id);
 	if (c->rc == 0)
 		snprintf(outcome, sizeof(outcome), "ok");
 	else
@@ -576,6 +578,9 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 			  cfg->remediate_max_per_hour);
 		return;
 	}
+	/* An action through the API (or a reinstall job) holds the node: try at the next sweep. */
+	if (api_node_busy_claim(s->node->id) != 1)
+		return;
 	detail = json_pack("{s:s, s:b, s:I}", "reason", reason, "automatic", 1, "hung_since",
 			   (json_int_t)s->st.hung_since);
 	text = detail ? json_dumps(detail, JSON_COMPACT) : NULL;
@@ -583,6 +588,7 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 	if (store_audit_begin(p->st, &audit_id, "kilnd", "power.cycle", s->node->name, text) < 0) {
 		log_warn("poller: %s: audit: %s", s->node->name, kiln_error_last());
 		free(text);
+		api_node_busy_release(s->node->id);
 		return;
 	}
 	free(text);
@@ -593,6 +599,7 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 	s->acting = 1;
 	if (submit(p, s, &op, audit_id) < 0) {
 		s->acting = 0;
+		api_node_busy_release(s->node->id);
 		store_audit_finish(p->st, audit_id, "failed: not submitted");
 	}
 }
