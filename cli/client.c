@@ -276,7 +276,7 @@ int cli_api(json_t **out, json_t **api_error, struct cli_ctx *ctx, const char *m
 		goto cleanup;
 	}
 	rc = kiln_http_request(&resp, method, url.data, ctx->token, text, text ? strlen(text) : 0,
-			       &ctx->trust, 0, CLI_MAX_RESPONSE);
+			       &ctx->trust, CLI_REQUEST_TIMEOUT_MS, CLI_MAX_RESPONSE);
 	if (rc < 0)
 		goto cleanup;
 	if (resp.status < 200 || resp.status > 299) {

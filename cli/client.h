@@ -8,6 +8,10 @@
 
 /* Largest response the CLI accepts from kilnd. */
 #define CLI_MAX_RESPONSE (64u << 20)
+/* kilnd answers a fan-out (power cycle, reinstall plan, ...) only once every node's action is
+ * confirmed or has timed out (bmc.action_timeout, at most an hour), so the CLI waits longer
+ * than that; a kilnd that does not accept the connection fails within 10 s. */
+#define CLI_REQUEST_TIMEOUT_MS (65L * 60 * 1000)
 
 /*
  * Resolves the server address, the token and the TLS trust, each from the first of: the

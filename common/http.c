@@ -18,6 +18,7 @@
 #include "kiln/http.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
+#define CONNECT_TIMEOUT_MS 10000L /* a server that does not accept within 10 s is down */
 #define DEFAULT_MAX_BODY (16u * 1024 * 1024)
 #define TOKEN_FILE_MAX 4096
 
@@ -277,6 +278,8 @@ int kiln_http_request(struct kiln_http_response *resp, const char *method, const
 	    (c = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L)) != CURLE_OK ||
 	    (c = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf)) != CURLE_OK ||
 	    (c = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms)) != CURLE_OK ||
+	    (c = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+				  timeout_ms < CONNECT_TIMEOUT_MS ? timeout_ms : CONNECT_TIMEOUT_MS)) != CURLE_OK ||
 	    (c = curl_easy_setopt(h, CURLOPT_USERAGENT, "kiln/" "0.1")) != CURLE_OK ||
 	    (c = curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers)) != CURLE_OK ||
 	    (c = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_write)) != CURLE_OK ||
