@@ -10,6 +10,11 @@ for tool in script curl jq; do
 done
 [ -x "$KILN_BIN/kiln-serialsim" ] || { echo "SKIP: $KILN_BIN/kiln-serialsim not built"; exit 77; }
 . "$KILN_SRC/tests/integration/lib.sh"
+# integration/lib.sh's fail() only counts; in this script the first failure ends the test.
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
 
 SERIAL_PIDS=()
 SERIAL_DIR=$KILN_TEST_TMP/serial
