@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "ingest.h"
+#include "versions_audit.h"
 #include "kiln/error.h"
 
 #define PRUNE_INTERVAL_S 60
@@ -778,6 +779,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 		cur.gpu_count_max = has_prev && prev.gpu_count_max > cur.gpu_count ? prev.gpu_count_max
 										 : cur.gpu_count;
 		cur.report = r->text;
+		cur.audit_facts = vaudit_facts_extract(r->json);
 		if ((rc = store_agent_state_put(st, &cur)) < 0)
 			goto cleanup;
 	}
@@ -797,6 +799,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 	rc = store_agent_history_insert(st, &h);
 cleanup:
 	free(gpus_json);
+	free(cur.audit_facts);
 	agent_gpu_list_free(pgpus, npgpus);
 	agent_state_clear(&prev);
 	return rc;

@@ -42,6 +42,11 @@ struct vaudit_node {
 	char *rotational_disks;      /* "sda,sdb", or NULL */
 };
 
+/* The parts of report vaudit_node_from_report reads, as compact JSON text the caller frees
+ * (ingest stores it with the report so that the audit parses a few hundred bytes a node);
+ * NULL when out of memory. Keep it in step with vaudit_node_from_report. */
+char *vaudit_facts_extract(const json_t *report);
+
 /*
  * Fills out from an agent report (the schema of agent-report.schema.json; missing or
  * mistyped fields are left unknown). gpu_count_max is the most GPUs the node ever reported

@@ -180,6 +180,7 @@ struct agent_state {
 	int64_t gpu_count;
 	int64_t gpu_count_max;       /* the most GPUs the node ever reported */
 	char *report;                /* the latest report (JSON text), or NULL when not read */
+	char *audit_facts;           /* put only: the report's version facts (ingest), or NULL */
 };
 
 void agent_state_clear(struct agent_state *s); /* frees the strings; accepts NULL */
@@ -247,6 +248,16 @@ struct agent_gpu_summary {
 };
 int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **out,
 				 size_t *out_count);
+/* Every reporting node's version facts in one query, ordered by node id: the audit_facts
+ * stored with its latest report (the report itself for rows older than them) and
+ * gpu_count_max. Each element owns its facts. */
+struct agent_audit_row {
+	int64_t node_id;
+	int64_t gpu_count_max;
+	char *facts;
+};
+void agent_audit_row_list_free(struct agent_audit_row *list, size_t count);
+int store_agent_audit_rows(struct store *st, struct agent_audit_row **out, size_t *out_count);
 int store_agent_gpus_replace(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
 			     size_t count);
 int store_agent_history_insert(struct store *st, const struct agent_history_row *h);

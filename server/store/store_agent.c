@@ -99,6 +99,7 @@ void agent_state_clear(struct agent_state *s)
 	free(s->cuda_driver_version);
 	free(s->nvml_version);
 	free(s->report);
+	free(s->audit_facts);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -179,9 +180,10 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 			      "INSERT OR REPLACE INTO node_agent_state (node_id, report_id, last_seen,"
 			      " report_time, boot_id, hostname, machine_id, os, kernel, dmi_serial,"
 			      " agent_version, nvidia_status, driver_version, kernel_module_version,"
-			      " cuda_driver_version, nvml_version, gpu_count, gpu_count_max, report)"
+			      " cuda_driver_version, nvml_version, gpu_count, gpu_count_max, report,"
+			      " audit_facts)"
 			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-			      " ?15, ?16, ?17, ?18, ?19)")) < 0)
+			      " ?15, ?16, ?17, ?18, ?19, ?20)")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, a->node_id);
 	store_bind_text(s, 2, a->report_id);
@@ -202,6 +204,7 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 	sqlite3_bind_int64(s, 17, a->gpu_count);
 	sqlite3_bind_int64(s, 18, a->gpu_count_max);
 	store_bind_text(s, 19, a->report);
+	store_bind_text(s, 20, a->audit_facts);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE) {
 		ret = store_fail(st, rc, "storing agent state");
@@ -372,6 +375,48 @@ cleanup:
 	store_stmt_done(s);
 	if (ret < 0) {
 		free(list);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
+
+void agent_audit_row_list_free(struct agent_audit_row *list, size_t count)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < count; i++)
+		free(list[i].facts);
+	free(list);
+}
+
+int store_agent_audit_rows(struct store *st, struct agent_audit_row **out, size_t *out_count)
+{
+	struct agent_audit_row *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_AUDIT_ROWS,
+			      "SELECT node_id, gpu_count_max, ifnull(audit_facts, report)"
+			      " FROM node_agent_state ORDER BY node_id")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
+		list[count].node_id = sqlite3_column_int64(s, 0);
+		list[count].gpu_count_max = sqlite3_column_int64(s, 1);
+		count++;
+		if ((ret = store_column_strdup(&list[count - 1].facts, s, 2)) < 0)
+			goto cleanup;
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "reading version facts");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		agent_audit_row_list_free(list, count);
 		return ret;
 	}
 	*out = list;
