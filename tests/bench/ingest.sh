@@ -5,6 +5,7 @@
 #                              [--no-build] [--perf]
 #   --shape lean   8-GPU report with the GPU fields kilnd reads (about 4.7 KB, the issue's 3-5 KB)
 #   --shape full   kiln-agent --print as it is, without Xid events (about 9.6 KB)
+#   --threads T    kilnd's [http] threads (default: kilnd's own choice)
 #   --perf         record kilnd with perf during the load (perf report in the kept folder)
 #   KILN_BENCH_KEEP=1 keeps the temporary folder.
 #
@@ -18,7 +19,7 @@ set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$SRC/build-bench
-NODES=10000 CONNS=32 DURATION=30 SHAPE=lean BUILD_IT=1 PERF=0
+NODES=10000 CONNS=32 DURATION=30 SHAPE=lean BUILD_IT=1 PERF=0 THREADS=
 CMDLINE="tests/bench/ingest.sh $*"
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -28,7 +29,8 @@ while [ $# -gt 0 ]; do
 	--shape) SHAPE=$2; shift 2 ;;
 	--no-build) BUILD_IT=0; shift ;;
 	--perf) PERF=1; shift ;;
-	-h | --help) sed -n "2,17p" "$0"; exit 0 ;;
+	--threads) THREADS=$2; shift 2 ;;
+	-h | --help) sed -n "2,18p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -68,7 +70,12 @@ full) jq -c 'del(.xid_events)' "$TMP/agent.json" >"$TMP/template.json" ;;
 esac
 
 mkdir -m 700 "$TMP/kilnd"
-"$BUILD/bin/kilnd" --state-dir "$TMP/kilnd" --listen 127.0.0.1:0 2>"$TMP/kilnd.log" &
+CONF=()
+if [ -n "$THREADS" ]; then
+	printf '[http]\nthreads = %s\n' "$THREADS" >"$TMP/kilnd.conf"
+	CONF=(--config "$TMP/kilnd.conf")
+fi
+"$BUILD/bin/kilnd" --state-dir "$TMP/kilnd" --listen 127.0.0.1:0 "${CONF[@]}" 2>"$TMP/kilnd.log" &
 KILND_PID=$!
 PIDS+=("$KILND_PID")
 for _ in $(seq 300); do
@@ -82,7 +89,7 @@ URL=$(cat "$TMP/kilnd/kilnd.url")
 	--tokens "$TMP/tokens" --nodes "$NODES" --conns 8 >&2
 
 if [ "$PERF" = 1 ]; then
-	perf record -g -o "$TMP/perf.data" -p "$KILND_PID" 2>"$TMP/perf.log" &
+	perf record --call-graph dwarf,16384 -F 499 -o "$TMP/perf.data" -p "$KILND_PID" 2>"$TMP/perf.log" &
 	PERF_PID=$!
 fi
 CPU0=$(sed 's/.*) //' "/proc/$KILND_PID/stat" | awk '{ print $12 + $13 }')
