@@ -9,14 +9,18 @@
 #
 # Each simulated BMC's power hook stops the node's agent when the node powers off and starts
 # it with a new boot id when it powers on, so power actions and reinstalls are visible end to
-# end. Environment: KILN_LAB_DIR (default .lab in the repository), KILN_LAB_PORT (8470).
+# end. Environment: KILN_LAB_DIR (default .lab in the repository), KILN_LAB_PORT (8470;
+# 0 picks a free port), KILN_LAB_BUILD_DIR (default build), KILN_LAB_NO_BUILD=1 (use the
+# binaries already in KILN_LAB_BUILD_DIR; the tests do).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LAB=${KILN_LAB_DIR:-$REPO/.lab}
 PORT=${KILN_LAB_PORT:-8470}
-BUILD=$REPO/build
+BUILD=${KILN_LAB_BUILD_DIR:-$REPO/build}
 BIN=$BUILD/bin
+# The BMCs' power hooks run this script again: they must find the same lab and build.
+export KILN_LAB_DIR=$LAB KILN_LAB_BUILD_DIR=$BUILD
 AGENT_INTERVAL=10
 
 say() { printf 'lab: %s\n' "$*" >&2; }
@@ -69,6 +73,10 @@ agent_stop() {
 lab_hook() {
 	local node
 	node=$(cat "$LAB/nodes/by-bmc/$1-$2" 2>/dev/null) || return 0
+	# Hooks are not waited for: an "on" may arrive while the "off" is still stopping the
+	# agent, so each node's hooks take turns on a lock.
+	exec 9>"$LAB/run/agent-$node.lock"
+	flock 9
 	case "$3" in
 	on) agent_start "$node" ;;
 	off) agent_stop "$node" ;;
@@ -78,6 +86,13 @@ lab_hook() {
 # --- starting -------------------------------------------------------------------------
 
 build() {
+	if [ "${KILN_LAB_NO_BUILD:-}" = 1 ]; then
+		local b
+		for b in kilnd kiln kiln-agent kiln-bmcsim; do
+			[ -x "$BIN/$b" ] || die "$BIN/$b is missing (KILN_LAB_NO_BUILD=1 builds nothing)"
+		done
+		return 0
+	fi
 	. "$REPO/deploy/packages.sh"
 	kiln_install_packages "${KILN_BUILD_PACKAGES[@]}" "${KILN_LAB_PACKAGES[@]}"
 	say "building into $BUILD"
