@@ -19,7 +19,7 @@ enum { O_POLICY = 1 };
 static const struct cli_opt opts[] = {
 	{ "policy", 0, "FILE", O_POLICY,
 	  "expected versions per group: [group NAME] with driver=, module=, cuda=, toolkit=, "
-	  "gpu_model=, vbios=, gpus= (a comma list of accepted values, or >=VERSION)" },
+	  "gpu_model=, vbios=, bmc_firmware=, gpus= (a comma list of accepted values, or >=VERSION)" },
 	{ 0 },
 };
 
@@ -104,7 +104,7 @@ cleanup:
 }
 
 static const char *const fields[] = { "driver", "kernel_module", "cuda_driver", "cuda_toolkits",
-				       "gpu_model", "vbios" };
+				       "gpu_model", "vbios", "bmc_firmware" };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
 static int differs(const json_t *group, const char *field)
@@ -121,14 +121,14 @@ static int differs(const json_t *group, const char *field)
 static int print_table(const json_t *res)
 {
 	static const char *const gh[] = { "NODES", "COUNT", "DRIVER", "MODULE", "CUDA", "TOOLKITS",
-					  "GPU", "VBIOS" };
+					  "GPU", "VBIOS", "BMC FW" };
 	static const char *const fh[] = { "NODE", "CHECK", "FINDING" };
 	struct out_table groups, findings;
 	size_t i;
 	json_t *g;
 	int rc = 0;
 
-	out_table_init(&groups, gh, 8);
+	out_table_init(&groups, gh, 2 + NFIELDS);
 	out_table_init(&findings, fh, 3);
 	json_array_foreach(json_object_get(res, "groups"), i, g) {
 		char cells[2 + NFIELDS][256];

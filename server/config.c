@@ -73,6 +73,9 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "5m", "How often a BMC whose circuit is open is tried again."),
 	KEY("poller", "health_every", KILN_CFG_DURATION, poller_health_every, 1, 3600, NULL, "10s",
 	    "How often every node's health is evaluated from the stored readings."),
+	KEY("poller", "inventory_every", KILN_CFG_DURATION, poller_inventory_every, 60, 2592000,
+	    NULL, "6h", "A node's inventory (serial, BMC firmware, ...) is read at its first "
+	    "successful contact and then this often."),
 	KEY("health", "agent_interval", KILN_CFG_DURATION, health_agent_interval, 1, 86400, NULL,
 	    "30s", "Agent report interval assumed when a report does not give its own."),
 	KEY("health", "hung_intervals", KILN_CFG_INT, health_hung_intervals, 1, 1000, NULL, "3",

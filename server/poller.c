@@ -20,6 +20,7 @@
 #define REFRESH_S 10        /* the node list is read again this often */
 #define TICK_MS 250
 #define HEALTH_SLICE 64     /* nodes per transaction of the health sweep */
+#define INVENTORY_RETRY_S 600 /* a failed inventory is tried again after this at most */
 
 void poller_config_defaults(struct poller_config *cfg)
 {
@@ -32,6 +33,7 @@ void poller_config_defaults(struct poller_config *cfg)
 	cfg->backoff_max_s = 600;
 	cfg->probe_interval_s = 300;
 	cfg->health_every_s = 10;
+	cfg->inventory_every_s = 6 * 3600;
 	health_config_defaults(&cfg->health);
 	cfg->remediate = 0;
 	cfg->remediate_grace_s = 300;
@@ -49,6 +51,7 @@ void poller_config_from(struct poller_config *out, const struct kilnd_config *cf
 	out->backoff_max_s = cfg->poller_backoff_max;
 	out->probe_interval_s = cfg->poller_probe_interval;
 	out->health_every_s = cfg->poller_health_every;
+	out->inventory_every_s = cfg->poller_inventory_every;
 	out->health.agent_interval_s = cfg->health_agent_interval;
 	out->health.hung_intervals = cfg->health_hung_intervals;
 	out->health.xid_window_s = cfg->health_xid_window;
@@ -138,6 +141,7 @@ struct slot {
 	int busy;                   /* a poll chain is in flight */
 	int acting;                 /* an automatic power cycle is in flight */
 	int64_t cred_version;       /* credentials the circuit was opened with */
+	int64_t inventory_due;      /* inventory read at the first chain from then (0: now) */
 };
 
 struct completion {
@@ -323,24 +327,56 @@ static void sel_entries(struct poller *p, struct slot *s, json_t *data)
 	}
 }
 
-/* After a step of the poll chain: the next one, or the end of the chain. */
-static void chain_next(struct poller *p, struct slot *s, enum bmc_op_kind after)
+/* After a step of the poll chain: the next one, or the end of the chain. The chain runs
+ * power, sensors, SEL, inventory, each when due. */
+static void chain_next(struct poller *p, struct slot *s, enum bmc_op_kind after, int64_t now)
 {
 	int sensors = p->opt.cfg.sensors_every > 0 &&
 		      s->cycle % (unsigned)p->opt.cfg.sensors_every == 0;
 	int sel = p->opt.cfg.sel_every > 0 && s->cycle % (unsigned)p->opt.cfg.sel_every == 0;
+	int inventory = p->opt.cfg.inventory_every_s > 0 && now >= s->inventory_due;
 
 	if (after == BMC_OP_POWER_GET && sensors && submit_kind(p, s, BMC_OP_SENSORS) == 0)
 		return;
-	if (after != BMC_OP_SEL && sel && submit_kind(p, s, BMC_OP_SEL) == 0)
+	if ((after == BMC_OP_POWER_GET || after == BMC_OP_SENSORS) && sel &&
+	    submit_kind(p, s, BMC_OP_SEL) == 0)
+		return;
+	if (after != BMC_OP_INVENTORY && inventory && submit_kind(p, s, BMC_OP_INVENTORY) == 0)
 		return;
 	s->busy = 0;
+}
+
+/* Keeps what the BMC says the node is: the whole inventory, and the serial agents enroll by. */
+static void inventory_store(struct poller *p, struct slot *s, json_t *data, int64_t now)
+{
+	const char *serial = json_string_value(json_object_get(data, "serial"));
+	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+
+	if (text && store_node_inventory_put(p->st, s->node->id, text, now) < 0)
+		log_warn("poller: %s: inventory: %s", s->node->name, kiln_error_last());
+	free(text);
+	if (serial && serial[0] && store_node_bmc_serial_set(p->st, s->node->name, serial) < 0)
+		log_warn("poller: %s: serial: %s", s->node->name, kiln_error_last());
+	s->inventory_due = now + p->opt.cfg.inventory_every_s;
 }
 
 static void poll_result(struct poller *p, struct slot *s, struct completion *c, int64_t now)
 {
 	enum poller_transition t;
 
+	if (c->rc < 0 && c->kind == BMC_OP_INVENTORY && c->rc != KILN_EAUTH) {
+		/* The BMC answered the power reading of this chain: an inventory it cannot give
+		 * (an IPMI BMC without FRU data, a timeout on a big tree) is tried again later
+		 * without counting against its reachability. */
+		int64_t retry = p->opt.cfg.inventory_every_s < INVENTORY_RETRY_S
+					? p->opt.cfg.inventory_every_s
+					: INVENTORY_RETRY_S;
+
+		log_debug("poller: %s: inventory: %s", s->node->name, c->error);
+		s->inventory_due = now + retry;
+		s->busy = 0;
+		return;
+	}
 	if (c->rc < 0) {
 		char msg[600];
 
@@ -396,11 +432,14 @@ static void poll_result(struct poller *p, struct slot *s, struct completion *c, 
 	case BMC_OP_SEL:
 		sel_entries(p, s, c->data);
 		break;
+	case BMC_OP_INVENTORY:
+		inventory_store(p, s, c->data, now);
+		break;
 	default:
 		break;
 	}
 	state_put(p, s);
-	chain_next(p, s, c->kind);
+	chain_next(p, s, c->kind, now);
 }
 
 static void action_result(struct poller *p, struct slot *s, struct completion *c)
@@ -483,8 +522,13 @@ static int refresh(struct poller *p, int64_t now)
 			*s = *old; /* old->node is freed below with the old list */
 			memset(&old->st, 0, sizeof(old->st));
 		} else {
+			int64_t inv = 0;
+
 			if (store_fleet_state_get(p->st, &s->st, nodes[i]->id) < 0)
 				fleet_state_init(&s->st, nodes[i]->id);
+			/* After a restart the stored inventory's age counts; none: at first contact. */
+			if (store_node_inventory_time(p->st, nodes[i]->id, &inv) == 0 && inv > 0)
+				s->inventory_due = inv + p->opt.cfg.inventory_every_s;
 			s->due_ms = base + poller_jitter_ms(nodes[i]->name, interval_ms);
 		}
 		s->node = nodes[i];

@@ -20,6 +20,7 @@ struct poller_config {
 	int64_t backoff_max_s;
 	int64_t probe_interval_s;   /* an open circuit is probed this often */
 	int64_t health_every_s;     /* how often health is evaluated */
+	int64_t inventory_every_s;  /* inventory at first contact, then this often */
 	struct health_config health;
 	int remediate;              /* automatic power cycle of hung nodes (default off) */
 	int64_t remediate_grace_s;  /* hung at least this long first */
@@ -27,8 +28,8 @@ struct poller_config {
 };
 
 /* 30 s, sensors and SEL every 4 cycles, unreachable after 2 failures, circuit after 5,
- * backoff up to 10 min, probe every 5 min, health every 10 s, remediation off (grace 5 min,
- * at most 2 an hour). */
+ * backoff up to 10 min, probe every 5 min, health every 10 s, inventory every 6 h,
+ * remediation off (grace 5 min, at most 2 an hour). */
 void poller_config_defaults(struct poller_config *cfg);
 
 struct kilnd_config;

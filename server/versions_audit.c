@@ -35,6 +35,7 @@ static const struct {
 
 static const char *const field_names[VA_FIELD_COUNT] = {
 	"driver", "kernel_module", "cuda_driver", "cuda_toolkits", "gpu_model", "vbios",
+	"bmc_firmware",
 };
 
 const char *vaudit_field_name(enum vaudit_field f)
@@ -347,7 +348,7 @@ void vaudit_node_clear(struct vaudit_node *n)
 /* --- policy ------------------------------------------------------------------------- */
 
 static const char *const policy_keys[] = { "driver", "module", "cuda", "toolkit",
-					    "gpu_model", "vbios", "gpus", NULL };
+					    "gpu_model", "vbios", "bmc_firmware", "gpus", NULL };
 
 int vaudit_policy_check(const json_t *policy)
 {
@@ -482,6 +483,8 @@ static int policy_node(json_t *findings, const struct vaudit_node *n, const json
 					have = n->field[VA_GPU_MODEL];
 				else if (strcmp(key, "vbios") == 0)
 					have = n->field[VA_VBIOS];
+				else if (strcmp(key, "bmc_firmware") == 0)
+					have = n->field[VA_BMC_FIRMWARE];
 				else if (strcmp(key, "gpus") == 0) {
 					snprintf(count, sizeof(count), "%lld", (long long)n->gpu_count);
 					have = count;
@@ -683,6 +686,13 @@ static int cmp_row(const void *a, const void *b)
 	return x->node_id < y->node_id ? -1 : x->node_id > y->node_id;
 }
 
+static int cmp_firmware(const void *a, const void *b)
+{
+	const struct node_firmware *x = a, *y = b;
+
+	return x->node_id < y->node_id ? -1 : x->node_id > y->node_id;
+}
+
 int vaudit_store_run(json_t **out, struct store *st, const struct kiln_nodelist *names,
 		     const json_t *policy)
 {
@@ -690,10 +700,15 @@ int vaudit_store_run(json_t **out, struct store *st, const struct kiln_nodelist 
 	size_t nall = 0, n = 0, nrows = 0;
 	struct vaudit_node *vn = NULL;
 	struct agent_audit_row *rows = NULL;
+	struct node_firmware *fw = NULL;
+	size_t nfw = 0;
 	int rc;
 
 	if ((rc = store_node_list(st, &all, &nall)) < 0)
 		return rc;
+	/* The BMC firmware comes from the inventory the poller stores (sorted by node id). */
+	if ((rc = store_node_firmware_list(st, &fw, &nfw)) < 0)
+		goto cleanup;
 	/* One query for every node's version facts (a query and a parse of the whole report
 	 * per node took over a second for 10,000 nodes). */
 	if ((rc = store_agent_audit_rows(st, &rows, &nrows)) < 0)
@@ -719,6 +734,8 @@ int vaudit_store_run(json_t **out, struct store *st, const struct kiln_nodelist 
 		const struct node *nd = all[j];
 		struct agent_audit_row key = { .node_id = nd->id };
 		const struct agent_audit_row *row;
+		struct node_firmware fkey = { .node_id = nd->id };
+		const struct node_firmware *frow;
 		json_t *report = NULL;
 
 		if (names && !kiln_nodelist_contains(names, nd->name))
@@ -735,6 +752,11 @@ int vaudit_store_run(json_t **out, struct store *st, const struct kiln_nodelist 
 		if (rc < 0)
 			goto cleanup;
 		n++;
+		frow = bsearch(&fkey, fw, nfw, sizeof(*fw), cmp_firmware);
+		if (frow && !(vn[n - 1].field[VA_BMC_FIRMWARE] = strdup(frow->bmc_firmware))) {
+			rc = kiln_fail(KILN_ERROR, "out of memory");
+			goto cleanup;
+		}
 	}
 	rc = vaudit_run(out, vn, n, policy);
 cleanup:
@@ -742,6 +764,7 @@ cleanup:
 		vaudit_node_clear(&vn[i]);
 	free(vn);
 	agent_audit_row_list_free(rows, nrows);
+	node_firmware_list_free(fw, nfw);
 	node_list_free(all, nall);
 	return rc;
 }

@@ -1,6 +1,6 @@
-/* The fleet version audit: nodes grouped by driver, module, CUDA, GPU and VBIOS versions, with
- * the checks that find a pending reboot, a toolkit too new for its driver, missing GPUs, a
- * starved data pipeline and deviations from a per-group policy. */
+/* The fleet version audit: nodes grouped by driver, module, CUDA, GPU, VBIOS and BMC firmware
+ * versions, with the checks that find a pending reboot, a toolkit too new for its driver,
+ * missing GPUs, a starved data pipeline and deviations from a per-group policy. */
 #ifndef KILND_VERSIONS_AUDIT_H
 #define KILND_VERSIONS_AUDIT_H
 
@@ -11,8 +11,7 @@
 
 #include "store/store.h"
 
-/* What the audit groups nodes by; the JSON names are in vaudit_field_name(). BMC firmware is
- * not among them: kilnd does not store the Redfish inventory yet. */
+/* What the audit groups nodes by; the JSON names are in vaudit_field_name(). */
 enum vaudit_field {
 	VA_DRIVER,        /* the NVIDIA driver library (NVML) */
 	VA_MODULE,        /* the loaded kernel module */
@@ -20,6 +19,7 @@ enum vaudit_field {
 	VA_TOOLKITS,      /* installed CUDA toolkits, "11.8,12.4" */
 	VA_GPU_MODEL,     /* distinct GPU names, "NVIDIA H100 80GB HBM3" */
 	VA_VBIOS,         /* distinct VBIOS versions */
+	VA_BMC_FIRMWARE,  /* from the BMC inventory the poller stores (not the agent report) */
 	VA_FIELD_COUNT
 };
 
@@ -61,7 +61,7 @@ void vaudit_node_clear(struct vaudit_node *n); /* accepts NULL */
 /*
  * Checks a policy: {"GROUP": {"driver": "550.54.15", "module": ..., "cuda": ">=12.4", ...}}.
  * Keys: driver, module, cuda (the driver's CUDA version), toolkit (a version that must be
- * installed), gpu_model, vbios, gpus (a count). A value is a comma-separated list of accepted
+ * installed), gpu_model, vbios, bmc_firmware, gpus (a count). A value is a comma-separated list of accepted
  * versions, or ">=V" for a least version. GROUP "all" applies to every node. KILN_EINVAL
  * naming the group and key otherwise.
  */
@@ -91,7 +91,7 @@ int vaudit_version_cmp(const char *a, const char *b);
 
 /*
  * Audits the nodes named in names (all nodes when NULL) from the store: each node's latest
- * agent state and report. Unknown names fail with KILN_ENOTFOUND.
+ * agent state and report, and the BMC firmware of its stored inventory. Unknown names fail with KILN_ENOTFOUND.
  */
 int vaudit_store_run(json_t **out, struct store *st, const struct kiln_nodelist *names,
 		     const json_t *policy);

@@ -750,12 +750,21 @@ void api_inventory_get(struct api_ctx *c)
 		api_fail_code(c, rc, NULL);
 		goto cleanup;
 	}
-	/* What the BMC said about the serial is kept: agents enrolling are matched on it. */
+	/* What the BMC said is kept (best effort): agents enrolling are matched on the serial,
+	 * the audit groups by the BMC firmware; the poller refreshes it on its own too. */
 	for (size_t i = 0; i < f.count; i++) {
 		const char *serial = json_string_value(json_object_get(f.nodes[i].out, "serial"));
+		char *text;
 
-		if (f.nodes[i].targeted && f.nodes[i].result.rc == 0 && serial && serial[0])
-			store_node_bmc_serial_set(c->st, f.nodes[i].name, serial); /* best effort */
+		if (!f.nodes[i].targeted || f.nodes[i].result.rc != 0)
+			continue;
+		if (serial && serial[0])
+			store_node_bmc_serial_set(c->st, f.nodes[i].name, serial);
+		text = f.nodes[i].result.data ? json_dumps(f.nodes[i].result.data, JSON_COMPACT)
+					      : NULL;
+		if (text && f.nodes[i].node)
+			store_node_inventory_put(c->st, f.nodes[i].node->id, text, time(NULL));
+		free(text);
 	}
 	fan_reply(c, &f);
 cleanup:

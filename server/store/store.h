@@ -385,6 +385,21 @@ int store_event_query(struct store *st, struct event **out, size_t *out_count, i
 		      int64_t node_id, const char *kind, enum event_severity min_severity,
 		      size_t limit);
 
+/* Stores the inventory a node's BMC gave at time (the driver's object as JSON text; its
+ * "bmc_firmware" is also kept apart for the audit). KILN_ENOTFOUND for an unknown node. */
+int store_node_inventory_put(struct store *st, int64_t node_id, const char *json, int64_t time);
+/* When the node's inventory was last stored; 0 when never. */
+int store_node_inventory_time(struct store *st, int64_t node_id, int64_t *out_time);
+
+struct node_firmware {
+	int64_t node_id;
+	char *bmc_firmware;
+};
+
+/* The BMC firmware of every node with a stored inventory that names one, by node id. */
+int store_node_firmware_list(struct store *st, struct node_firmware **out, size_t *out_count);
+void node_firmware_list_free(struct node_firmware *list, size_t count);
+
 /* --- reads for the report and the webhooks (store_report.c) ------------------------ */
 
 /* The highest event id (0 when there is none). */

@@ -322,3 +322,89 @@ int store_event_query(struct store *st, struct event **out, size_t *out_count, i
 	store_bind_limit(s, 5, limit);
 	return store_event_rows(st, s, out, out_count, "reading events");
 }
+
+/* --- the BMC inventory ------------------------------------------------------------------ */
+
+int store_node_inventory_put(struct store *st, int64_t node_id, const char *json, int64_t time)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_INVENTORY_PUT,
+			      "INSERT OR REPLACE INTO node_inventory (node_id, inventory, bmc_firmware,"
+			      " time) VALUES (?1, ?2, CASE WHEN json_valid(?2) THEN"
+			      " json_extract(?2, '$.bmc_firmware') END, ?3)")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	store_bind_text(s, 2, json ? json : "{}");
+	sqlite3_bind_int64(s, 3, time);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE) {
+		ret = store_fail(st, rc, "writing a node's inventory");
+		if (ret == KILN_ENOTFOUND)
+			kiln_fail(ret, "store: inventory of node id %lld: no such node",
+				  (long long)node_id);
+	}
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_node_inventory_time(struct store *st, int64_t node_id, int64_t *out_time)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_INVENTORY_TIME,
+			      "SELECT time FROM node_inventory WHERE node_id = ?1")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*out_time = sqlite3_column_int64(s, 0);
+	else if (rc == SQLITE_DONE)
+		*out_time = 0;
+	else
+		ret = store_fail(st, rc, "reading a node's inventory time");
+	store_stmt_done(s);
+	return ret;
+}
+
+void node_firmware_list_free(struct node_firmware *list, size_t count)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < count; i++)
+		free(list[i].bmc_firmware);
+	free(list);
+}
+
+int store_node_firmware_list(struct store *st, struct node_firmware **out, size_t *out_count)
+{
+	struct node_firmware *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_INVENTORY_FIRMWARE,
+			      "SELECT node_id, bmc_firmware FROM node_inventory"
+			      " WHERE bmc_firmware IS NOT NULL ORDER BY node_id")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
+		list[count].node_id = sqlite3_column_int64(s, 0);
+		if ((ret = store_column_strdup(&list[count++].bmc_firmware, s, 1)) < 0)
+			goto cleanup;
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "reading the BMC firmware versions");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		node_firmware_list_free(list, count);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
