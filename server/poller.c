@@ -667,9 +667,34 @@ struct health_read {
 	int64_t agent_last_seen;
 };
 
+/* The active reinstall job of node_id in jobs[0..n) (sorted by node id), or NULL. */
+static const struct job *job_find(const struct job *jobs, size_t n, int64_t node_id)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (jobs[mid].node_id == node_id)
+			return &jobs[mid];
+		if (jobs[mid].node_id < node_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int cmp_job_node(const void *a, const void *b)
+{
+	const struct job *x = a, *y = b;
+
+	return x->node_id < y->node_id ? -1 : x->node_id > y->node_id;
+}
+
 /* The read half: facts and rules, no writes (so no write lock is held meanwhile). */
 static void health_read(struct poller *p, struct slot *s, struct health_read *out,
-			int maintenance, int64_t now)
+			int maintenance, const struct job *job, int64_t now)
 {
 	const struct poller_config *cfg = &p->opt.cfg;
 	struct health_facts f;
@@ -687,6 +712,9 @@ static void health_read(struct poller *p, struct slot *s, struct health_read *ou
 	else if (s->st.starved_since == 0)
 		s->st.starved_since = now;
 	f.starved_since = s->st.starved_since;
+	/* A node being reinstalled is shown so, and its silence is not a hang. */
+	f.reinstalling = job != NULL;
+	f.reinstall_step = job ? (job->step ? job->step : job->state) : NULL;
 	health_evaluate(&out->res, &f, &cfg->health);
 	out->agent_last_seen = f.agent_last_seen;
 	health_sources_clear(&src);
@@ -737,12 +765,20 @@ static void health_apply(struct poller *p, struct slot *s, const struct health_r
 static void health_sweep(struct poller *p, int64_t now)
 {
 	struct maintenance *m = NULL;
-	size_t nm = 0;
+	struct job *jobs = NULL;
+	size_t nm = 0, njobs = 0;
 
 	if (store_maintenance_list(p->st, &m, &nm) < 0) {
 		log_warn("poller: maintenance: %s", kiln_error_last());
 		return;
 	}
+	if (store_job_list(p->st, &jobs, &njobs, 1, 0) < 0) {
+		log_warn("poller: jobs: %s", kiln_error_last());
+		maintenance_list_free(m, nm);
+		return;
+	}
+	if (njobs > 1)
+		qsort(jobs, njobs, sizeof(*jobs), cmp_job_node);
 	/* In slices: read a slice's facts without a transaction, then write its outcome in one
 	 * short transaction. Holding SQLite's write lock over the reads of thousands of nodes
 	 * (seconds) starved every agent report into its busy timeout. */
@@ -752,7 +788,8 @@ static void health_sweep(struct poller *p, int64_t now)
 
 		for (size_t k = 0; k < n; k++)
 			health_read(p, &p->slots[first + k], &hr[k],
-				    maint_has(m, nm, p->slots[first + k].node->id), now);
+				    maint_has(m, nm, p->slots[first + k].node->id),
+				    job_find(jobs, njobs, p->slots[first + k].node->id), now);
 		if (store_begin(p->st) < 0) {
 			log_warn("poller: health: %s", kiln_error_last());
 			break;
@@ -765,6 +802,7 @@ static void health_sweep(struct poller *p, int64_t now)
 		}
 	}
 	maintenance_list_free(m, nm);
+	job_list_free(jobs, njobs);
 	p->health_at = now;
 }
 

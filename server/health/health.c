@@ -94,7 +94,7 @@ int health_is_hung(const struct health_facts *f, const struct health_config *cfg
 	int64_t interval = f->agent_interval_s > 0 ? f->agent_interval_s : cfg->agent_interval_s;
 	int64_t from = f->agent_last_seen;
 
-	if (f->power != 1 || f->maintenance || f->agent_last_seen <= 0)
+	if (f->power != 1 || f->maintenance || f->reinstalling || f->agent_last_seen <= 0)
 		return 0;
 	if (f->power_on_since > from)
 		from = f->power_on_since; /* a node just powered on gets its intervals too */
@@ -115,6 +115,18 @@ static void rule_bmc(struct health_result *r, const struct health_facts *f)
 		return;
 	age_text(age, sizeof(age), f->bmc_down_since > 0 ? f->now - f->bmc_down_since : 0);
 	add(r, HEALTH_WARNING, "bmc unreachable for %s", age);
+}
+
+/* A node being reinstalled goes off and comes back with its agent silent: shown as such
+ * (the hung rule leaves it alone meanwhile). */
+static void rule_reinstalling(struct health_result *r, const struct health_facts *f)
+{
+	if (!f->reinstalling)
+		return;
+	if (f->reinstall_step && f->reinstall_step[0])
+		add(r, HEALTH_WARNING, "reinstalling: step %s", f->reinstall_step);
+	else
+		add(r, HEALTH_WARNING, "reinstalling");
 }
 
 static void rule_hung(struct health_result *r, const struct health_facts *f,
@@ -219,6 +231,7 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 		     const struct health_config *cfg)
 {
 	memset(out, 0, sizeof(*out));
+	rule_reinstalling(out, f);
 	rule_bmc(out, f);
 	rule_hung(out, f, cfg);
 	rule_gpus(out, f);

@@ -38,6 +38,8 @@ struct health_facts {
 	int power;                  /* enum bmc_power: 0 unknown, 1 on, 2 off */
 	int64_t power_on_since;     /* when it was seen turning on (0: not seen) */
 	int maintenance;
+	int reinstalling;           /* a reinstall job is queued or running */
+	const char *reinstall_step; /* its step (may be NULL) */
 	int64_t agent_last_seen;    /* 0: never reported */
 	int64_t agent_interval_s;   /* from the report; 0: unknown */
 	int64_t gpus_seen;          /* -1: no report */
@@ -74,7 +76,8 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 
 /* The hung rule alone: powered on, not in maintenance, agent silent for more than
  * hung_intervals report intervals (counted from the later of the last report and the
- * power-on). A node off, unknown, in maintenance or never reported is not hung. */
+ * power-on). A node off, unknown, in maintenance, being reinstalled or never reported is
+ * not hung (so never remediated). */
 int health_is_hung(const struct health_facts *f, const struct health_config *cfg);
 
 /* Xids that mean the GPU or the node needs attention now: 48, 62, 64, 74, 79, 94, 95, 119,

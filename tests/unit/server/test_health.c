@@ -88,6 +88,23 @@ static void set_starved(struct health_facts *f) { f->starved_now = 1; f->starved
 static void set_starved_short(struct health_facts *f) { f->starved_now = 1; f->starved_since = NOW - 599; }
 static void set_starved_over(struct health_facts *f) { f->starved_now = 0; f->starved_since = NOW - 900; }
 static void set_hung_and_hot(struct health_facts *f) { set_silent(f); set_gpu_hot(f); }
+static void set_reinstalling(struct health_facts *f)
+{
+	f->reinstalling = 1;
+	f->reinstall_step = "wait_boot";
+}
+static void set_reinstalling_silent(struct health_facts *f)
+{
+	set_reinstalling(f);
+	set_silent(f); /* the installer runs: no agent for minutes, the BMC says on */
+	f->agent_last_seen = NOW - 3600;
+}
+static void set_reinstalling_queued(struct health_facts *f)
+{
+	set_silent(f);
+	f->reinstalling = 1;
+	f->reinstall_step = NULL;
+}
 
 struct row {
 	const char *name;
@@ -133,6 +150,11 @@ static const struct row rows[] = {
 	{ "starved under 10 min", set_starved_short, HEALTH_OK, 0, NULL },
 	{ "starved run ended", set_starved_over, HEALTH_OK, 0, NULL },
 	{ "hung and hot: worst wins", set_hung_and_hot, HEALTH_CRITICAL, 1, "hung: " },
+	{ "reinstalling", set_reinstalling, HEALTH_WARNING, 0, "reinstalling: step wait_boot" },
+	{ "reinstalling, agent silent an hour: not hung", set_reinstalling_silent, HEALTH_WARNING, 0,
+	  "reinstalling: step wait_boot" },
+	{ "reinstall queued, agent silent: not hung", set_reinstalling_queued, HEALTH_WARNING, 0,
+	  "reinstalling" },
 };
 
 static void test_rules(void **state)
@@ -230,6 +252,38 @@ static void test_reasons_capped(void **state)
 	assert_string_equal(health_level_name(res.level), "critical");
 }
 
+/* A reinstall's silence is not a hang: nothing in the result would let the poller's
+ * remediation (which acts on res.hung and "hung:" reasons only) cycle the node; once the job
+ * is over the same silence is a hang again. */
+static void test_reinstalling_never_hung(void **state)
+{
+	struct health_config cfg;
+	struct health_facts f;
+	struct health_result res;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	healthy(&f);
+	f.agent_last_seen = NOW - 7200;
+	f.power_on_since = NOW - 7000;
+	f.reinstalling = 1;
+	f.reinstall_step = "wait_boot";
+	health_evaluate(&res, &f, &cfg);
+	assert_int_equal(res.level, HEALTH_WARNING);
+	assert_false(res.hung);
+	assert_false(health_is_hung(&f, &cfg));
+	assert_int_equal(res.nreasons, 1);
+	assert_string_equal(res.reasons[0], "reinstalling: step wait_boot");
+	for (size_t i = 0; i < res.nreasons; i++)
+		assert_true(strncmp(res.reasons[i], "hung:", 5) != 0);
+
+	f.reinstalling = 0;
+	f.reinstall_step = NULL;
+	health_evaluate(&res, &f, &cfg);
+	assert_int_equal(res.level, HEALTH_CRITICAL);
+	assert_true(res.hung);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_starved_sample),
 		cmocka_unit_test(test_xid_table),
 		cmocka_unit_test(test_reasons_capped),
+		cmocka_unit_test(test_reinstalling_never_hung),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
