@@ -740,7 +740,7 @@ int vaudit_store_run(json_t **out, struct store *st, const struct kiln_nodelist 
 
 		if (names && !kiln_nodelist_contains(names, nd->name))
 			continue;
-		row = bsearch(&key, rows, nrows, sizeof(*rows), cmp_row);
+		row = nrows ? bsearch(&key, rows, nrows, sizeof(*rows), cmp_row) : NULL;
 		if (!row) {
 			rc = vaudit_node_unreported(&vn[n], nd->name);
 		} else {
@@ -752,7 +752,7 @@ int vaudit_store_run(json_t **out, struct store *st, const struct kiln_nodelist 
 		if (rc < 0)
 			goto cleanup;
 		n++;
-		frow = bsearch(&fkey, fw, nfw, sizeof(*fw), cmp_firmware);
+		frow = nfw ? bsearch(&fkey, fw, nfw, sizeof(*fw), cmp_firmware) : NULL;
 		if (frow && !(vn[n - 1].field[VA_BMC_FIRMWARE] = strdup(frow->bmc_firmware))) {
 			rc = kiln_fail(KILN_ERROR, "out of memory");
 			goto cleanup;

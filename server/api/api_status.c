@@ -46,7 +46,9 @@ int api_fleet_range_expand(struct api_ctx *c, struct kiln_nodelist *out, const c
 
 int api_fleet_range_has(const struct kiln_nodelist *l, const char *name)
 {
-	return bsearch(&name, l->names, l->count, sizeof(l->names[0]), cmp_str) != NULL;
+	/* bsearch over an empty (NULL) array is undefined */
+	return l->count > 0 &&
+	       bsearch(&name, l->names, l->count, sizeof(l->names[0]), cmp_str) != NULL;
 }
 
 /* A node id and its entry in one of the fleet's lists; sorted by id for bsearch. */
@@ -111,7 +113,7 @@ static int index_build(struct id_ref **out, const void *list, size_t n, size_t s
 static const void *index_find(const struct id_ref *ix, size_t n, int64_t id)
 {
 	struct id_ref key = { id, NULL };
-	const struct id_ref *hit = bsearch(&key, ix, n, sizeof(*ix), cmp_id);
+	const struct id_ref *hit = n ? bsearch(&key, ix, n, sizeof(*ix), cmp_id) : NULL;
 
 	return hit ? hit->entry : NULL;
 }
@@ -162,6 +164,8 @@ static const struct agent_gpu_summary *gpus_of(const struct fleet *f, int64_t id
 {
 	struct agent_gpu_summary key = { .node_id = id };
 
+	if (f->ngpus == 0) /* no agent reported: the list is NULL */
+		return NULL;
 	return bsearch(&key, f->gpus, f->ngpus, sizeof(*f->gpus), cmp_gpu_node);
 }
 
