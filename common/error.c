@@ -56,6 +56,7 @@ const char *kiln_error_name(int code)
 	case KILN_EPERM: return "permission denied";
 	case KILN_EPROTO: return "protocol error";
 	case KILN_ENEWER: return "written by a newer kiln";
+	case KILN_ETLS: return "certificate differs from the pin";
 	default: return "error";
 	}
 }

@@ -95,14 +95,15 @@ static void hex_decode(unsigned char out[32], const char hex[65])
  * must equal the pin (arg: the caller's fingerprint text). It runs inside the handshake,
  * so a wrong peer never sees a request byte.
  */
-static int pin_verify(X509_STORE_CTX *ctx, void *arg)
+static int pin_check(X509_STORE_CTX *ctx, const char *fingerprint, char got[65])
 {
 	unsigned char md[EVP_MAX_MD_SIZE], want[32];
 	unsigned int len = 0;
 	X509 *cert = X509_STORE_CTX_get0_cert(ctx);
-	char norm[65], got[65];
+	char norm[65];
 
-	if (kiln_http_fingerprint_normalize(norm, arg) < 0) {
+	got[0] = '\0';
+	if (kiln_http_fingerprint_normalize(norm, fingerprint) < 0) {
 		snprintf(pin_mismatch, sizeof(pin_mismatch), "bad pinned fingerprint");
 		X509_STORE_CTX_set_error(ctx, X509_V_ERR_UNSPECIFIED);
 		return 0;
@@ -124,6 +125,23 @@ static int pin_verify(X509_STORE_CTX *ctx, void *arg)
 	return 1;
 }
 
+static int pin_verify(X509_STORE_CTX *ctx, void *arg)
+{
+	char got[65];
+
+	return pin_check(ctx, arg, got);
+}
+
+/* The same check, recording a mismatch in the caller's struct kiln_tls_pin. */
+static int pin_verify_record(X509_STORE_CTX *ctx, void *arg)
+{
+	struct kiln_tls_pin *pin = arg;
+	int ok = pin_check(ctx, pin->fingerprint, pin->seen);
+
+	pin->mismatch = !ok;
+	return ok;
+}
+
 /* curl hands us each new connection's SSL_CTX before the handshake. */
 static CURLcode ssl_ctx_pin(CURL *h, void *sslctx, void *arg)
 {
@@ -132,9 +150,41 @@ static CURLcode ssl_ctx_pin(CURL *h, void *sslctx, void *arg)
 	return CURLE_OK;
 }
 
+static CURLcode ssl_ctx_pin_record(CURL *h, void *sslctx, void *arg)
+{
+	(void)h;
+	SSL_CTX_set_cert_verify_callback(sslctx, pin_verify_record, arg);
+	return CURLE_OK;
+}
+
 static int setopt_failed(CURLcode c, const char *what)
 {
 	return kiln_fail(KILN_EINVAL, "TLS setup: %s: %s", what, curl_easy_strerror(c));
+}
+
+int kiln_http_apply_trust_pin(CURL *h, const struct kiln_tls_trust *trust,
+			      struct kiln_tls_pin *pin)
+{
+	struct kiln_tls_trust t = { 0 };
+	char norm[65];
+	CURLcode c;
+	int rc;
+
+	if (!pin || !pin->fingerprint || (trust && trust->insecure))
+		return kiln_http_apply_trust(h, trust);
+	if (kiln_http_fingerprint_normalize(norm, pin->fingerprint) < 0)
+		return KILN_EINVAL;
+	if (trust)
+		t = *trust;
+	t.fingerprint = pin->fingerprint;
+	pin->mismatch = 0;
+	pin->seen[0] = '\0';
+	if ((rc = kiln_http_apply_trust(h, &t)) < 0)
+		return rc;
+	if ((c = curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, ssl_ctx_pin_record)) != CURLE_OK ||
+	    (c = curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, (void *)pin)) != CURLE_OK)
+		return setopt_failed(c, "certificate pinning");
+	return 0;
 }
 
 int kiln_http_apply_trust(CURL *h, const struct kiln_tls_trust *trust)

@@ -392,6 +392,14 @@ static void poll_result(struct poller *p, struct slot *s, struct completion *c, 
 			s->st.next_try = INT64_MAX / 2;
 			s->cred_version = s->node->credentials_version;
 		}
+		if (c->rc == KILN_ETLS) {
+			/* A pinned node showing another certificate: refused by the driver, and said
+			 * once per run of failures (the key survives a restart with the state). */
+			char key[64];
+
+			snprintf(key, sizeof(key), "tls:%lld", (long long)s->st.down_since);
+			event_add(p, s, SEV_CRITICAL, "bmc", "tls", key, "%.480s", msg);
+		}
 		if (t == POLLER_DOWN)
 			event_add(p, s, SEV_WARNING, "bmc", "bmc", NULL, "BMC unreachable: %.400s", msg);
 		s->busy = 0;

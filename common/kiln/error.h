@@ -20,6 +20,7 @@ enum {
 	KILN_EPERM = -9,     /* role too weak */
 	KILN_EPROTO = -10,   /* peer spoke the protocol wrongly */
 	KILN_ENEWER = -11,   /* data written by a newer kiln */
+	KILN_ETLS = -12,     /* the peer's TLS certificate differs from its pinned fingerprint */
 };
 
 /* Sets this thread's message (printf format) and returns code, so that

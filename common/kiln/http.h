@@ -35,6 +35,19 @@ struct kiln_http_response {
  */
 int kiln_http_apply_trust(CURL *h, const struct kiln_tls_trust *trust);
 
+/* One connection's pin check, for callers that must tell a changed certificate from other
+ * failures (the Redfish driver): the handshake fills mismatch and seen. */
+struct kiln_tls_pin {
+	const char *fingerprint; /* the pin, as in kiln_tls_trust (not copied) */
+	int mismatch;            /* 1: the peer's certificate did not match */
+	char seen[65];           /* its SHA-256, lowercase hex, when mismatch ("" if none) */
+};
+
+/* kiln_http_apply_trust with trust->fingerprint taken from pin (which must stay valid while
+ * h makes connections) and its outcome recorded there. pin NULL: kiln_http_apply_trust. */
+int kiln_http_apply_trust_pin(CURL *h, const struct kiln_tls_trust *trust,
+			      struct kiln_tls_pin *pin);
+
 /* Normalises a fingerprint to 64 lowercase hex chars in out[65]; KILN_EINVAL otherwise. */
 int kiln_http_fingerprint_normalize(char out[65], const char *text);
 

@@ -22,6 +22,7 @@ struct rf_request {
 	char errbuf[CURL_ERROR_SIZE];
 	char *location, *etag, *token;
 	long retry_after_s;
+	struct kiln_tls_pin pin;      /* a pinned node's certificate check, per connection */
 };
 
 int64_t rf_now_ms(void)
@@ -159,7 +160,9 @@ int rf_request_start(struct rf_op *op, struct rf_step *step)
 			.insecure = b->tls_insecure,
 			.system_ca = !b->ca_file && !b->fingerprint,
 		};
-		if ((rc = kiln_http_apply_trust(h, &trust)) < 0)
+		req->pin.fingerprint = b->tls_insecure ? NULL : b->fingerprint;
+		if ((rc = kiln_http_apply_trust_pin(h, &trust, req->pin.fingerprint ? &req->pin
+										    : NULL)) < 0)
 			goto cleanup;
 		rc = KILN_ERROR;
 	}
@@ -228,6 +231,16 @@ void rf_loop_complete(struct redfish *rf, CURLMsg *msg)
 		snprintf(cerr, sizeof(cerr), "response body over the %zu-byte cap",
 			 rf->cfg.max_body);
 		r.curl_error = cerr;
+	} else if (msg->data.result != CURLE_OK && req->pin.mismatch) {
+		char want[65];
+
+		if (kiln_http_fingerprint_normalize(want, req->pin.fingerprint) < 0)
+			snprintf(want, sizeof(want), "?");
+		snprintf(cerr, sizeof(cerr),
+			 "TLS certificate refused: the BMC shows sha256:%s, the node is pinned to"
+			 " sha256:%s", req->pin.seen[0] ? req->pin.seen : "(none)", want);
+		r.curl_error = cerr;
+		r.tls_pin_mismatch = 1;
 	} else if (msg->data.result != CURLE_OK) {
 		if (msg->data.result == CURLE_PARTIAL_FILE)
 			snprintf(cerr, sizeof(cerr), "truncated response body (%s)", req->errbuf);

@@ -65,6 +65,7 @@ struct rf_reply {
 	long status;                           /* 0: transport failure */
 	int curl_code;
 	const char *curl_error;
+	int tls_pin_mismatch;                  /* the certificate differs from the node's pin */
 	const char *body;
 	size_t body_len;
 	json_t *json;                          /* parsed body, or NULL (empty body or error status) */

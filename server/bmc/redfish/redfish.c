@@ -176,6 +176,8 @@ void rf_error_text(char *out, size_t n, const json_t *body)
 
 int rf_fail_reply(const char *method, const char *path, const struct rf_reply *r)
 {
+	if (r->status == 0 && r->tls_pin_mismatch)
+		return kiln_fail(KILN_ETLS, "%s %s: %s", method, path, r->curl_error);
 	if (r->status == 0)
 		return kiln_fail(r->curl_code == CURLE_OPERATION_TIMEDOUT ? KILN_ETIMEOUT : KILN_ERROR,
 				 "%s %s: %s", method, path, r->curl_error ? r->curl_error : "no response");
