@@ -13,6 +13,9 @@
 #include "store/store_internal.h"
 
 #define BUSY_TIMEOUT_MS 5000
+/* After a checkpoint the -wal file is truncated to this: WAL keeps its largest size
+ * otherwise (a burst of agent reports left hundreds of MB behind). */
+#define WAL_SIZE_LIMIT "67108864"
 
 static int64_t clock_time(void)
 {
@@ -250,6 +253,8 @@ int store_open(struct store **out, const char *path)
 				path, val);
 		goto cleanup;
 	}
+	if ((ret = pragma(st, "PRAGMA journal_size_limit = " WAL_SIZE_LIMIT, val, sizeof(val))) < 0)
+		goto cleanup;
 	if ((ret = pragma(st, "PRAGMA foreign_keys = ON", val, sizeof(val))) < 0 ||
 	    (ret = pragma(st, "PRAGMA foreign_keys", val, sizeof(val))) < 0)
 		goto cleanup;

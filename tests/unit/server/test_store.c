@@ -682,6 +682,19 @@ static void test_two_handles(void **state)
 	store_close(other);
 }
 
+/* The WAL file is bounded after checkpoints: journal_size_limit is set on every handle. */
+static void test_journal_size_limit(void **state)
+{
+	struct fx *f = *state;
+	sqlite3_stmt *s = NULL;
+
+	assert_int_equal(sqlite3_prepare_v2(f->st->db, "PRAGMA journal_size_limit", -1, &s, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int64(s, 0), 64 * 1024 * 1024);
+	sqlite3_finalize(s);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -698,6 +711,7 @@ int main(void)
 		T(test_transactions),
 		T(test_reopen_keeps_data),
 		T(test_two_handles),
+		T(test_journal_size_limit),
 	};
 #undef T
 
