@@ -59,7 +59,7 @@ cleanup() {
 trap cleanup EXIT
 
 # Ports BASE..BASE+N-1, below 32768, spread by $$ so that parallel runs differ.
-BASE=$((2000 + ($$ % 8) * 2500))
+BASE=$((20000 + ($$ % 3) * 1000))
 [ $((BASE + N)) -lt 32768 ] || BASE=$((32767 - N))
 FAULTS=()
 [ -n "$FAULT" ] && FAULTS=(--fault "$FAULT")
@@ -93,15 +93,20 @@ for _ in $(seq 300); do
 done
 URL=$(cat "$TMP/kilnd/kilnd.url")
 AUTH="Authorization: Bearer $(cat "$TMP/kilnd/admin.token")"
-api() { curl -sS -H "$AUTH" -H "Content-Type: application/json" "$@"; }
+api() { curl -gsS -H "$AUTH" -H "Content-Type: application/json" "$@"; }
 
-seq 0 $((N - 1)) | jq -R -s --argjson base "$BASE" --arg ca "$TMP/sim.pem" \
-	'{nodes: [split("\n")[] | select(length > 0) | tonumber | {
-		name: ("rf" + ("0000" + tostring)[-5:]), bmc: "redfish://127.0.0.1:\($base + .)",
-		bmc_user: "admin", bmc_password: "password", tls: "ca", tls_ca_file: $ca}]}' \
-	>"$TMP/import.json"
-api --data-binary @"$TMP/import.json" -o /dev/null -w '%{http_code}\n' "$URL/api/v1/nodes/import" |
-	grep -qx 201 || { echo "node import failed" >&2; exit 1; }
+# Nodes in requests of 1,000 (the API's body cap).
+for ((first = 0; first < N; first += 1000)); do
+	seq "$first" $((first + 999 < N - 1 ? first + 999 : N - 1)) |
+		jq -R -s --argjson base "$BASE" --arg ca "$TMP/sim.pem" \
+		'{nodes: [split("\n")[] | select(length > 0) | tonumber | {
+			name: ("rf" + ("0000" + tostring)[-5:]), bmc: "redfish://127.0.0.1:\($base + .)",
+			bmc_user: "admin", bmc_password: "password", tls: "ca", tls_ca_file: $ca}]}' \
+		>"$TMP/import.json"
+	api --data-binary @"$TMP/import.json" -o "$TMP/import.out" -w '%{http_code}\n' \
+		"$URL/api/v1/nodes/import" | grep -qx 201 ||
+		{ echo "node import failed: $(head -c 300 "$TMP/import.out")" >&2; exit 1; }
+done
 RANGE="rf[00000-$(printf '%05d' $((N - 1)))]"
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -109,11 +114,11 @@ rss_kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$KILND_PID/status"; }
 printf '%-26s %9s %7s %7s %8s %10s\n' sweep wall_ms on/off unknown errors kilnd_RSS_MiB
 for ((k = 1; k <= SWEEPS; k++)); do
 	t0=$(now_ms)
-	api -o "$TMP/sweep$k.json" "$URL/api/v1/power?range=$RANGE"
+	api -g -G --data-urlencode "range=$RANGE" -o "$TMP/sweep$k.json" "$URL/api/v1/power"
 	t=$(($(now_ms) - t0))
-	read -r ok unk err < <(jq -r '[map(select(.power == "on" or .power == "off")) | length,
-		map(select(.power == "unknown" and (.error | not))) | length,
-		map(select(.error)) | length] | @tsv' "$TMP/sweep$k.json")
+	read -r ok unk err < <(jq -r '[(map(select(.power == "on" or .power == "off")) | length),
+		(map(select(.power == "unknown" and (.error | not))) | length),
+		(map(select(.error)) | length)] | @tsv' "$TMP/sweep$k.json")
 	printf '%-26s %9s %7s %7s %8s %10s\n' "$([ "$k" = 1 ] && echo "1 (first)" || echo "$k (steady)")" \
 		"$t" "$ok" "$unk" "$err" "$(($(rss_kb VmRSS) / 1024))"
 done
