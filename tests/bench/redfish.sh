@@ -66,7 +66,7 @@ FAULTS=()
 for ((first = 0; first < N; first += PER_PROC)); do
 	cnt=$((N - first < PER_PROC ? N - first : PER_PROC))
 	"$BUILD/bin/kiln-bmcsim" --mockup "$SRC/tests/sim/fixtures/generic" \
-		--listen "127.0.0.1:$((BASE + first))" --count "$cnt" --tls --cert-out "$TMP/sim.pem" \
+		--listen "127.0.0.1:$((BASE + first))" --count "$cnt" --tls --cert-out "$TMP/sim.$first.pem" \
 		--latency-ms "$LAT" --jitter-ms "$JIT" "${FAULTS[@]}" --record-max 0 \
 		--hang-ms 600000 --ports-file "$TMP/ports.$first" 2>"$TMP/sim.$first.log" &
 	PIDS+=("$!")
@@ -98,7 +98,7 @@ api() { curl -gsS -H "$AUTH" -H "Content-Type: application/json" "$@"; }
 # Nodes in requests of 1,000 (the API's body cap).
 for ((first = 0; first < N; first += 1000)); do
 	seq "$first" $((first + 999 < N - 1 ? first + 999 : N - 1)) |
-		jq -R -s --argjson base "$BASE" --arg ca "$TMP/sim.pem" \
+		jq -R -s --argjson base "$BASE" --arg ca "$TMP/sim.$((first / PER_PROC * PER_PROC)).pem" \
 		'{nodes: [split("\n")[] | select(length > 0) | tonumber | {
 			name: ("rf" + ("0000" + tostring)[-5:]), bmc: "redfish://127.0.0.1:\($base + .)",
 			bmc_user: "admin", bmc_password: "password", tls: "ca", tls_ca_file: $ca}]}' \
@@ -129,7 +129,7 @@ jq -r '[.[] | select(.error)] | group_by(.error) | map("  \(length) x \(.[0].err
 # What the BMCs saw: sessions and request counters from every simulator.
 seq 0 $((N - 1)) | awk -v b="$BASE" '{ printf "url = \"https://127.0.0.1:%d/_sim/state\"\n", b + $1 }' \
 	>"$TMP/state.cfg"
-curl -sk -Z --parallel-max 64 -m 10 -K "$TMP/state.cfg" 2>/dev/null |
+{ curl -sk -Z --parallel-max 64 -m 10 -K "$TMP/state.cfg" 2>/dev/null || true; } |
 	jq -s '{bmcs: length, sessions_max: (map(.sessions) | max),
 		sessions_over_1: (map(select(.sessions > 1)) | length),
 		get_total: (map(.requests.GET) | add), post_total: (map(.requests.POST) | add),
@@ -140,7 +140,7 @@ echo "simulators: $(jq -c . "$TMP/simstate.json")"
 if [ "$PEER" -gt 0 ]; then
 	t0=$(now_ms)
 	for ((i = 0; i < PEER; i++)); do
-		curl -s --cacert "$TMP/sim.pem" -u admin:password -m "$RT" -o /dev/null \
+		curl -s --cacert "$TMP/sim.0.pem" -u admin:password -m "$RT" -o /dev/null \
 			"https://127.0.0.1:$((BASE + i))/redfish/v1/Systems/sys0" || true
 	done
 	t=$(($(now_ms) - t0))
