@@ -76,6 +76,9 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	KEY("poller", "inventory_every", KILN_CFG_DURATION, poller_inventory_every, 60, 2592000,
 	    NULL, "6h", "A node's inventory (serial, BMC firmware, ...) is read at its first "
 	    "successful contact and then this often."),
+	KEY("poller", "history_retention", KILN_CFG_DURATION, poller_history_retention, 3600,
+	    31622400, NULL, "30d", "The BMC power and inlet readings kept for `kiln report` (one "
+	    "row per node and sensor read) are deleted after this long."),
 	KEY("health", "agent_interval", KILN_CFG_DURATION, health_agent_interval, 1, 86400, NULL,
 	    "30s", "Agent report interval assumed when a report does not give its own."),
 	KEY("health", "hung_intervals", KILN_CFG_INT, health_hung_intervals, 1, 1000, NULL, "3",

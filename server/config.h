@@ -42,6 +42,7 @@ struct kilnd_config {
 	int64_t poller_probe_interval;
 	int64_t poller_health_every;
 	int64_t poller_inventory_every;
+	int64_t poller_history_retention;
 	/* [health] thresholds of server/health/health.c */
 	int64_t health_agent_interval;
 	int health_hung_intervals;

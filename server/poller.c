@@ -21,6 +21,8 @@
 #define TICK_MS 250
 #define HEALTH_SLICE 64     /* nodes per transaction of the health sweep */
 #define INVENTORY_RETRY_S 600 /* a failed inventory is tried again after this at most */
+#define PRUNE_EVERY_S 600   /* the BMC history is pruned this often */
+#define PRUNE_BATCH 5000    /* rows per prune transaction */
 
 void poller_config_defaults(struct poller_config *cfg)
 {
@@ -34,6 +36,7 @@ void poller_config_defaults(struct poller_config *cfg)
 	cfg->probe_interval_s = 300;
 	cfg->health_every_s = 10;
 	cfg->inventory_every_s = 6 * 3600;
+	cfg->history_retention_s = 30 * 86400;
 	health_config_defaults(&cfg->health);
 	cfg->remediate = 0;
 	cfg->remediate_grace_s = 300;
@@ -52,6 +55,7 @@ void poller_config_from(struct poller_config *out, const struct kilnd_config *cf
 	out->probe_interval_s = cfg->poller_probe_interval;
 	out->health_every_s = cfg->poller_health_every;
 	out->inventory_every_s = cfg->poller_inventory_every;
+	out->history_retention_s = cfg->poller_history_retention;
 	out->health.agent_interval_s = cfg->health_agent_interval;
 	out->health.hung_intervals = cfg->health_hung_intervals;
 	out->health.xid_window_s = cfg->health_xid_window;
@@ -170,6 +174,7 @@ struct poller {
 	size_t nslots;
 	int64_t refreshed_at;
 	int64_t health_at;
+	int64_t pruned_at;
 };
 
 static int64_t now_ms(void)
@@ -346,6 +351,43 @@ static void chain_next(struct poller *p, struct slot *s, enum bmc_op_kind after,
 	s->busy = 0;
 }
 
+static int name_has(const char *name, const char *word)
+{
+	return name && strcasestr(name, word) != NULL;
+}
+
+void poller_sensors_summary(const json_t *sensors, double *out_power_w, double *out_inlet_c)
+{
+	json_t *arr = json_object_get(sensors, "sensors"), *o;
+	double first_power = NAN, consumed = NAN, inlet = NAN;
+	size_t i;
+
+	json_array_foreach(arr, i, o) {
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		const char *name = json_string_value(json_object_get(o, "name"));
+		json_t *v = json_object_get(o, "value");
+		double x;
+
+		if (!kind || !json_is_number(v))
+			continue;
+		x = json_number_value(v);
+		if (strcmp(kind, "power") == 0) {
+			/* PowerControl's PowerConsumedWatts is the system's draw; a chassis'
+			 * EnvironmentMetrics PowerWatts the next best. */
+			if (isnan(consumed) && (name_has(name, "consum") || name_has(name, "system")))
+				consumed = x;
+			if (isnan(first_power))
+				first_power = x;
+		} else if (strcmp(kind, "temperature") == 0 &&
+			   (name_has(name, "inlet") || name_has(name, "ambient")) &&
+			   (isnan(inlet) || x > inlet)) {
+			inlet = x;
+		}
+	}
+	*out_power_w = isnan(consumed) ? first_power : consumed;
+	*out_inlet_c = inlet;
+}
+
 /* Keeps what the BMC says the node is: the whole inventory, and the serial agents enroll by. */
 static void inventory_store(struct poller *p, struct slot *s, json_t *data, int64_t now)
 {
@@ -429,12 +471,18 @@ static void poll_result(struct poller *p, struct slot *s, struct completion *c, 
 	}
 	case BMC_OP_SENSORS: {
 		char *text = c->data ? json_dumps(c->data, JSON_COMPACT) : NULL;
+		double watts, inlet;
 
 		if (text) {
 			free(s->st.sensors);
 			s->st.sensors = text;
 			s->st.sensors_time = now;
 		}
+		/* The report's energy and peaks: a compact row per read. */
+		poller_sensors_summary(c->data, &watts, &inlet);
+		if ((!isnan(watts) || !isnan(inlet)) &&
+		    store_bmc_sample_insert(p->st, s->node->id, now, watts, inlet) < 0)
+			log_warn("poller: %s: history: %s", s->node->name, kiln_error_last());
 		break;
 	}
 	case BMC_OP_SEL:
@@ -814,6 +862,22 @@ static void health_sweep(struct poller *p, int64_t now)
 	p->health_at = now;
 }
 
+/* Old BMC history goes in small transactions, so that no writer waits long. */
+static void history_prune(struct poller *p, int64_t now)
+{
+	int deleted = PRUNE_BATCH;
+
+	p->pruned_at = now;
+	if (p->opt.cfg.history_retention_s <= 0)
+		return;
+	for (int rounds = 0; deleted == PRUNE_BATCH && rounds < 100; rounds++)
+		if (store_bmc_history_prune(p->st, now - p->opt.cfg.history_retention_s, PRUNE_BATCH,
+					    &deleted) < 0) {
+			log_warn("poller: history: %s", kiln_error_last());
+			return;
+		}
+}
+
 static void *poller_main(void *arg)
 {
 	struct poller *p = arg;
@@ -848,6 +912,8 @@ static void *poller_main(void *arg)
 			poll_due(p, now);
 		if (now - p->health_at >= p->opt.cfg.health_every_s)
 			health_sweep(p, now);
+		if (now - p->pruned_at >= PRUNE_EVERY_S)
+			history_prune(p, now);
 	}
 	return NULL;
 }

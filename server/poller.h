@@ -21,6 +21,7 @@ struct poller_config {
 	int64_t probe_interval_s;   /* an open circuit is probed this often */
 	int64_t health_every_s;     /* how often health is evaluated */
 	int64_t inventory_every_s;  /* inventory at first contact, then this often */
+	int64_t history_retention_s; /* BMC power/inlet history kept this long */
 	struct health_config health;
 	int remediate;              /* automatic power cycle of hung nodes (default off) */
 	int64_t remediate_grace_s;  /* hung at least this long first */
@@ -28,7 +29,8 @@ struct poller_config {
 };
 
 /* 30 s, sensors and SEL every 4 cycles, unreachable after 2 failures, circuit after 5,
- * backoff up to 10 min, probe every 5 min, health every 10 s, inventory every 6 h,
+ * backoff up to 10 min, probe every 5 min, health every 10 s, inventory every 6 h, history
+ * kept 30 days,
  * remediation off (grace 5 min, at most 2 an hour). */
 void poller_config_defaults(struct poller_config *cfg);
 
@@ -65,6 +67,11 @@ enum poller_transition poller_record_failure(struct fleet_state *s, int64_t now,
 					     const struct poller_config *cfg);
 /* Records an answer: clears failures and backoff, closes the circuit. */
 enum poller_transition poller_record_success(struct fleet_state *s, int64_t now);
+
+/* From a sensors reading ({"sensors":[{"name","kind","value",...}]}): the system's power
+ * draw (a "power" sensor named for consumed or system watts, else the first) and the hottest
+ * inlet or ambient temperature; NAN each when absent. */
+void poller_sensors_summary(const json_t *sensors, double *out_power_w, double *out_inlet_c);
 
 /* Whether the node may be polled at now (backoff and circuit respected). */
 int poller_may_poll(const struct fleet_state *s, int64_t now);

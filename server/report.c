@@ -78,6 +78,8 @@ struct rctx {
 	size_t nmaint;
 	struct agent_sample *samples;
 	size_t nsamples;
+	struct agent_sample *bmc;   /* the poller's BMC readings, same shape */
+	size_t nbmc;
 };
 
 static int cmp_rnode(const void *a, const void *b)
@@ -109,6 +111,7 @@ static void rctx_free(struct rctx *x)
 	fleet_state_list_free(x->fleet, x->nfleet);
 	maintenance_list_free(x->maint, x->nmaint);
 	free(x->samples);
+	free(x->bmc);
 }
 
 static int load(struct rctx *x)
@@ -122,7 +125,8 @@ static int load(struct rctx *x)
 	    (rc = store_fleet_state_list(x->st, &x->fleet, &x->nfleet)) < 0 ||
 	    (rc = store_maintenance_list(x->st, &x->maint, &x->nmaint)) < 0 ||
 	    (rc = store_agent_samples_list(x->st, &x->samples, &x->nsamples, x->since,
-					   x->until)) < 0)
+					   x->until)) < 0 ||
+	    (rc = store_bmc_samples_list(x->st, &x->bmc, &x->nbmc, x->since, x->until)) < 0)
 		return rc;
 	x->rn = calloc(x->nnodes ? x->nnodes : 1, sizeof(*x->rn));
 	if (!x->rn)
@@ -310,9 +314,10 @@ static int actions_section(struct rctx *x, json_t *res)
 struct rack {
 	const char *name;
 	int nodes;
-	double temp, power, wh;
-	const char *temp_node, *power_node;
-	int64_t temp_time, power_time;
+	double temp, power, wh, inlet, sys_power;
+	const char *temp_node, *power_node, *inlet_node, *sys_power_node;
+	int64_t temp_time, power_time, inlet_time, sys_power_time;
+	int energy_bmc, energy_agent; /* nodes whose energy came from each source */
 };
 
 static struct rack *rack_get(struct rack *racks, size_t *n, const char *name)
@@ -320,7 +325,8 @@ static struct rack *rack_get(struct rack *racks, size_t *n, const char *name)
 	for (size_t i = 0; i < *n; i++)
 		if (strcmp(racks[i].name, name) == 0)
 			return &racks[i];
-	racks[*n] = (struct rack){ .name = name, .temp = NAN, .power = NAN };
+	racks[*n] = (struct rack){ .name = name, .temp = NAN, .power = NAN, .inlet = NAN,
+				   .sys_power = NAN };
 	return &racks[(*n)++];
 }
 
@@ -336,11 +342,46 @@ static json_t *num_or_null(double v, int digits)
 	return isnan(v) ? json_null() : json_real(round(v * f) / f);
 }
 
+static void peak(double *best, const char **best_node, int64_t *best_time, double v,
+		 const char *node, int64_t t)
+{
+	if (!isnan(v) && (isnan(*best) || v > *best)) {
+		*best = v;
+		*best_node = node;
+		*best_time = t;
+	}
+}
+
+static const char *source_name(int bmc, int agent)
+{
+	return bmc && agent ? "bmc+agent" : bmc ? "bmc" : agent ? "agent" : NULL;
+}
+
+static void peak_json(json_t *o, const char *prefix, const char *unit_key, double v,
+			 const char *node, int64_t t)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "%s_%s", prefix, unit_key);
+	json_object_set_new(o, key, num_or_null(v, 1));
+	snprintf(key, sizeof(key), "%s_node", prefix);
+	json_object_set_new(o, key, node ? json_string(node) : json_null());
+	snprintf(key, sizeof(key), "%s_time", prefix);
+	json_object_set_new(o, key, node ? json_integer(t) : json_null());
+}
+
+/*
+ * Energy per node from its BMC's power readings (the whole system) where it has any in the
+ * window, else from its agent's GPU power; BMC inlet and system power peaks beside the GPU
+ * ones. Both sample lists are sorted by node then time.
+ */
 static int racks_section(struct rctx *x, json_t *res)
 {
 	struct rack *racks = calloc(x->nnodes + 1, sizeof(*racks));
+	unsigned char *bmc_energy = calloc(x->nnodes + 1, 1); /* by index into x->rn */
 	size_t nracks = 0;
 	double price, total_wh = 0;
+	int total_bmc = 0, total_agent = 0;
 	char currency[16];
 	json_t *arr = json_array(), *energy;
 
@@ -348,13 +389,44 @@ static int racks_section(struct rctx *x, json_t *res)
 	price = price_per_kwh;
 	snprintf(currency, sizeof(currency), "%s", price_currency);
 	pthread_mutex_unlock(&price_lock);
-	if (!racks || !arr) {
+	if (!racks || !arr || !bmc_energy) {
 		free(racks);
+		free(bmc_energy);
 		json_decref(arr);
 		return kiln_fail(KILN_ERROR, "out of memory");
 	}
 	for (size_t i = 0; i < x->nnodes; i++)
 		rack_get(racks, &nracks, rack_of(&x->rn[i]))->nodes++;
+	for (size_t i = 0; i < x->nbmc;) {
+		size_t j = i;
+		const struct rnode *r = rnode_find(x, x->bmc[i].node_id);
+		struct rack *k;
+		int powered = 0;
+
+		while (j < x->nbmc && x->bmc[j].node_id == x->bmc[i].node_id)
+			j++;
+		if (!r) {
+			i = j;
+			continue;
+		}
+		k = rack_get(racks, &nracks, rack_of(r));
+		for (size_t m = i; m < j; m++) {
+			const struct agent_sample *s = &x->bmc[m];
+
+			peak(&k->inlet, &k->inlet_node, &k->inlet_time, s->temperature_max_c, r->name,
+			     s->time);
+			peak(&k->sys_power, &k->sys_power_node, &k->sys_power_time,
+			     s->power_draw_total_w, r->name, s->time);
+			powered |= !isnan(s->power_draw_total_w);
+		}
+		if (powered) {
+			bmc_energy[r - x->rn] = 1;
+			k->wh += report_energy_wh(&x->bmc[i], j - i, REPORT_ENERGY_GAP_MAX_S);
+			k->energy_bmc++;
+			total_bmc++;
+		}
+		i = j;
+	}
 	for (size_t i = 0; i < x->nsamples;) {
 		size_t j = i;
 		const struct rnode *r = rnode_find(x, x->samples[i].node_id);
@@ -383,7 +455,12 @@ static int racks_section(struct rctx *x, json_t *res)
 				k->power_time = s->time;
 			}
 		}
-		k->wh += report_energy_wh(&x->samples[i], j - i, REPORT_ENERGY_GAP_MAX_S);
+		/* The agents' GPU power only for nodes without BMC power readings. */
+		if (!bmc_energy[r - x->rn]) {
+			k->wh += report_energy_wh(&x->samples[i], j - i, REPORT_ENERGY_GAP_MAX_S);
+			k->energy_agent++;
+			total_agent++;
+		}
 		i = j;
 	}
 	qsort(racks, nracks, sizeof(*racks), cmp_rack);
@@ -401,15 +478,25 @@ static int racks_section(struct rctx *x, json_t *res)
 				    k->power_node ? json_string(k->power_node) : json_null());
 		json_object_set_new(o, "power_peak_time",
 				    k->power_node ? json_integer(k->power_time) : json_null());
+		peak_json(o, "inlet_peak", "c", k->inlet, k->inlet_node, k->inlet_time);
+		peak_json(o, "system_power_peak", "w", k->sys_power, k->sys_power_node,
+			  k->sys_power_time);
 		json_object_set_new(o, "energy_kwh", num_or_null(k->wh / 1000, 3));
+		json_object_set_new(o, "energy_source",
+				    source_name(k->energy_bmc, k->energy_agent)
+					    ? json_string(source_name(k->energy_bmc, k->energy_agent))
+					    : json_null());
 		json_object_set_new(o, "cost", price > 0 ? num_or_null(k->wh / 1000 * price, 2) :
 							   json_null());
 		json_array_append_new(arr, o);
 		total_wh += k->wh;
 	}
-	energy = json_pack("{s:s, s:o, s:o, s:s?, s:o}", "source",
-			   "agent GPU power (NVML), integrated between reports at most 10 minutes "
-			   "apart",
+	energy = json_pack("{s:s?, s:i, s:i, s:s, s:o, s:o, s:s?, s:o}", "source",
+			   source_name(total_bmc, total_agent), "nodes_bmc", total_bmc,
+			   "nodes_agent", total_agent, "method",
+			   "BMC system power (the poller's sensor reads), or the agents' GPU power "
+			   "(NVML) for nodes without BMC readings; trapezoids between samples at "
+			   "most 10 minutes apart",
 			   "total_kwh", num_or_null(total_wh / 1000, 3), "price_per_kwh",
 			   price > 0 ? json_real(price) : json_null(), "currency",
 			   currency[0] ? currency : NULL, "total_cost",
@@ -417,6 +504,7 @@ static int racks_section(struct rctx *x, json_t *res)
 	json_object_set_new(res, "racks", arr);
 	json_object_set_new(res, "energy", energy);
 	free(racks);
+	free(bmc_energy);
 	return 0;
 }
 

@@ -29,11 +29,15 @@ double report_energy_wh(const struct agent_sample *s, size_t n, int64_t max_gap)
  *    "recovered"}], "actions":[{"time","actor","automatic","action","target","outcome"}],
  *    "critical_events":[{"time","node","source","kind","message"}],
  *    "racks":[{"rack","nodes","temperature_peak_c","temperature_peak_node",
- *    "temperature_peak_time","power_peak_w","power_peak_node","power_peak_time","energy_kwh",
- *    "cost"}], "energy":{"source","total_kwh","price_per_kwh","currency","total_cost"},
- *    "attention":[{"node","reasons":[...]}]}
- * Temperatures, power and energy come from the agents' GPU readings (NVML): BMC readings
- * are kept only as the latest value, so they give no history to integrate.
+ *    "temperature_peak_time","power_peak_w","power_peak_node","power_peak_time",
+ *    "inlet_peak_c","inlet_peak_node","inlet_peak_time","system_power_peak_w",
+ *    "system_power_peak_node","system_power_peak_time","energy_kwh","energy_source","cost"}],
+ *    "energy":{"source","nodes_bmc","nodes_agent","method","total_kwh","price_per_kwh",
+ *    "currency","total_cost"}, "attention":[{"node","reasons":[...]}]}
+ * temperature_peak and power_peak are the agents' GPU readings (NVML); inlet_peak and
+ * system_power_peak the BMCs' (the poller's history). Energy integrates each node's BMC
+ * power where it has readings in the window, else its GPU power; energy_source and
+ * energy.source say which: "bmc", "agent", "bmc+agent" or null.
  */
 int report_build(json_t **out, struct store *st, int64_t since, int64_t until);
 

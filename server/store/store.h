@@ -422,6 +422,17 @@ struct agent_sample {
 int store_agent_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
 			     int64_t since, int64_t until);
 
+/* The BMC history (store_fleet.c): power_w and inlet_c NAN when unknown; a second sample of
+ * a node at the same time replaces the first. */
+int store_bmc_sample_insert(struct store *st, int64_t node_id, int64_t time, double power_w,
+			    double inlet_c);
+/* BMC samples with since <= time <= until, by node then time, in the agent_sample shape
+ * (temperature_max_c: the inlet, power_draw_total_w: the system's draw); caller frees. */
+int store_bmc_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
+			   int64_t since, int64_t until);
+/* Deletes at most limit BMC samples older than before; *out_deleted may be NULL. */
+int store_bmc_history_prune(struct store *st, int64_t before, int limit, int *out_deleted);
+
 /* --- serial console capture (store_console.c) ------------------------------------ */
 
 /* Switches capture on or off for a node. KILN_ENOTFOUND for an unknown node. */

@@ -1,5 +1,6 @@
 /* The fleet in the store: the poller's BMC readings per node, maintenance flags, the health
  * cache, and the event and history queries the health rules need. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,4 +408,97 @@ cleanup:
 	*out = list;
 	*out_count = count;
 	return 0;
+}
+
+/* --- the BMC power and inlet history ------------------------------------------------------ */
+
+static void bind_real_or_null(sqlite3_stmt *s, int idx, double v)
+{
+	if (isnan(v))
+		sqlite3_bind_null(s, idx);
+	else
+		sqlite3_bind_double(s, idx, v);
+}
+
+int store_bmc_sample_insert(struct store *st, int64_t node_id, int64_t time, double power_w,
+			    double inlet_c)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_BMC_SAMPLE_INSERT,
+			      "INSERT OR REPLACE INTO bmc_history (node_id, time, power_w, inlet_c)"
+			      " VALUES (?1, ?2, ?3, ?4)")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	sqlite3_bind_int64(s, 2, time);
+	bind_real_or_null(s, 3, power_w);
+	bind_real_or_null(s, 4, inlet_c);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "writing a BMC sample");
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_bmc_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
+			   int64_t since, int64_t until)
+{
+	struct agent_sample *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_BMC_SAMPLES_LIST,
+			      "SELECT node_id, time, inlet_c, power_w FROM bmc_history"
+			      " WHERE time >= ?1 AND time <= ?2 ORDER BY node_id, time")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, since);
+	sqlite3_bind_int64(s, 2, until);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct agent_sample *a;
+
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
+		a = &list[count++];
+		a->node_id = sqlite3_column_int64(s, 0);
+		a->time = sqlite3_column_int64(s, 1);
+		a->temperature_max_c = sqlite3_column_type(s, 2) == SQLITE_NULL
+					       ? NAN
+					       : sqlite3_column_double(s, 2);
+		a->power_draw_total_w = sqlite3_column_type(s, 3) == SQLITE_NULL
+						? NAN
+						: sqlite3_column_double(s, 3);
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "reading the BMC history");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		free(list);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
+
+int store_bmc_history_prune(struct store *st, int64_t before, int limit, int *out_deleted)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_BMC_HISTORY_PRUNE,
+			      "DELETE FROM bmc_history WHERE (node_id, time) IN (SELECT node_id, time"
+			      " FROM bmc_history WHERE time < ?1 LIMIT ?2)")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, before);
+	sqlite3_bind_int(s, 2, limit);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "pruning the BMC history");
+	else if (out_deleted)
+		*out_deleted = sqlite3_changes(st->db);
+	store_stmt_done(s);
+	return ret;
 }

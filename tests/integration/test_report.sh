@@ -2,16 +2,31 @@
 # (GPU fallen off the bus) through the ingest endpoint and an audited change by a named token.
 # The report lists the incident, the action and who took it, the node still needing attention,
 # and per rack the temperature and power peaks and the energy (integrated from the agents'
-# power readings) with its cost at kilnd.conf's price; text, markdown and -o json.
+# power readings) with its cost at kilnd.conf's price; text, markdown and -o json. A node with a
+# kiln-bmcsim BMC gets its energy from the BMC's power readings (the poller's history, source
+# "bmc") and its rack's inlet peak from the BMC's inlet sensor.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=../sim/bmcsim.sh
+. "$SRC/tests/sim/bmcsim.sh"
 
 FAILS=0
 KILN="$KILN_BIN/kiln"
+MOCKUP=$SRC/tests/sim/fixtures/idrac9
+[ -x "$BMCSIM" ] || { echo "FAIL: $BMCSIM is missing (build kiln-bmcsim)" >&2; exit 1; }
+on_exit() {
+	bmcsim_stop_all
+	kiln_test_cleanup
+}
+trap on_exit EXIT
 
-printf '[report]\nenergy_price = 0.30\ncurrency = EUR\n' >"$KILN_TEST_TMP/kilnd.conf"
+# Sensors at every 5 s power reading; the event log never (its entries would be incidents).
+printf '[report]\nenergy_price = 0.30\ncurrency = EUR\n[poller]\ninterval = 5s\nsensors_every = 1\nsel_every = 1000\n' \
+	>"$KILN_TEST_TMP/kilnd.conf"
+bmcsim_start "$KILN_TEST_TMP/sim" "$MOCKUP" || exit 1
 kiln_test_start_kilnd "" --config "$KILN_TEST_TMP/kilnd.conf" || exit 1
 
 NOW=$(date -u +%s)
@@ -95,6 +110,33 @@ grep -q '^## Actions taken' "$KILN_TEST_TMP/r.md" && grep -q '^| .* | alice | no
 [ "$(kiln_api GET '/report?since=soon')" = 400 ] && pass "since=soon is refused" || fail "since=soon"
 "$KILN" report --since soon >/dev/null 2>&1
 [ $? = 2 ] && pass "kiln report --since soon exits 2" || fail "--since soon exit"
+
+# --- energy and inlet temperature from a BMC -------------------------------------------------
+[ "$(j .energy.source)" = agent ] && pass "without BMC readings the energy comes from the agents" ||
+	fail "energy source: $(j .energy)"
+printf 'password\n' >"$KILN_TEST_TMP/bmc.pw"
+"$KILN" node add bmc01 --rack r3 --bmc "redfish+http://127.0.0.1:$BMCSIM_PORT" --bmc-user admin \
+	--bmc-password-file "$KILN_TEST_TMP/bmc.pw" >/dev/null || fail "node add bmc01"
+r3() { "$KILN" report --since 1h -o json 2>/dev/null | jq -r ".racks[] | select(.rack == \"r3\") | $1"; }
+# Two sensor reads 5 s apart make a trapezoid: the fixture's PowerConsumedWatts over 5 s.
+bmc_energy() { [ "$(r3 .energy_source)" = bmc ] && r3 .energy_kwh | awk '{ exit !($1 > 0) }'; }
+wait_for "rack r3's energy from its BMC" 40 bmc_energy &&
+	pass "rack r3: $(r3 .energy_kwh) kWh from the BMC, system peak $(r3 .system_power_peak_w) W"
+WATTS=$(jq '.PowerControl[0].PowerConsumedWatts' "$MOCKUP/Chassis/System.Embedded.1/Power/index.json")
+same "the system power peak is the fixture's PowerConsumedWatts" "$(r3 .system_power_peak_w)" "$WATTS"
+"$KILN" report --since 1h -o json >"$KILN_TEST_TMP/r2.json" 2>/dev/null
+same "energy.source with BMC and agent nodes" "$(jq -r '"\(.energy.source) \(.energy.nodes_bmc) \(.energy.nodes_agent)"' "$KILN_TEST_TMP/r2.json")" \
+	"bmc+agent 1 3"
+same "rack r1 keeps its agent energy" \
+	"$(jq -r '.racks[] | select(.rack == "r1") | "\(.energy_kwh) \(.energy_source)"' "$KILN_TEST_TMP/r2.json")" \
+	"0.646 agent"
+# A hot inlet on the BMC: the rack's inlet peak at the next sensor read.
+[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST \
+	-d '{"sensor":{"name":"System Board Inlet Temp","reading":47.5}}' "$BMCSIM_URL/_sim/inject")" = 200 ] ||
+	fail "injecting the inlet temperature"
+hot() { [ "$(r3 .inlet_peak_c)" = 47.5 ]; }
+wait_for "rack r3's inlet peak from the injected reading" 30 hot &&
+	same "the inlet peak's node" "$(r3 .inlet_peak_node)" bmc01
 
 [ $FAILS = 0 ] || { cat "$KILN_TEST_TMP/r.txt" >&2; echo "$FAILS failures" >&2; exit 1; }
 echo "all passed"

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,12 +97,44 @@ static void test_circuit(void **state)
 	fleet_state_clear(&s);
 }
 
+/* The history's power and inlet: the consumed watts over a chassis reading, the hottest inlet
+ * or ambient sensor, NAN when the BMC gave none. */
+static void test_sensors_summary(void **state)
+{
+	json_t *j = json_loads(
+		"{\"sensors\":["
+		"{\"name\":\"Chassis Power\",\"kind\":\"power\",\"value\":900,\"unit\":\"W\"},"
+		"{\"name\":\"System Power Control\",\"kind\":\"power\",\"value\":3120,\"unit\":\"W\"},"
+		"{\"name\":\"CPU1 Temp\",\"kind\":\"temperature\",\"value\":70},"
+		"{\"name\":\"System Board Inlet Temp\",\"kind\":\"temperature\",\"value\":24},"
+		"{\"name\":\"Ambient\",\"kind\":\"temperature\",\"value\":26.5},"
+		"{\"name\":\"PSU1\",\"kind\":\"psu\",\"value\":null}]}",
+		0, NULL);
+	double w, t;
+
+	(void)state;
+	assert_non_null(j);
+	poller_sensors_summary(j, &w, &t);
+	assert_true(w == 3120);
+	assert_true(t == 26.5);
+	json_decref(j);
+	j = json_loads("{\"sensors\":[{\"name\":\"Fan1\",\"kind\":\"fan\",\"value\":5000}]}", 0, NULL);
+	poller_sensors_summary(j, &w, &t);
+	assert_true(isnan(w) && isnan(t));
+	json_decref(j);
+	j = json_loads("{\"sensors\":[{\"name\":\"Chassis Power\",\"kind\":\"power\",\"value\":800}]}", 0, NULL);
+	poller_sensors_summary(j, &w, &t);
+	assert_true(w == 800);
+	json_decref(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jitter_spread),
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_circuit),
+		cmocka_unit_test(test_sensors_summary),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
