@@ -530,10 +530,21 @@ static void completions_process(struct poller *p, struct completion *list)
 		struct slot *s = slot_find(p, c->node_id);
 
 		list = c->next;
-		if (s && c->kind == BMC_OP_POWER_ACTION)
+		if (s && c->kind == BMC_OP_POWER_ACTION) {
 			action_result(p, s, c);
-		else if (s)
+		} else if (s) {
 			poll_result(p, s, c, now);
+		} else if (c->kind == BMC_OP_POWER_ACTION) {
+			/* The node was deleted during its automatic cycle: the busy mark and
+			 * the audit row still need their end. */
+			char outcome[600];
+
+			api_node_busy_release(c->node_id);
+			snprintf(outcome, sizeof(outcome), "%s%s", c->rc == 0 ? "ok" : "failed: ",
+				 c->rc == 0 ? "" : c->error);
+			if (c->audit_id && store_audit_finish(p->st, c->audit_id, outcome) < 0)
+				log_warn("poller: audit: %s", kiln_error_last());
+		}
 		json_decref(c->data);
 		free(c);
 		pthread_mutex_lock(&p->lock);
