@@ -314,6 +314,10 @@ static int fan_run(struct api_ctx *c, struct fan *f, const struct bmc_op *op, in
 		}
 	}
 cleanup:
+	/* Not sent (out of memory): the audit rows begun for this batch get their end. */
+	for (size_t i = 0; rc < 0 && audited && i < f->count; i++)
+		if (f->nodes[i].targeted && (!batch || f->nodes[i].batch == batch))
+			store_audit_finish(c->st, f->nodes[i].audit_id, "failed: not sent");
 	for (size_t k = 0; results && k < n; k++)
 		json_decref(results[k].data);
 	free(targets);
