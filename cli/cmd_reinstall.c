@@ -276,7 +276,8 @@ static int reinstall_run(struct cli_ctx *ctx, int argc, char **argv)
 	if ((rc = follow(&jobs, ctx, pos.v[0], ids)) < 0)
 		goto cleanup;
 	json_array_foreach(jobs, i, e) {
-		if (strcmp(json_string_value(json_object_get(e, "state")), "done") == 0)
+		if (json_is_string(json_object_get(e, "state")) &&
+		    strcmp(json_string_value(json_object_get(e, "state")), "done") == 0)
 			ok++;
 		else
 			failed++;

@@ -113,7 +113,7 @@ static int differs(const json_t *group, const char *field)
 	json_t *d;
 
 	json_array_foreach(json_object_get(group, "differs"), i, d)
-		if (strcmp(json_string_value(d), field) == 0)
+		if (json_is_string(d) && strcmp(json_string_value(d), field) == 0)
 			return 1;
 	return 0;
 }
