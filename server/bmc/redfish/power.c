@@ -103,14 +103,14 @@ static int confirm_begin(struct rf_op *op)
 
 static int on_race_state(struct rf_op *op, const struct rf_reply *r)
 {
-	enum bmc_power p = rf_power_parse(json_string_value(json_object_get(r->json, "PowerState")));
+	const char *raw = json_string_value(json_object_get(r->json, "PowerState"));
+	enum bmc_power p = rf_power_parse(raw);
 	/* a redundant request (ForceOff of a node already off): the state is what we wanted */
 	if ((op->goal == GOAL_OFF && p == BMC_POWER_OFF) || (op->goal == GOAL_ON && p == BMC_POWER_ON))
 		return confirm_begin(op);
 	if (op->retried)
 		return kiln_fail(KILN_EBUSY, "POST %s: the BMC refused %s twice in state '%s'",
-				 op->bmc->reset_target, op->reset_type,
-				 json_string_value(json_object_get(r->json, "PowerState")));
+				 op->bmc->reset_target, op->reset_type, raw ? raw : "null");
 	op->retried = 1;
 	return send_reset(op, op->reset_type, 2000);
 }
