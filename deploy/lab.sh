@@ -28,25 +28,41 @@ die() { say "$*"; exit 1; }
 
 # --- stopping -------------------------------------------------------------------------
 
+# stop_pidfile FILE [SECONDS]: SIGTERM, up to SECONDS (default 10) to exit, then SIGKILL;
+# returns once the process is gone.
 stop_pidfile() {
-	local f=$1 pid
+	local f=$1 secs=${2:-10} pid i
 	[ -f "$f" ] || return 0
 	pid=$(cat "$f")
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
 		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$pid" 2>/dev/null || true
+		for ((i = 0; i < secs * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -KILL "$pid" 2>/dev/null || true
+			for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		fi
 	fi
 	rm -f "$f"
 }
 
 lab_down() {
-	local f
+	local f node
 	[ -d "$LAB/run" ] || { say "no lab is running in $LAB"; return 0; }
-	# Agents first (their BMCs' hooks could otherwise restart them), then BMCs, then kilnd.
-	for f in "$LAB"/run/agent-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
-	for f in "$LAB"/run/bmcsim-*.pid "$LAB"/run/ipmisim-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
-	stop_pidfile "$LAB/run/kilnd.pid"
+	# kilnd first (its poller could act on a node), then the BMCs (their power hooks start
+	# agents), then the agents under each node's hook lock, then the IPMI simulators.
+	stop_pidfile "$LAB/run/kilnd.pid" 30
+	for f in "$LAB"/run/bmcsim-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+	for f in "$LAB"/run/agent-*.pid; do
+		[ -e "$f" ] || continue
+		node=$(basename "$f" .pid)
+		node=${node#agent-}
+		(
+			exec 9>"$LAB/run/agent-$node.lock"
+			flock -w 15 9 || say "$node: its power hook holds the lock; stopping the agent anyway"
+			stop_pidfile "$f"
+		)
+	done
+	for f in "$LAB"/run/ipmisim-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
 	say "stopped the lab in $LAB"
 }
 
@@ -61,7 +77,7 @@ agent_start() {
 	FAKE_NVML_CONFIG=$conf setsid "$BIN/kiln-agent" --server "$(cat "$LAB/kilnd/kilnd.url")" \
 		--enroll-token-file "$LAB/enroll.token" --root "$root" \
 		--nvml-lib "$(cat "$LAB/nodes/$node.lib")" --state-dir "$LAB/agents/$node" \
-		--interval "$AGENT_INTERVAL" >>"$LAB/logs/agent-$node.log" 2>&1 </dev/null &
+		--interval "$AGENT_INTERVAL" >>"$LAB/logs/agent-$node.log" 2>&1 </dev/null 9>&- &
 	echo $! >"$pidf"
 }
 

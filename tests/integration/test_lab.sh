@@ -47,7 +47,7 @@ new_boot() { b=$(boot_id); [ -n "$b" ] && [ "$b" != "$before" ]; }
 wait_for "gpu01's agent came back with a new boot id" 60 new_boot && pass "new boot id after the cycle"
 
 pids=$(cat "$KILN_LAB_DIR"/run/*.pid 2>/dev/null)
-"$LAB_SH" down >/dev/null 2>&1 || fail "deploy/lab.sh down failed"
+"$LAB_SH" down >"$KILN_TEST_TMP/down.out" 2>&1 || fail "deploy/lab.sh down failed: $(tail -5 "$KILN_TEST_TMP/down.out")"
 left=0
 for p in $pids; do kill -0 "$p" 2>/dev/null && left=$((left + 1)); done
 same "every lab process stopped" "$left" 0
