@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -504,6 +505,50 @@ int bmc_sensor_set(struct bmc *b, const char *name, double reading)
 		return KILN_ERROR;
 	b->sensors[b->nsensors++] = (struct bmc_sensor){ n, reading };
 	return 0;
+}
+
+/* One swing every DRIFT_PERIOD_MS: slow enough to look like a machine warming and cooling,
+ * fast enough that two polls a few seconds apart differ. */
+#define DRIFT_PERIOD_MS 60000.0
+
+static void drift_walk(json_t *v, double share, double t, unsigned seed)
+{
+	if (json_is_object(v)) {
+		const char *n = json_string_value(json_object_get(v, "Name"));
+		unsigned h = seed;
+
+		for (const char *c = n ? n : ""; *c; c++)
+			h = h * 31u + (unsigned char)*c;
+		for (size_t i = 0; n && reading_keys[i]; i++) {
+			json_t *r = json_object_get(v, reading_keys[i]);
+
+			if (r && json_is_number(r)) {
+				double phase = (h % 1000) / 1000.0 * 2 * M_PI;
+				double value = json_number_value(r) * (1 + share * sin(t + phase));
+
+				json_object_set_new(v, reading_keys[i], json_real(round(value * 100) / 100));
+				break;
+			}
+		}
+		const char *k;
+		json_t *c;
+		json_object_foreach(v, k, c)
+			if (json_is_object(c) || json_is_array(c))
+				drift_walk(c, share, t, seed);
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *c;
+		json_array_foreach(v, i, c)
+			drift_walk(c, share, t, seed);
+	}
+}
+
+void bmc_sensors_drift(const struct bmc *b, json_t *doc, uint64_t now_ms)
+{
+	if (b->cfg->drift_pct <= 0)
+		return;
+	drift_walk(doc, b->cfg->drift_pct / 100.0, (double)now_ms / DRIFT_PERIOD_MS * 2 * M_PI,
+		   (unsigned)b->index * 2654435761u);
 }
 
 void bmc_sensors_apply(const struct bmc *b, json_t *doc)

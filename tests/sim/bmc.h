@@ -143,6 +143,9 @@ void bmc_log_clear(struct bmc *b, int log);
 
 /* Overrides a sensor reading by name; KILN_ENOTFOUND when no sensor has that name. */
 int bmc_sensor_set(struct bmc *b, const char *name, double reading);
+/* Makes every reading of a copy of a sensor document drift with time: a slow swing of up to
+ * cfg->drift_pct percent, its phase different per BMC and per sensor. */
+void bmc_sensors_drift(const struct bmc *b, json_t *doc, uint64_t now_ms);
 /* Applies the overrides to a copy of a sensor document. */
 void bmc_sensors_apply(const struct bmc *b, json_t *doc);
 

@@ -22,7 +22,7 @@ static const char usage[] =
 	"         [--profile idrac9|ilo5|ilo6|openbmc|generic] [--fault SPEC]... [--power-hook CMD]\n"
 	"         [--power-delay-ms MS] [--settle-ms MS] [--session-cap N] [--session-timeout S]\n"
 	"         [--async] [--task-ms MS] [--require-etag] [--record-max N] [--hang-ms MS]\n"
-	"         [--slow-ms MS] [--ports-file FILE] [--log-level LEVEL]\n"
+	"         [--slow-ms MS] [--drift PCT] [--ports-file FILE] [--log-level LEVEL]\n"
 	"Simulates N Redfish BMCs on ports PORT..PORT+N-1 (PORT 0: the kernel picks; see --ports-file).\n"
 	"Fault SPEC: KIND[:all|N%|ports=P,..|index=I,..][:count=N][:prob=P][:ms=M],\n"
 	"  KIND = hang | reset | slow | malformed | truncated | 412 | an HTTP status 400-599.\n"
@@ -32,7 +32,7 @@ enum {
 	OPT_MOCKUP = 1000, OPT_LISTEN, OPT_COUNT, OPT_LATENCY, OPT_JITTER, OPT_TLS, OPT_CERT_OUT, OPT_USER,
 	OPT_PASSWORD, OPT_PASSWORD_FILE, OPT_PROFILE, OPT_FAULT, OPT_HOOK, OPT_POWER_DELAY, OPT_SETTLE,
 	OPT_SESSION_CAP, OPT_SESSION_TIMEOUT, OPT_ASYNC, OPT_TASK_MS, OPT_REQUIRE_ETAG, OPT_RECORD_MAX,
-	OPT_HANG_MS, OPT_SLOW_MS, OPT_PORTS_FILE, OPT_LOG_LEVEL, OPT_HELP,
+	OPT_HANG_MS, OPT_SLOW_MS, OPT_DRIFT, OPT_PORTS_FILE, OPT_LOG_LEVEL, OPT_HELP,
 };
 
 static const struct option options[] = {
@@ -59,6 +59,7 @@ static const struct option options[] = {
 	{ "record-max", required_argument, NULL, OPT_RECORD_MAX },
 	{ "hang-ms", required_argument, NULL, OPT_HANG_MS },
 	{ "slow-ms", required_argument, NULL, OPT_SLOW_MS },
+	{ "drift", required_argument, NULL, OPT_DRIFT },
 	{ "ports-file", required_argument, NULL, OPT_PORTS_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -142,6 +143,7 @@ int main(int argc, char **argv)
 		case OPT_RECORD_MAX: rc = kiln_parse_int(&cfg.record_max, optarg, 0, 1000000); break;
 		case OPT_HANG_MS: rc = kiln_parse_int(&cfg.hang_ms, optarg, 1, 86400000); break;
 		case OPT_SLOW_MS: rc = kiln_parse_int(&cfg.slow_ms, optarg, 1, 600000); break;
+		case OPT_DRIFT: rc = kiln_parse_int(&cfg.drift_pct, optarg, 0, 50); break;
 		case OPT_PORTS_FILE: so.ports_file = optarg; break;
 		case OPT_LOG_LEVEL:
 			rc = kiln_log_level_parse(&level, optarg);

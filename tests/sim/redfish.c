@@ -682,9 +682,10 @@ static void get(struct sim_reply *out, struct bmc *b, const struct sim_request *
 		sessions_list(out, b, req);
 		return;
 	case RES_SENSORS:
-		if (b->nsensors) {
+		if (b->nsensors || b->cfg->drift_pct) {
 			doc = json_deep_copy(r->json);
-			bmc_sensors_apply(b, doc);
+			bmc_sensors_drift(b, doc, req->now);
+			bmc_sensors_apply(b, doc); /* an injected reading stays as injected */
 		}
 		break;
 	case RES_PLAIN:

@@ -36,6 +36,7 @@ struct sim_config {
 	int latency_ms, jitter_ms;
 	int hang_ms;              /* a hung request is dropped after this long */
 	int slow_ms;              /* pause between chunks of a slow body */
+	int drift_pct;            /* sensor readings swing by up to this share (0: as in the tree) */
 };
 
 /* A reply being built: the body is either owned (body) or borrowed from the tree (text). */
