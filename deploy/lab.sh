@@ -146,7 +146,7 @@ start_bmcsim() {
 	local kind=$1 count=$2
 	rm -f "$LAB/run/bmcsim-$kind.ports"
 	setsid "$BIN/kiln-bmcsim" --mockup "$REPO/tests/sim/fixtures/$kind" --listen 127.0.0.1:0 \
-		--count "$count" --ports-file "$LAB/run/bmcsim-$kind.ports" \
+		--count "$count" --drift 5 --ports-file "$LAB/run/bmcsim-$kind.ports" \
 		--power-hook "$REPO/deploy/lab.sh hook $kind" >>"$LAB/logs/bmcsim-$kind.log" 2>&1 </dev/null &
 	echo $! >"$LAB/run/bmcsim-$kind.pid"
 	for _ in $(seq 1 100); do
