@@ -116,35 +116,78 @@ static int xid_facts(struct health_facts *f, struct store *st, int64_t node_id, 
 	return 0;
 }
 
-static void starved_facts(struct health_facts *f, const struct health_sources *src,
-			  const struct health_config *cfg)
+/* Whether GPU g holds memory for processes: the report's "processes" list for the GPU when
+ * it has one, else memory in use. */
+static int gpu_held(const struct agent_gpu *g, json_t *report_gpus)
 {
-	double util = 0, iowait = NAN;
-	int held = 0, counted = 0;
-	json_t *v;
+	size_t i;
+	json_t *o;
 
-	for (size_t i = 0; i < src->ngpus; i++) {
-		const struct agent_gpu *g = &src->gpus[i];
+	if (g->memory_used_bytes <= 0)
+		return 0;
+	json_array_foreach(report_gpus, i, o) {
+		json_t *idx = json_object_get(o, "index"), *procs;
 
-		if (!isnan(g->utilization_gpu_pct)) {
-			util += g->utilization_gpu_pct;
+		if (!json_is_integer(idx) || json_integer_value(idx) != g->index)
+			continue;
+		procs = json_object_get(o, "processes");
+		return json_is_array(procs) ? json_array_size(procs) > 0 : 1;
+	}
+	return 1;
+}
+
+/* Parses the node's latest report into src->report (once; NULL when there is none). */
+static int report_load(struct health_sources *src, struct store *st, int64_t node_id)
+{
+	struct agent_state a = { 0 };
+	int rc;
+
+	if (src->report)
+		return 0;
+	if (!src->agent.report) {
+		rc = store_agent_state_get(st, &a, node_id, 1);
+		if (rc == KILN_ENOTFOUND) {
+			kiln_error_clear();
+			return 0;
+		}
+		if (rc < 0)
+			return rc;
+		src->agent.report = a.report;
+		a.report = NULL;
+		agent_state_clear(&a);
+	}
+	src->report = src->agent.report ? json_loads(src->agent.report, 0, NULL) : NULL;
+	return 0;
+}
+
+static int starved_facts(struct health_facts *f, struct health_sources *src, struct store *st,
+			 int64_t node_id, const struct health_config *cfg)
+{
+	double util = 0, iowait = src->agent.cpu_iowait_pct, avg;
+	int held = 0, counted = 0, rc;
+	json_t *rgpus;
+
+	for (size_t i = 0; i < src->ngpus; i++)
+		if (!isnan(src->gpus[i].utilization_gpu_pct)) {
+			util += src->gpus[i].utilization_gpu_pct;
 			counted++;
 		}
-		if (g->memory_used_bytes > 0) {
-			json_t *d = g->detail ? json_loads(g->detail, 0, NULL) : NULL;
-			json_t *procs = json_object_get(d, "processes");
-
-			/* Processes listed, or (without the list) memory in use. */
-			if (json_is_array(procs) ? json_array_size(procs) > 0 : 1)
-				held = 1;
-			json_decref(d);
-		}
+	f->starved_now = 0;
+	if (counted == 0 || isnan(iowait))
+		return 0;
+	avg = util / counted;
+	/* Which GPUs hold memory matters only when utilization and iowait already say starved;
+	 * then the GPUs' process lists are read from the report (the one the GPU rows came
+	 * from), not from each GPU row's stored detail. */
+	if (health_starved_sample(avg, 1, iowait, cfg)) {
+		if ((rc = report_load(src, st, node_id)) < 0)
+			return rc;
+		rgpus = json_object_get(src->report, "gpus");
+		for (size_t i = 0; i < src->ngpus && !held; i++)
+			held = gpu_held(&src->gpus[i], rgpus);
 	}
-	v = json_object_get(json_object_get(src->report, "host"), "cpu_iowait_pct");
-	if (json_is_number(v))
-		iowait = json_number_value(v);
-	f->starved_now = counted > 0 &&
-			 health_starved_sample(util / counted, held, iowait, cfg);
+	f->starved_now = health_starved_sample(avg, held, iowait, cfg);
+	return 0;
 }
 
 int health_facts_gather(struct health_facts *f, struct health_sources *src, struct store *st,
@@ -170,17 +213,26 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 		f->starved_since = state->starved_since;
 		sensor_facts(f, state->sensors);
 	}
-	rc = store_agent_state_get(st, &src->agent, n->id, 1);
+	rc = store_agent_state_get(st, &src->agent, n->id, 0);
 	if (rc == KILN_ENOTFOUND)
 		return 0;
 	if (rc < 0)
 		return rc;
 	src->have_agent = 1;
-	src->report = src->agent.report ? json_loads(src->agent.report, 0, NULL) : NULL;
 	f->agent_last_seen = src->agent.last_seen;
-	iv = json_object_get(src->report, "interval_s");
-	if (json_is_integer(iv) && json_integer_value(iv) > 0)
-		f->agent_interval_s = json_integer_value(iv);
+	if (src->agent.health_facts) {
+		/* Cut out of the report at ingest: no report to parse. */
+		if (src->agent.interval_s > 0)
+			f->agent_interval_s = src->agent.interval_s;
+	} else {
+		if ((rc = report_load(src, st, n->id)) < 0)
+			return rc;
+		iv = json_object_get(src->report, "interval_s");
+		if (json_is_integer(iv) && json_integer_value(iv) > 0)
+			f->agent_interval_s = json_integer_value(iv);
+		iv = json_object_get(json_object_get(src->report, "host"), "cpu_iowait_pct");
+		src->agent.cpu_iowait_pct = json_is_number(iv) ? json_number_value(iv) : NAN;
+	}
 	f->gpus_seen = src->agent.gpu_count;
 	f->gpus_expected = src->agent.gpu_count_max;
 	f->nvidia_status = src->agent.nvidia_status;
@@ -204,6 +256,5 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 	rc = xid_facts(f, st, n->id, now - cfg->xid_window_s);
 	if (rc < 0)
 		return rc;
-	starved_facts(f, src, cfg);
-	return 0;
+	return starved_facts(f, src, st, n->id, cfg);
 }

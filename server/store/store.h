@@ -181,6 +181,11 @@ struct agent_state {
 	int64_t gpu_count_max;       /* the most GPUs the node ever reported */
 	char *report;                /* the latest report (JSON text), or NULL when not read */
 	char *audit_facts;           /* put only: the report's version facts (ingest), or NULL */
+	/* The report's facts the health sweep reads (store_agent_state_get). health_facts 0:
+	 * not kept for this row (stored before they were), read them from the report. */
+	int health_facts;
+	int64_t interval_s;          /* -1 when the report has none */
+	double cpu_iowait_pct;       /* NAN when the report has none */
 };
 
 void agent_state_clear(struct agent_state *s); /* frees the strings; accepts NULL */

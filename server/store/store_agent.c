@@ -137,6 +137,8 @@ static int state_read(struct agent_state *o, sqlite3_stmt *s, int with_report)
 			return ret;
 	if (with_report && (ret = store_column_strdup(&o->report, s, 19)) < 0)
 		return ret;
+	o->interval_s = -1;
+	o->cpu_iowait_pct = NAN;
 	return 0;
 }
 
@@ -148,18 +150,23 @@ int store_agent_state_get(struct store *st, struct agent_state *out, int64_t nod
 	int rc, ret;
 
 	if ((ret = store_stmt(st, &s, STMT_AGENT_STATE_GET,
-			      "SELECT " STATE_COLUMNS ", a.report FROM node_agent_state a"
+			      "SELECT " STATE_COLUMNS ", a.report, a.health_facts, a.interval_s,"
+			      " a.cpu_iowait_pct FROM node_agent_state a"
 			      " JOIN nodes n ON n.id = a.node_id WHERE a.node_id = ?1")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, node_id);
 	rc = sqlite3_step(s);
-	if (rc == SQLITE_DONE)
+	if (rc == SQLITE_DONE) {
 		ret = kiln_fail(KILN_ENOTFOUND, "no agent report from node id %lld",
 				(long long)node_id);
-	else if (rc != SQLITE_ROW)
+	} else if (rc != SQLITE_ROW) {
 		ret = store_fail(st, rc, "reading agent state");
-	else
+	} else {
 		ret = state_read(&o, s, with_report);
+		o.health_facts = sqlite3_column_int(s, 20) != 0;
+		o.interval_s = column_int_or(s, 21, -1);
+		o.cpu_iowait_pct = column_real_or_nan(s, 22);
+	}
 	store_stmt_done(s);
 	if (ret < 0) {
 		agent_state_clear(&o);
@@ -181,9 +188,9 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 			      " report_time, boot_id, hostname, machine_id, os, kernel, dmi_serial,"
 			      " agent_version, nvidia_status, driver_version, kernel_module_version,"
 			      " cuda_driver_version, nvml_version, gpu_count, gpu_count_max, report,"
-			      " audit_facts)"
+			      " audit_facts, health_facts, interval_s, cpu_iowait_pct)"
 			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-			      " ?15, ?16, ?17, ?18, ?19, ?20)")) < 0)
+			      " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, a->node_id);
 	store_bind_text(s, 2, a->report_id);
@@ -205,6 +212,9 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 	sqlite3_bind_int64(s, 18, a->gpu_count_max);
 	store_bind_text(s, 19, a->report);
 	store_bind_text(s, 20, a->audit_facts);
+	sqlite3_bind_int(s, 21, a->health_facts != 0);
+	bind_int_or_null(s, 22, a->health_facts ? a->interval_s : -1);
+	bind_real_or_null(s, 23, a->health_facts ? a->cpu_iowait_pct : NAN);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE) {
 		ret = store_fail(st, rc, "storing agent state");
