@@ -50,6 +50,9 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "A BMC that does not accept the connection within this has failed the request."),
 	KEY("bmc", "request_timeout", KILN_CFG_DURATION, bmc_request_timeout, 1, 600, NULL, "30s",
 	    "A BMC request that takes longer has failed."),
+	KEY("bmc", "status_timeout", KILN_CFG_DURATION, bmc_status_timeout, 0, 600, NULL, "0s",
+	    "A power-state read of a BMC already known (one GET) that takes longer has failed, so "
+	    "that a hung BMC does not hold a fleet-wide sweep; 0s: [bmc] request_timeout."),
 	KEY("bmc", "action_timeout", KILN_CFG_DURATION, bmc_action_timeout, 5, 3600, NULL, "120s",
 	    "How long a power action may take to be confirmed by reading the state back."),
 	KEY("power", "batch", KILN_CFG_INT, power_batch, 0, 100000, NULL, "0",

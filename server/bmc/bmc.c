@@ -271,6 +271,7 @@ int bmc_engine_start(struct bmc_engine **out, const struct bmc_engine_config *cf
 		.connect_timeout_ms = e->cfg.connect_timeout_ms,
 		.request_timeout_ms = e->cfg.request_timeout_ms,
 		.action_timeout_ms = e->cfg.action_timeout_ms,
+		.status_timeout_ms = e->cfg.status_timeout_ms,
 	};
 	int err = redfish_start(&e->rf, &rc);
 	if (err < 0) {

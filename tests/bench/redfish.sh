@@ -2,12 +2,14 @@
 # Benchmark (on demand, not CI): Redfish power-state sweeps over many kiln-bmcsim BMCs.
 #
 # usage: tests/bench/redfish.sh [--bmcs N] [--latency MS] [--jitter MS] [--fault SPEC]
-#          [--request-timeout S] [--fanout F] [--sweeps K] [--peer-subset M] [--cycle]
-#          [--no-build]
+#          [--request-timeout S] [--status-timeout S] [--fanout F] [--sweeps K]
+#          [--peer-subset M] [--cycle] [--no-build]
 #   defaults: 10000 BMCs, HTTPS (ECDSA), 200 +- 50 ms, hang:1%, request_timeout 5 s, kilnd's
 #   own fan-out, 3 sweeps, a curl loop over 100 BMCs as the sequential peer.
 #   --cycle  after the sweeps, POST /power {"action":"cycle"} over every BMC that answers
 #            (power-delay 1 s per phase) and time it until each final state is confirmed.
+#   --status-timeout  kilnd's [bmc] status_timeout (power-state reads); default: kilnd's own.
+#   KILN_BENCH_BUILD=DIR uses that build directory instead of build-bench.
 #
 # Starts kiln-bmcsim processes of at most 5,000 ports each on 127.0.0.1 (ports below 32768),
 # kilnd on 127.0.0.1 with a node per BMC (TLS verified against the simulators' certificate,
@@ -18,8 +20,8 @@
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=$SRC/build-bench
-N=10000 LAT=200 JIT=50 FAULT=hang:1% RT=5 FANOUT= SWEEPS=3 PEER=100 CYCLE=0 BUILD_IT=1
+BUILD=${KILN_BENCH_BUILD:-$SRC/build-bench}
+N=10000 LAT=200 JIT=50 FAULT=hang:1% RT=5 ST= FANOUT= SWEEPS=3 PEER=100 CYCLE=0 BUILD_IT=1
 PER_PROC=5000
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -28,12 +30,13 @@ while [ $# -gt 0 ]; do
 	--jitter) JIT=$2; shift 2 ;;
 	--fault) FAULT=$2; shift 2 ;;
 	--request-timeout) RT=$2; shift 2 ;;
+	--status-timeout) ST=$2; shift 2 ;;
 	--fanout) FANOUT=$2; shift 2 ;;
 	--sweeps) SWEEPS=$2; shift 2 ;;
 	--peer-subset) PEER=$2; shift 2 ;;
 	--cycle) CYCLE=1; shift ;;
 	--no-build) BUILD_IT=0; shift ;;
-	-h | --help) sed -n "2,17p" "$0"; exit 0 ;;
+	-h | --help) sed -n "2,21p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -79,6 +82,7 @@ done
 {
 	printf '[bmc]\nrequest_timeout = %ss\n' "$RT"
 	[ -n "$FANOUT" ] && printf 'fanout = %s\n' "$FANOUT"
+	[ -n "$ST" ] && printf 'status_timeout = %ss\n' "$ST"
 	printf '[poller]\ninterval = 3600s\n'
 } >"$TMP/kilnd.conf"
 mkdir -m 700 "$TMP/kilnd"
@@ -157,3 +161,9 @@ if [ "$CYCLE" = 1 ]; then
 		"$(jq '[.[] | select(.result == "ok" and .power == "on")] | length' "$TMP/cycle.json") confirmed on," \
 		"$(jq '[.[] | select(.error)] | length' "$TMP/cycle.json") errors"
 fi
+
+# kilnd's stop: it deletes every session it holds (one per answering BMC).
+t0=$(now_ms)
+kill -TERM "$KILND_PID"
+wait "$KILND_PID" 2>/dev/null || true
+echo "kilnd stop (SIGTERM to exit, sessions deleted): $(($(now_ms) - t0)) ms"

@@ -22,6 +22,7 @@ struct rf_request {
 	char errbuf[CURL_ERROR_SIZE];
 	char *location, *etag, *token;
 	long retry_after_s;
+	int handshake;                /* counted in the driver's handshaking */
 	struct kiln_tls_pin pin;      /* a pinned node's certificate check, per connection */
 };
 
@@ -78,10 +79,28 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
+/* The connection is up (TLS handshake done): the request leaves the handshake count. */
+static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+		     int conn_local_port)
+{
+	struct rf_request *req = ud;
+	(void)conn_primary_ip;
+	(void)conn_local_ip;
+	(void)conn_primary_port;
+	(void)conn_local_port;
+	if (req->handshake && req->op && req->op->rf) {
+		req->handshake = 0;
+		req->op->rf->handshaking--;
+	}
+	return CURL_PREREQFUNC_OK;
+}
+
 void rf_request_free(struct rf_request *req)
 {
 	if (!req)
 		return;
+	if (req->handshake && req->op && req->op->rf)
+		req->op->rf->handshaking--;
 	if (req->easy) {
 		if (req->op && req->op->rf)
 			curl_multi_remove_handle(req->op->rf->multi, req->easy);
@@ -148,8 +167,16 @@ int rf_request_start(struct rf_op *op, struct rf_step *step)
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, req);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, req);
+	curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(h, CURLOPT_PREREQDATA, req);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, rf->cfg.connect_timeout_ms);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, rf->cfg.request_timeout_ms);
+	/* a power-state read of a BMC tried before (one GET once discovered) is quick on a
+	 * healthy BMC: a hung one must not hold every fleet-wide sweep for the request timeout.
+	 * The first contact (handshake, discovery under load) and logins keep the full one. */
+	long timeout = rf->cfg.request_timeout_ms;
+	if (op->op.kind == BMC_OP_POWER_GET && op->bmc_tried && !(step->flags & RF_LOGIN))
+		timeout = rf->cfg.status_timeout_ms;
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 
@@ -198,6 +225,10 @@ int rf_request_start(struct rf_op *op, struct rf_step *step)
 	}
 	op->inflight = req;
 	rf->inflight++;
+	if (!b->connected && !b->plain_http) {
+		req->handshake = 1;
+		rf->handshaking++;
+	}
 	req = NULL;
 	rc = 0;
 cleanup:
@@ -226,6 +257,7 @@ void rf_loop_complete(struct redfish *rf, CURLMsg *msg)
 	r.curl_code = (int)msg->data.result;
 	if (msg->data.result == CURLE_OK)
 		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &r.status);
+	op->bmc->connected = r.status != 0; /* curl keeps the connection of an answer */
 	if (req->too_big) {
 		r.status = 0;
 		snprintf(cerr, sizeof(cerr), "response body over the %zu-byte cap",

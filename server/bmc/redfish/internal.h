@@ -26,6 +26,10 @@ struct rf_chassis {
 struct redfish_bmc {
 	struct redfish_bmc *next;              /* the driver's list of every BMC state */
 	int retired;
+	int nops;                              /* operations in the driver's list that use it */
+	int tried;                             /* an operation ran on it before */
+	int connected;                         /* the last request got an answer: its connection
+						* is probably kept, the next one needs no handshake */
 	int64_t node_id;
 	char *name;
 	char *base_url;                        /* "https://host:port" */
@@ -118,6 +122,7 @@ struct rf_op {
 	char *task_uri;
 	struct rf_request *inflight;
 	int relogged;                          /* one re-login per operation after a 401 */
+	int bmc_tried;                         /* the BMC had an operation before this one */
 	int finished;
 
 	rf_call_fn start;                      /* runs once discovery is done */
@@ -153,6 +158,7 @@ struct redfish {
 	int stopping;
 	struct rf_op *ops;                     /* loop thread only */
 	int inflight;
+	int handshaking;                       /* requests in flight on a new TLS connection */
 };
 
 int64_t rf_now_ms(void);

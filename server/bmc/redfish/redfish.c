@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 
 #include "bmc/redfish/internal.h"
 #include "kiln/error.h"
@@ -10,6 +11,8 @@
 #include "store/store.h"
 
 #define RF_POLL_MAX_MS 1000
+#define RF_HANDSHAKES_DEFAULT 64
+#define RF_CONNECTIONS_MAX 100000
 
 /* --- steps ------------------------------------------------------------------------------ */
 
@@ -294,6 +297,11 @@ void rf_op_advance(struct rf_op *op)
 		}
 		if (s->not_before_ms > rf_now_ms() || op->rf->inflight >= op->rf->cfg.max_inflight)
 			return;
+		/* new TLS connections are CPU-bound on both ends: a few at a time finish sooner
+		 * than thousands at once that all run into the connect timeout */
+		if (!op->bmc->connected && !op->bmc->plain_http &&
+		    op->rf->handshaking >= op->rf->cfg.max_handshakes)
+			return;
 		if (rf_step_needs_login(op, s)) {
 			rf_push_login(op);
 			continue;
@@ -307,11 +315,17 @@ void rf_op_advance(struct rf_op *op)
 	}
 }
 
-/* When the op's next step may start (for the poll timeout); INT64_MAX when it waits on I/O. */
+/* When the op's next step may start (for the poll timeout); INT64_MAX when it waits on I/O
+ * or for a request slot (a finishing transfer wakes the loop). */
 static int64_t op_due_ms(const struct rf_op *op)
 {
 	if (op->finished || op->inflight || !op->queue || op->pushed)
 		return op->finished || op->inflight ? INT64_MAX : 0;
+	const struct redfish *rf = op->rf;
+	if (!op->queue->call && (rf->inflight >= rf->cfg.max_inflight ||
+				 (!op->bmc->connected && !op->bmc->plain_http &&
+				  rf->handshaking >= rf->cfg.max_handshakes)))
+		return INT64_MAX;
 	return op->queue->not_before_ms;
 }
 
@@ -383,6 +397,7 @@ static int logout_start(struct redfish *rf, struct redfish_bmc *b)
 	rf_push(op, "DELETE", b->session_uri, NULL, RF_ALLOW_ERROR | RF_NO_RETRY, logout_done);
 	op->next = rf->ops;
 	rf->ops = op;
+	b->nops++;
 	return 1;
 }
 
@@ -401,6 +416,9 @@ static void loop_take_inbox(struct redfish *rf, int *stopping)
 		in = in->next;
 		op->next = rf->ops;
 		rf->ops = op;
+		op->bmc->nops++;
+		op->bmc_tried = op->bmc->tried;
+		op->bmc->tried = 1;
 		kiln_error_clear();
 		int rc = *stopping ? kiln_fail(KILN_ERROR, "kilnd is stopping") : op_begin(op);
 		if (rc < 0)
@@ -409,7 +427,9 @@ static void loop_take_inbox(struct redfish *rf, int *stopping)
 }
 
 /* Logs out and frees retired BMC states that no operation uses; returns how many logouts
- * it started. */
+ * it started. Finished operations are gone from the list by now, so a BMC's count of
+ * listed operations says whether one still uses it (scanning the list per BMC made a
+ * stop after 10,000 sessions quadratic: minutes). */
 static int loop_reap_retired(struct redfish *rf, int stopping)
 {
 	int started = 0;
@@ -417,15 +437,11 @@ static int loop_reap_retired(struct redfish *rf, int stopping)
 	struct redfish_bmc **pp = &rf->bmcs;
 	while (*pp) {
 		struct redfish_bmc *b = *pp;
-		int busy = 0;
 		if (!b->retired && !stopping) {
 			pp = &b->next;
 			continue;
 		}
-		for (struct rf_op *op = rf->ops; op; op = op->next)
-			if (op->bmc == b && !op->finished)
-				busy = 1;
-		if (busy) {
+		if (b->nops > 0) {
 			pp = &b->next;
 			continue;
 		}
@@ -480,6 +496,7 @@ static void *loop_main(void *arg)
 			struct rf_op *op = *pp;
 			if (op->finished || (op->logout && !op->inflight && !op->queue)) {
 				*pp = op->next;
+				op->bmc->nops--;
 				op_free(op);
 			} else {
 				pp = &op->next;
@@ -523,13 +540,25 @@ int redfish_start(struct redfish **out, const struct redfish_config *cfg)
 		rf->cfg.action_timeout_ms = 120000;
 	if (rf->cfg.max_body == 0)
 		rf->cfg.max_body = 16u << 20;
+	if (rf->cfg.status_timeout_ms <= 0 || rf->cfg.status_timeout_ms > rf->cfg.request_timeout_ms)
+		rf->cfg.status_timeout_ms = rf->cfg.request_timeout_ms;
+	if (rf->cfg.max_handshakes <= 0)
+		rf->cfg.max_handshakes = RF_HANDSHAKES_DEFAULT;
+	if (rf->cfg.max_connections <= 0) {
+		/* a kept TLS connection is a descriptor and ~72 kB: keep them for a fleet that
+		 * fits in half the descriptors, so that steady sweeps need no handshakes */
+		struct rlimit rl;
+		rlim_t half = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 2 : 512;
+		rf->cfg.max_connections = half > RF_CONNECTIONS_MAX ? RF_CONNECTIONS_MAX
+								     : half < 64 ? 64 : (int)half;
+	}
 	pthread_mutex_init(&rf->lock, NULL);
 	rf->multi = curl_multi_init();
 	if (!rf->multi) {
 		redfish_stop(rf);
 		return kiln_fail(KILN_ERROR, "curl_multi_init failed");
 	}
-	curl_multi_setopt(rf->multi, CURLMOPT_MAXCONNECTS, (long)rf->cfg.max_inflight * 2);
+	curl_multi_setopt(rf->multi, CURLMOPT_MAXCONNECTS, (long)rf->cfg.max_connections);
 	if (pthread_create(&rf->thread, NULL, loop_main, rf) != 0) {
 		redfish_stop(rf);
 		return kiln_fail(KILN_ERROR, "cannot start the Redfish loop thread");
