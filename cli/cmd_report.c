@@ -188,10 +188,28 @@ cleanup:
 	return rc;
 }
 
+/* "47.5 C gpu03" from a rack's PREFIX_UNIT and PREFIX_node (the BMC's readings), or "-". */
+static void bmc_peak(char *out, size_t outlen, const json_t *rack, const char *prefix,
+		     const char *unit_key, const char *unit)
+{
+	char key[64], v[32];
+	const json_t *node;
+
+	snprintf(key, sizeof(key), "%s_node", prefix);
+	node = json_object_get(rack, key);
+	snprintf(key, sizeof(key), "%s_%s", prefix, unit_key);
+	if (!json_is_string(node) || !json_is_number(json_object_get(rack, key))) {
+		snprintf(out, outlen, "-");
+		return;
+	}
+	snprintf(out, outlen, "%s %s", num(v, sizeof(v), json_object_get(rack, key), unit),
+		 json_string_value(node));
+}
+
 static int racks(int markdown, const json_t *res)
 {
 	static const char *const h[] = { "RACK", "NODES", "GPU TEMP PEAK", "AT", "GPU POWER PEAK",
-					 "AT", "ENERGY", "COST" };
+					 "AT", "INLET PEAK", "SYSTEM POWER PEAK", "ENERGY", "COST" };
 	const json_t *energy = json_object_get(res, "energy");
 	const char *currency = json_string_value(json_object_get(energy, "currency"));
 	struct out_table t;
@@ -199,9 +217,9 @@ static int racks(int markdown, const json_t *res)
 	json_t *e;
 	int rc = 0;
 
-	out_table_init(&t, h, 8);
+	out_table_init(&t, h, 10);
 	json_array_foreach(json_object_get(res, "racks"), i, e) {
-		char a[128], b[16], c[32], d[200], f[32], g[200], k[32], m[48];
+		char a[128], b[16], c[32], d[200], f[32], g[200], k[32], m[48], in[200], sp[200];
 		char cur[24];
 
 		snprintf(cur, sizeof(cur), " %s", currency ? currency : "");
@@ -223,6 +241,8 @@ static int racks(int markdown, const json_t *res)
 		} else {
 			snprintf(g, sizeof(g), "-");
 		}
+		bmc_peak(in, sizeof(in), e, "inlet_peak", "c", " C");
+		bmc_peak(sp, sizeof(sp), e, "system_power_peak", "w", " W");
 		{
 			const char *row[] = {
 				out_cell(a, sizeof(a), json_object_get(e, "rack")),
@@ -231,6 +251,8 @@ static int racks(int markdown, const json_t *res)
 				d,
 				num(f, sizeof(f), json_object_get(e, "power_peak_w"), " W"),
 				g,
+				in,
+				sp,
 				json_is_number(json_object_get(e, "energy_kwh")) ?
 					(snprintf(k, sizeof(k), "%.3f kWh",
 						  json_number_value(json_object_get(e, "energy_kwh"))),
