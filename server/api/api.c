@@ -203,6 +203,19 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, 
 	return ret;
 }
 
+/* A thread whose store handle cannot be opened (out of descriptors: EMFILE) answers 503 and
+ * tries again on the next request; the store's own "store: " prefix is not repeated. */
+static enum MHD_Result store_unavailable(struct MHD_Connection *conn)
+{
+	const char *why = kiln_error_last();
+
+	if (strncmp(why, "store: ", 7) == 0)
+		why += 7;
+	return send_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, MHD_HTTP_HEADER_RETRY_AFTER,
+			  "1", "the store cannot be opened now, try again: %s",
+			  why[0] ? why : "unknown error");
+}
+
 static void log_request(const char *method, const char *url, unsigned status,
 			const struct api_ctx *c)
 {
@@ -298,8 +311,7 @@ static enum MHD_Result request_begin(struct call *call, const char *url, const c
 	if (c->route->role != ROLE_NONE) {
 		c->st = thread_store(call->srv);
 		if (!c->st)
-			return send_error(c->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, NULL, NULL,
-					  "store: %s", kiln_error_last());
+			return store_unavailable(c->conn);
 		status = authenticate(call, msg, sizeof(msg));
 		if (status == MHD_HTTP_UNAUTHORIZED)
 			return send_error(c->conn, status, NULL, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
@@ -327,8 +339,7 @@ static enum MHD_Result request_finish(struct call *call, const char *url, const 
 	if (!c->st) {
 		c->st = thread_store(call->srv);
 		if (!c->st)
-			return send_error(c->conn, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, NULL, NULL,
-					  "store: %s", kiln_error_last());
+			return store_unavailable(c->conn);
 	}
 	if ((strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0 ||
 	     strcmp(method, "PUT") == 0) &&
