@@ -822,6 +822,23 @@ static void history_fill(struct agent_history_row *h, char **gpus_json,
 	json_decref(arr);
 }
 
+/* The hottest GPU and the GPUs' power draw summed (NAN when no GPU tells). */
+static void gpu_summary(const struct ingest_report *r, double *out_hot, double *out_power)
+{
+	double hot = NAN, power = NAN;
+
+	for (size_t i = 0; i < r->ngpus; i++) {
+		const struct agent_gpu *g = &r->gpus[i];
+
+		if (!isnan(g->temperature_c) && (isnan(hot) || g->temperature_c > hot))
+			hot = g->temperature_c;
+		if (!isnan(g->power_draw_w))
+			power = (isnan(power) ? 0 : power) + g->power_draw_w;
+	}
+	*out_hot = hot;
+	*out_power = power;
+}
+
 static int store_new(struct store *st, int64_t node_id, const struct ingest_report *r)
 {
 	struct agent_state prev = { 0 }, cur = { 0 };
@@ -871,6 +888,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 										 : cur.gpu_count;
 		cur.report = r->text;
 		cur.audit_facts = vaudit_facts_extract(r->json);
+		gpu_summary(r, &cur.gpu_hottest_c, &cur.gpu_power_w);
 		/* What the health sweep reads besides the GPU rows, so that it parses no report. */
 		cur.health_facts = 1;
 		iv = json_object_get(r->json, "interval_s");

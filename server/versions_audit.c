@@ -212,37 +212,59 @@ static void facts_copy(json_t *dst, const json_t *src, const char *key)
 		json_object_set(dst, key, v);
 }
 
+/* Copies the keys (NULL-terminated) that src has into a new object; NULL when out of memory. */
+static json_t *facts_pick(const json_t *src, const char *const *keys)
+{
+	json_t *o = json_object();
+
+	for (; o && *keys; keys++)
+		facts_copy(o, src, *keys);
+	return o;
+}
+
+/* Appends to dst a picked copy of each object of the array src (NULL when not an array). */
+static void facts_pick_array(json_t *f, const char *key, const json_t *src,
+			     const char *const *keys, const char *only_true)
+{
+	json_t *arr, *o;
+	size_t i;
+
+	if (!json_is_array(src))
+		return;
+	arr = json_array();
+	json_array_foreach(src, i, o) {
+		if (only_true && !json_is_true(json_object_get(o, only_true)))
+			continue;
+		json_array_append_new(arr, facts_pick(o, keys));
+	}
+	json_object_set_new(f, key, arr);
+}
+
+/* Only what vaudit_node_from_report reads, in the report's shape: the audit parses this for
+ * every node (10,000 of them), so every byte left out is parsed 10,000 times less. */
 char *vaudit_facts_extract(const json_t *report)
 {
-	json_t *f = json_object(), *gpus = json_object_get(report, "gpus"), *o;
-	json_t *host = json_object_get(report, "host");
+	static const char *const nv_keys[] = { "driver_version", "kernel_module_version",
+					       "cuda_driver_version", "status", NULL };
+	static const char *const tk_keys[] = { "version", NULL };
+	static const char *const gpu_keys[] = { "name", "vbios_version", "memory_total_bytes",
+						NULL };
+	static const char *const disk_keys[] = { "name", "rotational", NULL };
+	static const char *const host_keys[] = { "memory_total_bytes", NULL };
+	json_t *f = json_object(), *v;
 	char *text = NULL;
-	size_t i;
 
 	if (!f)
 		return NULL;
-	facts_copy(f, report, "nvidia");
-	facts_copy(f, report, "cuda_toolkits");
-	facts_copy(f, report, "disks");
-	if (json_is_object(host)) {
-		json_t *h = json_object();
-
-		facts_copy(h, host, "memory_total_bytes");
-		json_object_set_new(f, "host", h);
-	}
-	if (json_is_array(gpus)) {
-		json_t *arr = json_array();
-
-		json_array_foreach(gpus, i, o) {
-			json_t *g = json_object();
-
-			facts_copy(g, o, "name");
-			facts_copy(g, o, "vbios_version");
-			facts_copy(g, o, "memory_total_bytes");
-			json_array_append_new(arr, g);
-		}
-		json_object_set_new(f, "gpus", arr);
-	}
+	if (json_is_object(v = json_object_get(report, "nvidia")))
+		json_object_set_new(f, "nvidia", facts_pick(v, nv_keys));
+	facts_pick_array(f, "cuda_toolkits", json_object_get(report, "cuda_toolkits"), tk_keys,
+			 NULL);
+	/* Only rotational disks count. */
+	facts_pick_array(f, "disks", json_object_get(report, "disks"), disk_keys, "rotational");
+	if (json_is_object(v = json_object_get(report, "host")))
+		json_object_set_new(f, "host", facts_pick(v, host_keys));
+	facts_pick_array(f, "gpus", json_object_get(report, "gpus"), gpu_keys, NULL);
 	text = json_dumps(f, JSON_COMPACT);
 	json_decref(f);
 	return text;

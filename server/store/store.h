@@ -181,6 +181,8 @@ struct agent_state {
 	int64_t gpu_count_max;       /* the most GPUs the node ever reported */
 	char *report;                /* the latest report (JSON text), or NULL when not read */
 	char *audit_facts;           /* put only: the report's version facts (ingest), or NULL */
+	double gpu_hottest_c;        /* put only: the hottest GPU (NAN: unknown) */
+	double gpu_power_w;          /* put only: the GPUs' power draw summed (NAN: unknown) */
 	/* The report's facts the health sweep reads (store_agent_state_get). health_facts 0:
 	 * not kept for this row (stored before they were), read them from the report. */
 	int health_facts;

@@ -211,7 +211,8 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 	sqlite3_bind_int64(s, 17, a->gpu_count);
 	sqlite3_bind_int64(s, 18, a->gpu_count_max);
 	store_bind_text(s, 19, a->report);
-	store_bind_text(s, 20, a->audit_facts);
+	/* The version facts live in node_agent_summary (below). */
+	sqlite3_bind_null(s, 20);
 	sqlite3_bind_int(s, 21, a->health_facts != 0);
 	bind_int_or_null(s, 22, a->health_facts ? a->interval_s : -1);
 	bind_real_or_null(s, 23, a->health_facts ? a->cpu_iowait_pct : NAN);
@@ -222,6 +223,22 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 			kiln_fail(ret, "store: agent state for node id %lld: no such node",
 				  (long long)a->node_id);
 	}
+	store_stmt_done(s);
+	if (ret < 0)
+		return ret;
+	/* The narrow row `kiln status` and `kiln audit` read for every node. */
+	if ((ret = store_stmt(st, &s, STMT_AGENT_SUMMARY_PUT,
+			      "INSERT OR REPLACE INTO node_agent_summary (node_id, gpu_count_max,"
+			      " gpu_hottest_c, gpu_power_w, audit_facts) VALUES (?1, ?2, ?3, ?4, ?5)")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, a->node_id);
+	sqlite3_bind_int64(s, 2, a->gpu_count_max);
+	bind_real_or_null(s, 3, a->gpu_hottest_c);
+	bind_real_or_null(s, 4, a->gpu_power_w);
+	store_bind_text(s, 5, a->audit_facts ? a->audit_facts : a->report);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "storing agent summary");
 	store_stmt_done(s);
 	return ret;
 }
@@ -368,8 +385,8 @@ int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **ou
 	int rc, ret;
 
 	if ((ret = store_stmt(st, &s, STMT_AGENT_GPU_SUMMARY,
-			      "SELECT node_id, max(temperature_c), sum(power_draw_w) FROM node_gpus"
-			      " GROUP BY node_id ORDER BY node_id")) < 0)
+			      "SELECT node_id, gpu_hottest_c, gpu_power_w FROM node_agent_summary"
+			      " ORDER BY node_id")) < 0)
 		return ret;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
@@ -409,8 +426,8 @@ int store_agent_audit_rows(struct store *st, struct agent_audit_row **out, size_
 	int rc, ret;
 
 	if ((ret = store_stmt(st, &s, STMT_AGENT_AUDIT_ROWS,
-			      "SELECT node_id, gpu_count_max, ifnull(audit_facts, report)"
-			      " FROM node_agent_state ORDER BY node_id")) < 0)
+			      "SELECT node_id, gpu_count_max, audit_facts FROM node_agent_summary"
+			      " ORDER BY node_id")) < 0)
 		return ret;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
