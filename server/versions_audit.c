@@ -240,9 +240,9 @@ static void facts_pick_array(json_t *f, const char *key, const json_t *src,
 	json_object_set_new(f, key, arr);
 }
 
-/* Only what vaudit_node_from_report reads, in the report's shape: the audit parses this for
- * every node (10,000 of them), so every byte left out is parsed 10,000 times less. */
-char *vaudit_facts_extract(const json_t *report)
+/* Only what vaudit_node_from_report reads, in the report's shape (the fallback of
+ * vaudit_facts_extract). */
+static char *facts_json(const json_t *report)
 {
 	static const char *const nv_keys[] = { "driver_version", "kernel_module_version",
 					       "cuda_driver_version", "status", NULL };
@@ -365,6 +365,189 @@ void vaudit_node_clear(struct vaudit_node *n)
 	strv_free(n->toolkits, n->ntoolkits);
 	free(n->rotational_disks);
 	memset(n, 0, sizeof(*n));
+}
+
+/*
+ * The facts as vaudit_node_from_report leaves them, pre-split so that the audit over 10,000
+ * nodes parses no JSON: "KF1", then US (0x1f) before each of: driver, module, CUDA driver,
+ * NVIDIA status, the toolkits (joined by RS, 0x1e), GPU models, VBIOS versions, GPU count,
+ * GPU memory, host memory, rotational disks. A string is "=" + its value, NULL is empty.
+ */
+#define FACTS_MAGIC "KF1"
+#define FACTS_US '\x1f'
+#define FACTS_RS '\x1e'
+#define FACTS_NFIELDS 11
+
+static int facts_put(char **buf, size_t *len, size_t *cap, const char *v)
+{
+	size_t l = v ? strlen(v) + 1 : 0;
+	char *grown;
+
+	/* RS separates only the toolkits (checked one by one in facts_split). */
+	if (v && strchr(v, FACTS_US))
+		return -1;
+	if (*len + l + 2 > *cap) {
+		*cap = (*len + l + 2) * 2;
+		if (!(grown = realloc(*buf, *cap)))
+			return -1;
+		*buf = grown;
+	}
+	(*buf)[(*len)++] = FACTS_US;
+	if (v) {
+		(*buf)[(*len)++] = '=';
+		memcpy(*buf + *len, v, l - 1);
+		*len += l - 1;
+	}
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+static char *facts_split(const struct vaudit_node *n)
+{
+	char num[3][24], *tk = NULL, *buf = NULL;
+	size_t len = 0, cap = 0, tl = 0;
+	int bad = 0;
+
+	for (size_t i = 0; i < n->ntoolkits; i++)
+		tl += strlen(n->toolkits[i]) + 1;
+	if (n->ntoolkits && !(tk = calloc(1, tl)))
+		return NULL;
+	for (size_t i = 0, at = 0; i < n->ntoolkits; i++) {
+		size_t l = strlen(n->toolkits[i]);
+
+		if (strchr(n->toolkits[i], FACTS_RS) || strchr(n->toolkits[i], FACTS_US))
+			bad = 1;
+		if (i)
+			tk[at++] = FACTS_RS;
+		memcpy(tk + at, n->toolkits[i], l);
+		at += l;
+	}
+	snprintf(num[0], sizeof(num[0]), "%lld", (long long)n->gpu_count);
+	snprintf(num[1], sizeof(num[1]), "%lld", (long long)n->gpu_memory_bytes);
+	snprintf(num[2], sizeof(num[2]), "%lld", (long long)n->host_memory_bytes);
+	cap = 256;
+	if (!bad && (buf = malloc(cap))) {
+		memcpy(buf, FACTS_MAGIC, sizeof(FACTS_MAGIC));
+		len = sizeof(FACTS_MAGIC) - 1;
+		if (facts_put(&buf, &len, &cap, n->field[VA_DRIVER]) < 0 ||
+		    facts_put(&buf, &len, &cap, n->field[VA_MODULE]) < 0 ||
+		    facts_put(&buf, &len, &cap, n->field[VA_CUDA_DRIVER]) < 0 ||
+		    facts_put(&buf, &len, &cap, n->nvidia_status) < 0 ||
+		    facts_put(&buf, &len, &cap, tk) < 0 ||
+		    facts_put(&buf, &len, &cap, n->field[VA_GPU_MODEL]) < 0 ||
+		    facts_put(&buf, &len, &cap, n->field[VA_VBIOS]) < 0 ||
+		    facts_put(&buf, &len, &cap, num[0]) < 0 ||
+		    facts_put(&buf, &len, &cap, num[1]) < 0 ||
+		    facts_put(&buf, &len, &cap, num[2]) < 0 ||
+		    facts_put(&buf, &len, &cap, n->rotational_disks) < 0) {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	free(tk);
+	return buf;
+}
+
+char *vaudit_facts_extract(const json_t *report)
+{
+	struct vaudit_node n;
+	char *text = NULL;
+
+	/* Pre-split when every value can be; else the JSON facts. */
+	if (vaudit_node_from_report(&n, "", report, 0, NULL, 0) == 0) {
+		text = facts_split(&n);
+		vaudit_node_clear(&n);
+	}
+	return text ? text : facts_json(report);
+}
+
+static int facts_dup(char **out, const char *v, size_t len)
+{
+	*out = NULL;
+	if (len == 0)
+		return 0;
+	if (!(*out = strndup(v + 1, len - 1)))
+		return kiln_fail(KILN_ERROR, "out of memory");
+	return 0;
+}
+
+static int64_t facts_int(const char *v, size_t len)
+{
+	char buf[24], *end;
+	long long x;
+
+	if (len < 2 || len - 1 >= sizeof(buf))
+		return -1;
+	memcpy(buf, v + 1, len - 1);
+	buf[len - 1] = '\0';
+	x = strtoll(buf, &end, 10);
+	return *end ? -1 : (int64_t)x;
+}
+
+/* A node from facts as vaudit_facts_extract stores them (either form); facts NULL: reported
+ * but nothing known. */
+static int node_from_facts(struct vaudit_node *out, const char *node, const char *facts,
+			   int64_t gpu_count_max, char *const *groups, size_t ngroups)
+{
+	const char *v[FACTS_NFIELDS], *p;
+	size_t l[FACTS_NFIELDS], nf = 0;
+	struct vaudit_node n;
+	json_t *report;
+	char *tk = NULL;
+	int rc;
+
+	if (!facts || strncmp(facts, FACTS_MAGIC "\x1f", sizeof(FACTS_MAGIC)) != 0) {
+		report = facts ? json_loads(facts, 0, NULL) : NULL;
+		rc = vaudit_node_from_report(out, node, report, gpu_count_max, groups, ngroups);
+		json_decref(report);
+		return rc;
+	}
+	for (p = facts + sizeof(FACTS_MAGIC) - 1; *p == FACTS_US && nf < FACTS_NFIELDS; nf++) {
+		const char *end = strchr(p + 1, FACTS_US);
+
+		v[nf] = p + 1;
+		l[nf] = end ? (size_t)(end - v[nf]) : strlen(v[nf]);
+		p = v[nf] + l[nf];
+	}
+	if (nf != FACTS_NFIELDS || *p)
+		return kiln_fail(KILN_EINVAL, "audit: node %s: unreadable stored facts", node);
+	if ((rc = vaudit_node_unreported(&n, node)) < 0)
+		return rc;
+	n.reported = 1;
+	if ((rc = node_groups_copy(&n, groups, ngroups)) < 0 ||
+	    (rc = facts_dup(&n.field[VA_DRIVER], v[0], l[0])) < 0 ||
+	    (rc = facts_dup(&n.field[VA_MODULE], v[1], l[1])) < 0 ||
+	    (rc = facts_dup(&n.field[VA_CUDA_DRIVER], v[2], l[2])) < 0 ||
+	    (rc = facts_dup(&n.nvidia_status, v[3], l[3])) < 0 ||
+	    (rc = facts_dup(&tk, v[4], l[4])) < 0 ||
+	    (rc = facts_dup(&n.field[VA_GPU_MODEL], v[5], l[5])) < 0 ||
+	    (rc = facts_dup(&n.field[VA_VBIOS], v[6], l[6])) < 0 ||
+	    (rc = facts_dup(&n.rotational_disks, v[10], l[10])) < 0)
+		goto cleanup;
+	for (char *t = tk, *next; t; t = next) {
+		next = strchr(t, FACTS_RS);
+		if (next)
+			*next++ = '\0';
+		if ((rc = set_add(&n.toolkits, &n.ntoolkits, t)) < 0)
+			goto cleanup;
+	}
+	if ((rc = set_join(&n.field[VA_TOOLKITS], n.toolkits, n.ntoolkits)) < 0)
+		goto cleanup;
+	n.gpu_count = facts_int(v[7], l[7]);
+	if (n.gpu_count < 0)
+		n.gpu_count = 0;
+	n.gpu_memory_bytes = facts_int(v[8], l[8]);
+	n.host_memory_bytes = facts_int(v[9], l[9]);
+	n.gpu_expected = gpu_count_max > n.gpu_count ? gpu_count_max : n.gpu_count;
+	rc = 0;
+cleanup:
+	free(tk);
+	if (rc < 0) {
+		vaudit_node_clear(&n);
+		return rc;
+	}
+	*out = n;
+	return 0;
 }
 
 /* --- policy ------------------------------------------------------------------------- */
@@ -758,7 +941,6 @@ int vaudit_store_run(json_t **out, struct store *st, const struct kiln_nodelist 
 		const struct agent_audit_row *row;
 		struct node_firmware fkey = { .node_id = nd->id };
 		const struct node_firmware *frow;
-		json_t *report = NULL;
 
 		if (names && !kiln_nodelist_contains(names, nd->name))
 			continue;
@@ -766,11 +948,9 @@ int vaudit_store_run(json_t **out, struct store *st, const struct kiln_nodelist 
 		if (!row) {
 			rc = vaudit_node_unreported(&vn[n], nd->name);
 		} else {
-			report = row->facts ? json_loads(row->facts, 0, NULL) : NULL;
-			rc = vaudit_node_from_report(&vn[n], nd->name, report, row->gpu_count_max,
-						     nd->groups, nd->ngroups);
+			rc = node_from_facts(&vn[n], nd->name, row->facts, row->gpu_count_max,
+					     nd->groups, nd->ngroups);
 		}
-		json_decref(report);
 		if (rc < 0)
 			goto cleanup;
 		n++;
