@@ -33,6 +33,15 @@ int64_t rf_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* BMCs close idle connections after a while (kiln-bmcsim 60 s, some BMCs sooner): past this,
+ * a request is counted as a new handshake so that a sweep's reconnects stay under the cap. */
+#define RF_KEPT_MS 20000
+
+int rf_bmc_connected(const struct redfish_bmc *b)
+{
+	return b->answered_ms > 0 && rf_now_ms() - b->answered_ms < RF_KEPT_MS;
+}
+
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
 	struct rf_request *req = ud;
@@ -225,7 +234,7 @@ int rf_request_start(struct rf_op *op, struct rf_step *step)
 	}
 	op->inflight = req;
 	rf->inflight++;
-	if (!b->connected && !b->plain_http) {
+	if (!rf_bmc_connected(b) && !b->plain_http) {
 		req->handshake = 1;
 		rf->handshaking++;
 	}
@@ -257,7 +266,7 @@ void rf_loop_complete(struct redfish *rf, CURLMsg *msg)
 	r.curl_code = (int)msg->data.result;
 	if (msg->data.result == CURLE_OK)
 		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &r.status);
-	op->bmc->connected = r.status != 0; /* curl keeps the connection of an answer */
+	op->bmc->answered_ms = r.status != 0 ? rf_now_ms() : 0; /* curl keeps its connection */
 	if (req->too_big) {
 		r.status = 0;
 		snprintf(cerr, sizeof(cerr), "response body over the %zu-byte cap",

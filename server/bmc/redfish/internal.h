@@ -28,8 +28,8 @@ struct redfish_bmc {
 	int retired;
 	int nops;                              /* operations in the driver's list that use it */
 	int tried;                             /* an operation ran on it before */
-	int connected;                         /* the last request got an answer: its connection
-						* is probably kept, the next one needs no handshake */
+	int64_t answered_ms;                   /* when the last request got an answer: for a
+						* while its connection is probably kept (rf_bmc_connected) */
 	int64_t node_id;
 	char *name;
 	char *base_url;                        /* "https://host:port" */
@@ -155,6 +155,7 @@ struct redfish {
 	pthread_mutex_t lock;                  /* guards inbox, retired, stopping */
 	struct rf_op *inbox;
 	struct redfish_bmc *bmcs;              /* every BMC state, retired ones included */
+	int retired_count;                     /* retired states not freed yet */
 	int stopping;
 	struct rf_op *ops;                     /* loop thread only */
 	int inflight;
@@ -162,6 +163,9 @@ struct redfish {
 };
 
 int64_t rf_now_ms(void);
+/* 1 when b's next request probably reuses a kept connection (no TLS handshake): it got an
+ * answer recently, before a BMC or curl would have closed an idle connection. */
+int rf_bmc_connected(const struct redfish_bmc *b);
 
 /* Steps (redfish.c). path is copied; body is copied (may be NULL). */
 void rf_push(struct rf_op *op, const char *method, const char *path, const char *body,
