@@ -10,23 +10,6 @@
 #define TOUCH_INTERVAL_S 60
 
 /* Grows *list (elements of size sz) so that index count fits; zeroes new elements. */
-static int grow(void **list, size_t *cap, size_t count, size_t sz)
-{
-	size_t ncap;
-	void *nl;
-
-	if (count < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	nl = realloc(*list, ncap * sz);
-	if (!nl)
-		return kiln_fail(KILN_ERROR, "store: out of memory");
-	memset((char *)nl + *cap * sz, 0, (ncap - *cap) * sz);
-	*list = nl;
-	*cap = ncap;
-	return 0;
-}
-
 /* Binds an integer, NULL when negative (unknown). */
 static void bind_int_or_null(sqlite3_stmt *s, int idx, int64_t v)
 {
@@ -255,7 +238,7 @@ int store_agent_state_list(struct store *st, struct agent_state **out, size_t *o
 			      " JOIN nodes n ON n.id = a.node_id ORDER BY n.name")) < 0)
 		return ret;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
 			goto cleanup;
 		count++;
 		if ((ret = state_read(&list[count - 1], s, 0)) < 0)
@@ -309,7 +292,7 @@ int store_agent_gpus_get(struct store *st, struct agent_gpu **out, size_t *out_c
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct agent_gpu *g;
 
-		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
 			goto cleanup;
 		g = &list[count++];
 		g->index = sqlite3_column_int64(s, 0);
@@ -389,7 +372,7 @@ int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **ou
 			      " ORDER BY node_id")) < 0)
 		return ret;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
 			goto cleanup;
 		list[count].node_id = sqlite3_column_int64(s, 0);
 		list[count].hottest_c = column_real_or_nan(s, 1);
@@ -430,7 +413,7 @@ int store_agent_audit_rows(struct store *st, struct agent_audit_row **out, size_
 			      " ORDER BY node_id")) < 0)
 		return ret;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
 			goto cleanup;
 		list[count].node_id = sqlite3_column_int64(s, 0);
 		list[count].gpu_count_max = sqlite3_column_int64(s, 1);
@@ -739,7 +722,7 @@ int store_enroll_token_list(struct store *st, struct enroll_token **out, size_t 
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct enroll_token *t;
 
-		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
 			goto cleanup;
 		t = &list[count++];
 		t->id = sqlite3_column_int64(s, 0);
@@ -877,7 +860,7 @@ int store_pending_agent_list(struct store *st, struct pending_agent **out, size_
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct pending_agent *p;
 
-		if ((ret = grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
 			goto cleanup;
 		p = &list[count++];
 		p->id = sqlite3_column_int64(s, 0);

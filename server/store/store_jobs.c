@@ -12,24 +12,6 @@ static int prepare(struct store *st, sqlite3_stmt **out, const char *sql)
 	return rc == SQLITE_OK ? 0 : store_fail(st, rc, "preparing a jobs statement");
 }
 
-/* Grows *list (of size elem) to hold one more than n. */
-static int grow(void **list, size_t *cap, size_t n, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 16;
-	p = realloc(*list, ncap * elem);
-	if (!p)
-		return kiln_fail(KILN_ERROR, "store: out of memory");
-	memset((char *)p + *cap * elem, 0, (ncap - *cap) * elem);
-	*list = p;
-	*cap = ncap;
-	return 0;
-}
-
 /* --- images -------------------------------------------------------------------------- */
 
 void image_clear(struct image *img)
@@ -132,7 +114,7 @@ int store_image_list(struct store *st, struct image **out, size_t *out_count)
 	if ((ret = prepare(st, &s, "SELECT " IMAGE_COLUMNS " FROM images ORDER BY name")) < 0)
 		return ret;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if ((ret = grow((void **)&list, &cap, n, sizeof(*list))) < 0)
+		if ((ret = store_list_grow((void **)&list, &cap, n, sizeof(*list))) < 0)
 			goto cleanup;
 		n++;
 		if ((ret = image_read(&list[n - 1], s)) < 0)
@@ -309,7 +291,7 @@ int store_job_list(struct store *st, struct job **out, size_t *out_count, int ac
 	sqlite3_bind_int(s, 1, active_only ? 1 : 0);
 	sqlite3_bind_int64(s, 2, node_id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if ((ret = grow((void **)&list, &cap, n, sizeof(*list))) < 0)
+		if ((ret = store_list_grow((void **)&list, &cap, n, sizeof(*list))) < 0)
 			goto cleanup;
 		n++;
 		if ((ret = job_read(&list[n - 1], s)) < 0)
