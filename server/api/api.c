@@ -507,3 +507,33 @@ void api_server_stop(struct api_server *srv)
 	free(srv->db_path);
 	free(srv);
 }
+
+int api_body_string(struct api_ctx *c, const char **out, const char *name)
+{
+	json_t *v = json_object_get(c->body, name);
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v)) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, name, "%s must be a string", name);
+		return KILN_EINVAL;
+	}
+	*out = json_string_value(v);
+	return 0;
+}
+
+int api_body_bool(struct api_ctx *c, int *out, const char *name)
+{
+	json_t *v = json_object_get(c->body, name);
+
+	*out = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v)) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, name, "%s must be true or false", name);
+		return KILN_EINVAL;
+	}
+	*out = json_is_true(v);
+	return 0;
+}

@@ -454,37 +454,6 @@ cleanup:
 	fan_free(&f);
 }
 
-/* A string member of the body; 400 naming it when present but not a string. */
-static int body_string(struct api_ctx *c, const char **out, const char *name)
-{
-	json_t *v = json_object_get(c->body, name);
-
-	*out = NULL;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v)) {
-		api_fail(c, MHD_HTTP_BAD_REQUEST, name, "%s must be a string", name);
-		return KILN_EINVAL;
-	}
-	*out = json_string_value(v);
-	return 0;
-}
-
-static int body_bool(struct api_ctx *c, int *out, const char *name)
-{
-	json_t *v = json_object_get(c->body, name);
-
-	*out = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v)) {
-		api_fail(c, MHD_HTTP_BAD_REQUEST, name, "%s must be true or false", name);
-		return KILN_EINVAL;
-	}
-	*out = json_is_true(v);
-	return 0;
-}
-
 /* An integer member of the body within lo..hi; *out keeps its value when absent. */
 static int body_int(struct api_ctx *c, int64_t *out, const char *name, int64_t lo, int64_t hi)
 {
@@ -552,8 +521,8 @@ void api_power_post(struct api_ctx *c)
 	interval_s = pacing_interval;
 	pthread_mutex_unlock(&pacing_lock);
 	if (!api_body_require(c) || body_only(c, fields) < 0 ||
-	    body_string(c, &range, "range") < 0 || body_string(c, &action, "action") < 0 ||
-	    body_bool(c, &op.on_if_off, "on_if_off") < 0 || body_bool(c, &dry_run, "dry_run") < 0 ||
+	    api_body_string(c, &range, "range") < 0 || api_body_string(c, &action, "action") < 0 ||
+	    api_body_bool(c, &op.on_if_off, "on_if_off") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0 ||
 	    body_int(c, &batch, "batch", 0, 100000) < 0 ||
 	    body_int(c, &interval_s, "interval_s", 0, 3600) < 0)
 		return;
@@ -608,8 +577,8 @@ void api_boot_post(struct api_ctx *c)
 	int dry_run, found = 0;
 
 	if (!api_body_require(c) || body_only(c, fields) < 0 ||
-	    body_string(c, &range, "range") < 0 || body_string(c, &device, "device") < 0 ||
-	    body_bool(c, &op.persistent, "persistent") < 0 || body_bool(c, &dry_run, "dry_run") < 0)
+	    api_body_string(c, &range, "range") < 0 || api_body_string(c, &device, "device") < 0 ||
+	    api_body_bool(c, &op.persistent, "persistent") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0)
 		return;
 	for (size_t i = 0; device && i < sizeof(boot_devices) / sizeof(boot_devices[0]); i++) {
 		if (strcmp(device, boot_devices[i].name) == 0) {
@@ -669,8 +638,8 @@ void api_media_insert(struct api_ctx *c)
 	json_t *per_node;
 	int dry_run;
 
-	if (!api_body_require(c) || body_only(c, fields) < 0 || body_string(c, &node, "node") < 0 ||
-	    body_string(c, &url, "url") < 0 || body_bool(c, &dry_run, "dry_run") < 0 ||
+	if (!api_body_require(c) || body_only(c, fields) < 0 || api_body_string(c, &node, "node") < 0 ||
+	    api_body_string(c, &url, "url") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0 ||
 	    one_node(c, node) < 0)
 		return;
 	if (!url_valid(url)) {
@@ -696,8 +665,8 @@ void api_media_eject(struct api_ctx *c)
 	json_t *per_node;
 	int dry_run;
 
-	if (!api_body_require(c) || body_only(c, fields) < 0 || body_string(c, &node, "node") < 0 ||
-	    body_bool(c, &dry_run, "dry_run") < 0 || one_node(c, node) < 0)
+	if (!api_body_require(c) || body_only(c, fields) < 0 || api_body_string(c, &node, "node") < 0 ||
+	    api_body_bool(c, &dry_run, "dry_run") < 0 || one_node(c, node) < 0)
 		return;
 	per_node = json_pack("{s:s}", "action", "media.eject");
 	if (!per_node) {

@@ -76,6 +76,11 @@ void api_fail_index(struct api_ctx *c, unsigned status, long index, const char *
 /* Answers a kiln error code with its status (404, 409, 400, ...) and kiln_error_last(). */
 void api_fail_code(struct api_ctx *c, int rc, const char *field);
 
+/* The body's member name as a string (*out NULL when absent or null) or a boolean (0 when
+ * absent); a present value of another type answers 400 naming it and returns KILN_EINVAL. */
+int api_body_string(struct api_ctx *c, const char **out, const char *name);
+int api_body_bool(struct api_ctx *c, int *out, const char *name);
+
 /* The HTTP status a kiln error code maps to. */
 unsigned api_status_of(int rc);
 

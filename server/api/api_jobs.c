@@ -81,36 +81,6 @@ static int body_only(struct api_ctx *c, const char *const *names)
 	return 0;
 }
 
-static int body_string(struct api_ctx *c, const char **out, const char *name)
-{
-	json_t *v = json_object_get(c->body, name);
-
-	*out = NULL;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v)) {
-		api_fail(c, MHD_HTTP_BAD_REQUEST, name, "%s must be a string", name);
-		return KILN_EINVAL;
-	}
-	*out = json_string_value(v);
-	return 0;
-}
-
-static int body_bool(struct api_ctx *c, int *out, const char *name)
-{
-	json_t *v = json_object_get(c->body, name);
-
-	*out = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v)) {
-		api_fail(c, MHD_HTTP_BAD_REQUEST, name, "%s must be true or false", name);
-		return KILN_EINVAL;
-	}
-	*out = json_is_true(v);
-	return 0;
-}
-
 void api_images_create(struct api_ctx *c)
 {
 	static const char *const fields[] = { "name", "iso", "pxe", "os", NULL };
@@ -119,9 +89,9 @@ void api_images_create(struct api_ctx *c)
 	int pxe, rc;
 	int64_t audit_id;
 
-	if (!api_body_require(c) || body_only(c, fields) < 0 || body_string(c, &name, "name") < 0 ||
-	    body_string(c, &iso, "iso") < 0 || body_bool(c, &pxe, "pxe") < 0 ||
-	    body_string(c, &os, "os") < 0)
+	if (!api_body_require(c) || body_only(c, fields) < 0 || api_body_string(c, &name, "name") < 0 ||
+	    api_body_string(c, &iso, "iso") < 0 || api_body_bool(c, &pxe, "pxe") < 0 ||
+	    api_body_string(c, &os, "os") < 0)
 		return;
 	if (!image_name_valid(name)) {
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "name", "name must be 1-64 letters, digits, '.', "
@@ -279,8 +249,8 @@ void api_reinstall_post(struct api_ctx *c)
 	json_t *arr = NULL;
 	int dry_run, rc;
 
-	if (!api_body_require(c) || body_only(c, fields) < 0 || body_string(c, &rng, "range") < 0 ||
-	    body_string(c, &image, "image") < 0 || body_bool(c, &dry_run, "dry_run") < 0)
+	if (!api_body_require(c) || body_only(c, fields) < 0 || api_body_string(c, &rng, "range") < 0 ||
+	    api_body_string(c, &image, "image") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0)
 		return;
 	if (!rng || !rng[0]) {
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "range", "range is required");
