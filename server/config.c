@@ -47,7 +47,8 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	KEY("bmc", "fanout", KILN_CFG_INT, bmc_fanout, 1, 100000, NULL, "256",
 	    "BMC requests in flight at most, fleet-wide (one at a time per BMC in any case)."),
 	KEY("bmc", "connect_timeout", KILN_CFG_DURATION, bmc_connect_timeout, 1, 300, NULL, "10s",
-	    "A BMC that does not accept the connection within this has failed the request."),
+	    "A BMC that does not accept the connection within this has failed the request; "
+	    "a serial console (SOL) session that hears nothing from its BMC for this long is lost."),
 	KEY("bmc", "request_timeout", KILN_CFG_DURATION, bmc_request_timeout, 1, 600, NULL, "30s",
 	    "A BMC request that takes longer has failed."),
 	KEY("bmc", "status_timeout", KILN_CFG_DURATION, bmc_status_timeout, 0, 600, NULL, "0s",

@@ -19,6 +19,7 @@
 #include "bmc/ipmi/ipmi.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"
+#include "kiln/log.h"
 #include "kiln/parse.h"
 
 #define LOG_MAX_DEFAULT (1L << 20)
@@ -296,6 +297,7 @@ static void on_console(void *ud, enum ipmi_console_event ev, const unsigned char
 	pthread_mutex_lock(&M.lock);
 	if (ev == IPMI_CONSOLE_OPEN) {
 		if (n->sess == s && n->state == S_OPENING) {
+			log_info("console %s: session open", n->name);
 			n->state = S_UP;
 			n->backoff_ms = BACKOFF_MIN_MS;
 			n->last_error[0] = '\0';
@@ -316,6 +318,10 @@ static void on_console(void *ud, enum ipmi_console_event ev, const unsigned char
 		if (n->sess == s) {
 			char why[450];
 
+			if (rc < 0)
+				log_warn("console %s: session closed: %s", n->name, error);
+			else
+				log_info("console %s: session closed", n->name);
 			n->sess = NULL;
 			n->cid = 0;
 			n->state = S_DOWN;

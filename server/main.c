@@ -261,7 +261,7 @@ int main(int argc, char **argv)
 	{
 		struct console_config ccfg = { .state_dir = sd->path, .db_path = db_path,
 					       .key = &sd->key,
-					       .timeout_ms = (long)cfg.bmc_request_timeout * 1000 };
+					       .timeout_ms = (long)cfg.bmc_connect_timeout * 1000 };
 
 		if (console_start(&ccfg) < 0) {
 			ret = die("console");

@@ -119,10 +119,11 @@ session_wait open 2 # capture keeps the session after the client left
 # the BMC goes away (its session times out) and comes back: capture opens the session again
 kill "${IPMISIM_PIDS[0]}"
 wait "${IPMISIM_PIDS[0]}" 2> /dev/null
-for ((i = 0; i < 200; i++)); do
+deadline=$((SECONDS + 30))
+while [ "$SECONDS" -lt "$deadline" ]; do
 	kiln_api GET /nodes/con1/console/log > /dev/null
 	[ "$(jq -r .session "$KILN_BODY_FILE")" != open ] && break
-	sleep 0.1
+	sleep 0.2
 done
 [ "$(jq -r .session "$KILN_BODY_FILE")" != open ] || fail "the session outlived its BMC"
 (cd "${IPMISIM_DIRS[0]}" && exec ipmi_sim -c lan.conf -f "$IPMISIM_KIT/node.emu" -s state -n \

@@ -201,8 +201,10 @@ static void *session_thread(void *arg)
 	proto.retransmission_timeout_len = (int)(s->timeout_ms / 8 < 100 ? 100 : s->timeout_ms / 8 > 1000
 						 ? 1000 : s->timeout_ms / 8);
 	proto.retransmission_backoff_count = -1;
-	proto.keepalive_timeout_len = -1;
-	proto.retransmission_keepalive_timeout_len = -1;
+	/* A session is lost after timeout_ms without a packet from the BMC; keepalives every
+	 * half of that keep an idle but healthy session alive (FreeIPMI's default is 20 s). */
+	proto.keepalive_timeout_len = (int)(s->timeout_ms / 2);
+	proto.retransmission_keepalive_timeout_len = proto.retransmission_timeout_len;
 	proto.acceptable_packet_errors_count = -1;
 	proto.maximum_retransmission_count = -1;
 	eng.engine_flags = s->keepalive ? IPMICONSOLE_ENGINE_SERIAL_KEEPALIVE_EMPTY : 0;
