@@ -2,11 +2,12 @@
 # Benchmark (on demand, not CI): agent-report ingest into kilnd from 10,000 distinct nodes.
 #
 # usage: tests/bench/ingest.sh [--nodes N] [--conns C] [--duration S] [--shape lean|full]
-#                              [--no-build] [--perf]
+#                              [--no-build] [--perf] [--build DIR]
 #   --shape lean   8-GPU report with the GPU fields kilnd reads (about 4.7 KB, the issue's 3-5 KB)
 #   --shape full   kiln-agent --print as it is, without Xid events (about 9.6 KB)
 #   --threads T    kilnd's [http] threads (default: kilnd's own choice)
 #   --perf         record kilnd with perf during the load (perf report in the kept folder)
+#   --build DIR    the build tree to use (default build-bench), e.g. one per helper
 #   KILN_BENCH_KEEP=1 keeps the temporary folder.
 #
 # Builds a plain RelWithDebInfo tree into build-bench, starts kilnd on 127.0.0.1 (plain HTTP,
@@ -30,7 +31,8 @@ while [ $# -gt 0 ]; do
 	--no-build) BUILD_IT=0; shift ;;
 	--perf) PERF=1; shift ;;
 	--threads) THREADS=$2; shift 2 ;;
-	-h | --help) sed -n "2,18p" "$0"; exit 0 ;;
+	--build) BUILD=$(realpath -m "$2"); shift 2 ;;
+	-h | --help) sed -n "2,19p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -92,6 +94,7 @@ if [ "$PERF" = 1 ]; then
 	perf record --call-graph dwarf,16384 -F 499 -o "$TMP/perf.data" -p "$KILND_PID" 2>"$TMP/perf.log" &
 	PERF_PID=$!
 fi
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 CPU0=$(sed 's/.*) //' "/proc/$KILND_PID/stat" | awk '{ print $12 + $13 }')
 set +e
 "$BUILD/bin/kiln-bench-ingest" --url "$URL" --tokens "$TMP/tokens" --nodes "$NODES" \
@@ -113,6 +116,8 @@ STORED=$(sqlite3 -readonly "$TMP/kilnd/kiln.db" "SELECT count(*) FROM agent_hist
 SEEN=$(sqlite3 -readonly "$TMP/kilnd/kiln.db" "SELECT count(*) FROM agent_reports_seen")
 TCK=$(getconf CLK_TCK)
 printf '%-28s %s\n' "kilnd CPU s (whole run)" "$(awk -v a="$CPU0" -v b="$CPU1" -v t="$TCK" 'BEGIN { printf "%.1f", (b - a) / t }')"
+printf '%-28s %s\n' "kilnd CPU ms / stored report" "$(awk -v a="$CPU0" -v b="$CPU1" -v t="$TCK" -v n="$STORED" 'BEGIN { if (n > 0) printf "%.3f", (b - a) / t * 1000 / n }')"
+printf '%-28s %s\n' "load average before / after" "$LOAD0 / $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-28s %s\n' "kilnd peak RSS MiB" "$(awk -v k="$RSS" 'BEGIN { printf "%.0f", k / 1024 }')"
 printf '%-28s %s\n' "stored in kiln.db" "$STORED history rows, $SEEN report ids"
 if [ "$STORED" != "$ACKED" ] || [ "$SEEN" != "$ACKED" ]; then

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <sys/resource.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -19,9 +22,16 @@
 #define SAMPLES_MAX 5000000
 
 /* The placeholders the template carries; the generator fills them per report. */
-enum slot { SLOT_RID, SLOT_TIME, SLOT_HOST, SLOT_MID, SLOT_BOOT, SLOT_SERIAL, SLOT_COUNT };
+enum slot {
+	SLOT_RID, SLOT_TIME, SLOT_HOST, SLOT_MID, SLOT_BOOT, SLOT_SERIAL,
+	SLOT_TEMP, SLOT_POWER, SLOT_UTIL, SLOT_MEMUSED, /* per GPU, numbers: the quotes go */
+	SLOT_COUNT
+};
+#define SLOT_FIRST_NUMBER SLOT_TEMP
 static const char *const slot_marks[SLOT_COUNT] = { "@@RID@@", "@@TIME@@", "@@HOST@@",
-						    "@@MID@@", "@@BOOT@@", "@@SERIAL@@" };
+						    "@@MID@@", "@@BOOT@@", "@@SERIAL@@",
+						    "@@TEMP@@", "@@POWER@@", "@@UTIL@@",
+						    "@@MEMUSED@@" };
 
 struct piece {
 	const char *text;  /* literal text before the slot */
@@ -31,7 +41,7 @@ struct piece {
 
 struct tmpl {
 	char *text;
-	struct piece pieces[32];
+	struct piece pieces[96];
 	size_t npieces;
 };
 
@@ -150,6 +160,22 @@ static int tmpl_load(struct tmpl *t, const char *path)
 		return -1;
 	}
 	host = json_object_get(j, "host");
+	/* GPU telemetry changes with every report, as a real agent's does. */
+	{
+		size_t gi;
+		json_t *g;
+
+		json_array_foreach(json_object_get(j, "gpus"), gi, g) {
+			if (set_mark(g, "temperature_c", SLOT_TEMP) < 0 ||
+			    set_mark(g, "power_draw_w", SLOT_POWER) < 0 ||
+			    set_mark(g, "utilization_gpu_pct", SLOT_UTIL) < 0 ||
+			    set_mark(g, "memory_used_bytes", SLOT_MEMUSED) < 0) {
+				fprintf(stderr, "ingest_load: %s: gpus[%zu] is not an object\n", path, gi);
+				json_decref(j);
+				return -1;
+			}
+		}
+	}
 	if (set_mark(j, "report_id", SLOT_RID) < 0 || set_mark(j, "time", SLOT_TIME) < 0 ||
 	    set_mark(host, "hostname", SLOT_HOST) < 0 || set_mark(host, "machine_id", SLOT_MID) < 0 ||
 	    set_mark(host, "boot_id", SLOT_BOOT) < 0 || set_mark(host, "dmi_serial", SLOT_SERIAL) < 0) {
@@ -180,25 +206,42 @@ static int tmpl_load(struct tmpl *t, const char *path)
 		t->pieces[t->npieces].text = p;
 		t->pieces[t->npieces].len = best ? (size_t)(best - p) : strlen(p);
 		t->pieces[t->npieces].slot = bs;
+		if (bs >= SLOT_FIRST_NUMBER)
+			t->pieces[t->npieces].len--; /* the opening quote: the value is a number */
 		t->npieces++;
 		if (!best)
 			break;
-		p = best + strlen(slot_marks[bs]);
+		p = best + strlen(slot_marks[bs]) + (bs >= SLOT_FIRST_NUMBER);
 	}
 	return 0;
 }
 
-/* Writes the report of node index i into c->report; returns its length or 0 when too big. */
+/* A cheap generator for the varied values (xorshift64*). */
+static uint64_t rnd_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ULL;
+}
+
+/* Writes the report of node index i into c->report; returns its length or 0 when too big.
+ * report_id: 32 random lowercase hex digits, like the agent's (random keys, not an append). */
 static size_t tmpl_fill(struct conn *c, const struct tmpl *t, const struct node *n, size_t i,
 			const char *run, uint64_t seq)
 {
+	static uint64_t rs = 0x9e3779b97f4a7c15ULL;
 	char vals[SLOT_COUNT][80];
 	struct tm tm;
 	time_t now = time(NULL);
 	size_t len = 0;
 
+	(void)run;
+	if (rs == 0x9e3779b97f4a7c15ULL)
+		rs ^= (uint64_t)now * 0x100000001b3ULL ^ (uint64_t)getpid();
 	gmtime_r(&now, &tm);
-	snprintf(vals[SLOT_RID], sizeof(vals[0]), "b%s-%" PRIu64, run, seq);
+	snprintf(vals[SLOT_RID], sizeof(vals[0]), "%016" PRIx64 "%016" PRIx64, rnd_next(&rs),
+		 rnd_next(&rs) ^ seq);
 	strftime(vals[SLOT_TIME], sizeof(vals[0]), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	snprintf(vals[SLOT_HOST], sizeof(vals[0]), "%s", n->name);
 	snprintf(vals[SLOT_MID], sizeof(vals[0]), "%032zx", i + 1);
@@ -206,7 +249,25 @@ static size_t tmpl_fill(struct conn *c, const struct tmpl *t, const struct node 
 	snprintf(vals[SLOT_SERIAL], sizeof(vals[0]), "SNBENCH%07zu", i + 1);
 	for (size_t k = 0; k < t->npieces; k++) {
 		const struct piece *pc = &t->pieces[k];
-		size_t vl = pc->slot >= 0 ? strlen(vals[pc->slot]) : 0;
+		size_t vl;
+
+		if (pc->slot >= SLOT_FIRST_NUMBER) {
+			uint64_t r = rnd_next(&rs);
+
+			/* temperature 30-89 C, power 80.00-699.99 W, utilisation 0-100 %,
+			 * memory used up to 80 GiB: each GPU's own per report */
+			if (pc->slot == SLOT_TEMP)
+				snprintf(vals[SLOT_TEMP], sizeof(vals[0]), "%u", 30 + (unsigned)(r % 60));
+			else if (pc->slot == SLOT_POWER)
+				snprintf(vals[SLOT_POWER], sizeof(vals[0]), "%u.%02u",
+					 80 + (unsigned)(r % 620), (unsigned)((r >> 16) % 100));
+			else if (pc->slot == SLOT_UTIL)
+				snprintf(vals[SLOT_UTIL], sizeof(vals[0]), "%u", (unsigned)(r % 101));
+			else
+				snprintf(vals[SLOT_MEMUSED], sizeof(vals[0]), "%" PRIu64,
+					 (uint64_t)((r % 80) * 1073741824ULL));
+		}
+		vl = pc->slot >= 0 ? strlen(vals[pc->slot]) : 0;
 
 		if (len + pc->len + vl >= REPORT_CAP)
 			return 0;
@@ -572,6 +633,15 @@ static int load_run(const struct opts *o, const struct tmpl *t, const struct nod
 	printf("%-28s %.2f\n", "latency p50 ms", pct(st.lat, st.nlat, 0.50));
 	printf("%-28s %.2f\n", "latency p99 ms", pct(st.lat, st.nlat, 0.99));
 	printf("%-28s %.2f\n", "latency max ms", st.nlat ? st.lat[st.nlat - 1] : 0);
+	{
+		struct rusage ru;
+
+		/* The generator's own CPU, to tell whether it, not kilnd, is the limit. */
+		if (getrusage(RUSAGE_SELF, &ru) == 0)
+			printf("%-28s %.1f\n", "generator CPU s (whole run)",
+			       (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+				       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+	}
 	ret = st.failed ? 1 : 0;
 cleanup:
 	for (long k = 0; conns && k < o->conns; k++) {
