@@ -3,12 +3,23 @@
 #
 # usage: tests/bench/redfish.sh [--bmcs N] [--latency MS] [--jitter MS] [--fault SPEC]
 #          [--request-timeout S] [--status-timeout S] [--fanout F] [--sweeps K]
-#          [--peer-subset M] [--cycle] [--no-build]
+#          [--peer-subset M] [--peer-fanout F] [--cycle] [--cli] [--dead] [--sims K]
+#          [--no-build]
 #   defaults: 10000 BMCs, HTTPS (ECDSA), 200 +- 50 ms, hang:1%, request_timeout 5 s, kilnd's
-#   own fan-out, 3 sweeps, a curl loop over 100 BMCs as the sequential peer.
+#   own fan-out, 3 sweeps, a curl loop over 100 BMCs as the sequential peer and a second
+#   kilnd with its fan-out limited to 8 (Ironic's default) over the same 100 BMCs.
 #   --cycle  after the sweeps, POST /power {"action":"cycle"} over every BMC that answers
 #            (power-delay 1 s per phase) and time it until each final state is confirmed.
-#   --status-timeout  kilnd's [bmc] status_timeout (power-state reads); default: kilnd's own.
+#   --status-timeout T  kilnd's [bmc] status_timeout (power-state reads: 2, 2s, 1500ms);
+#            default: kilnd's own.
+#   --cli    time `kiln power status RANGE` (the CLI) instead of a bare GET /api/v1/power.
+#   --dead   point 2: 1,000 BMCs of which half accept and never answer (hang:50%), 2 sweeps
+#            through the CLI, each checked against its timeout (request_timeout for the
+#            first contact, status_timeout after) + 2 s; the hung half must be reported as
+#            timed out, the other half with their power state.
+#   --sims K kiln-bmcsim processes (default: one per 5,000 BMCs); more spread the
+#            simulators' CPU over both cores.
+#   --peer-fanout F  the second kilnd's fan-out (0: not run).
 #   KILN_BENCH_BUILD=DIR uses that build directory instead of build-bench.
 #
 # Starts kiln-bmcsim processes of at most 5,000 ports each on 127.0.0.1 (ports below 32768),
@@ -22,7 +33,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${KILN_BENCH_BUILD:-$SRC/build-bench}
 N=10000 LAT=200 JIT=50 FAULT=hang:1% RT=5 ST= FANOUT= SWEEPS=3 PEER=100 CYCLE=0 BUILD_IT=1
-PER_PROC=5000
+PER_PROC=5000 SIMS= CLI=0 DEAD=0 PEER_FANOUT=8
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bmcs) N=$2; shift 2 ;;
@@ -34,12 +45,19 @@ while [ $# -gt 0 ]; do
 	--fanout) FANOUT=$2; shift 2 ;;
 	--sweeps) SWEEPS=$2; shift 2 ;;
 	--peer-subset) PEER=$2; shift 2 ;;
+	--peer-fanout) PEER_FANOUT=$2; shift 2 ;;
 	--cycle) CYCLE=1; shift ;;
+	--cli) CLI=1; shift ;;
+	--dead) DEAD=1 CLI=1 N=1000 FAULT=hang:50% SWEEPS=2 PEER=0; shift ;;
+	--sims) SIMS=$2; shift 2 ;;
 	--no-build) BUILD_IT=0; shift ;;
-	-h | --help) sed -n "2,21p" "$0"; exit 0 ;;
+	-h | --help) sed -n "2,34p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
+# a bare number of seconds stays as it was ("2" -> "2s")
+case $ST in '' | *[a-z]) ;; *) ST=${ST}s ;; esac
+[ -n "$SIMS" ] && PER_PROC=$(((N + SIMS - 1) / SIMS))
 for tool in curl jq; do
 	command -v "$tool" >/dev/null || { echo "bench needs $tool" >&2; exit 1; }
 done
@@ -79,56 +97,104 @@ for ((first = 0; first < N; first += PER_PROC)); do
 	[ -s "$TMP/ports.$first" ] || { echo "kiln-bmcsim did not start:"; cat "$TMP/sim.$first.log"; exit 1; }
 done
 
-{
-	printf '[bmc]\nrequest_timeout = %ss\n' "$RT"
-	[ -n "$FANOUT" ] && printf 'fanout = %s\n' "$FANOUT"
-	[ -n "$ST" ] && printf 'status_timeout = %ss\n' "$ST"
-	printf '[poller]\ninterval = 3600s\n'
-} >"$TMP/kilnd.conf"
-mkdir -m 700 "$TMP/kilnd"
-"$BUILD/bin/kilnd" --state-dir "$TMP/kilnd" --listen 127.0.0.1:0 --config "$TMP/kilnd.conf" \
-	2>"$TMP/kilnd.log" &
-KILND_PID=$!
-PIDS+=("$KILND_PID")
-for _ in $(seq 300); do
-	[ -s "$TMP/kilnd/kilnd.url" ] && curl -sf -o /dev/null "$(cat "$TMP/kilnd/kilnd.url")/api/v1/health" && break
-	kill -0 "$KILND_PID" 2>/dev/null || { cat "$TMP/kilnd.log"; exit 1; }
-	sleep 0.1
-done
-URL=$(cat "$TMP/kilnd/kilnd.url")
-AUTH="Authorization: Bearer $(cat "$TMP/kilnd/admin.token")"
+# kilnd_start DIR FANOUT: a kilnd in DIR (poller out of the way); sets KPID, KURL, KAUTH.
+kilnd_start() {
+	local dir=$1 fan=$2
+	{
+		printf '[bmc]\nrequest_timeout = %ss\n' "$RT"
+		[ -n "$fan" ] && printf 'fanout = %s\n' "$fan"
+		[ -n "$ST" ] && printf 'status_timeout = %s\n' "$ST"
+		printf '[poller]\ninterval = 3600s\n'
+	} >"$dir.conf"
+	mkdir -m 700 "$dir"
+	"$BUILD/bin/kilnd" --state-dir "$dir" --listen 127.0.0.1:0 --config "$dir.conf" \
+		2>"$dir.log" &
+	KPID=$!
+	PIDS+=("$KPID")
+	for _ in $(seq 300); do
+		[ -s "$dir/kilnd.url" ] && curl -sf -o /dev/null "$(cat "$dir/kilnd.url")/api/v1/health" && break
+		kill -0 "$KPID" 2>/dev/null || { cat "$dir.log"; exit 1; }
+		sleep 0.1
+	done
+	KURL=$(cat "$dir/kilnd.url")
+	KAUTH="Authorization: Bearer $(cat "$dir/admin.token")"
+}
+# nodes_import URL AUTH COUNT: nodes rf00000.. for the first COUNT BMCs, 1,000 a request
+# (the API's body cap), each trusting its own simulator's certificate.
+nodes_import() {
+	local url=$1 auth=$2 count=$3 first last
+	for ((first = 0; first < count; first += 1000)); do
+		last=$((first + 999 < count - 1 ? first + 999 : count - 1))
+		seq "$first" "$last" | jq -R -s --argjson base "$BASE" --argjson per "$PER_PROC" \
+			--arg tmp "$TMP" '{nodes: [split("\n")[] | select(length > 0) | tonumber | {
+				name: ("rf" + ("0000" + tostring)[-5:]), bmc: "redfish://127.0.0.1:\($base + .)",
+				bmc_user: "admin", bmc_password: "password", tls: "ca",
+				tls_ca_file: "\($tmp)/sim.\((. / $per | floor) * $per).pem"}]}' \
+			>"$TMP/import.json"
+		curl -gsS -H "$auth" -H "Content-Type: application/json" --data-binary @"$TMP/import.json" \
+			-o "$TMP/import.out" -w '%{http_code}\n' "$url/api/v1/nodes/import" | grep -qx 201 ||
+			{ echo "node import failed: $(head -c 300 "$TMP/import.out")" >&2; exit 1; }
+	done
+}
+kilnd_start "$TMP/kilnd" "$FANOUT"
+KILND_PID=$KPID URL=$KURL AUTH=$KAUTH
 api() { curl -gsS -H "$AUTH" -H "Content-Type: application/json" "$@"; }
-
-# Nodes in requests of 1,000 (the API's body cap).
-for ((first = 0; first < N; first += 1000)); do
-	seq "$first" $((first + 999 < N - 1 ? first + 999 : N - 1)) |
-		jq -R -s --argjson base "$BASE" --arg ca "$TMP/sim.$((first / PER_PROC * PER_PROC)).pem" \
-		'{nodes: [split("\n")[] | select(length > 0) | tonumber | {
-			name: ("rf" + ("0000" + tostring)[-5:]), bmc: "redfish://127.0.0.1:\($base + .)",
-			bmc_user: "admin", bmc_password: "password", tls: "ca", tls_ca_file: $ca}]}' \
-		>"$TMP/import.json"
-	api --data-binary @"$TMP/import.json" -o "$TMP/import.out" -w '%{http_code}\n' \
-		"$URL/api/v1/nodes/import" | grep -qx 201 ||
-		{ echo "node import failed: $(head -c 300 "$TMP/import.out")" >&2; exit 1; }
-done
+nodes_import "$URL" "$AUTH" "$N"
 RANGE="rf[00000-$(printf '%05d' $((N - 1)))]"
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 rss_kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$KILND_PID/status"; }
-printf '%-26s %9s %7s %7s %8s %10s\n' sweep wall_ms on/off unknown errors kilnd_RSS_MiB
-for ((k = 1; k <= SWEEPS; k++)); do
+# sweep URL AUTH RANGE OUT: one power-state sweep, through the CLI with --cli; prints ms.
+sweep() {
+	local t0 t
 	t0=$(now_ms)
-	api -g -G --data-urlencode "range=$RANGE" -o "$TMP/sweep$k.json" "$URL/api/v1/power"
+	if [ "$CLI" = 1 ]; then
+		KILN_URL=$1 KILN_TOKEN=${2#Authorization: Bearer } "$BUILD/bin/kiln" -o json \
+			power status "$3" >"$4" || [ $? = 3 ] # 3: some nodes failed
+	else
+		curl -gsS -H "$2" -G --data-urlencode "range=$3" -o "$4" "$1/api/v1/power"
+	fi
 	t=$(($(now_ms) - t0))
+	echo "$t"
+}
+# the error texts without node names and exact times, counted
+errors_grouped() {
+	jq -r '[.[] | select(.error) | .error | gsub("rf[0-9]+"; "NODE") | gsub("[0-9]+ milli"; "N milli")
+		| gsub("[0-9]+ bytes"; "N bytes")] | group_by(.) | map("  \(length) x \(.[0])") | .[]' "$1" | head -5
+}
+DEAD_OK=1
+printf '%-26s %9s %7s %7s %8s %10s %5s\n' sweep wall_ms on/off unknown errors kilnd_RSS_MiB load1
+for ((k = 1; k <= SWEEPS; k++)); do
+	t=$(sweep "$URL" "$AUTH" "$RANGE" "$TMP/sweep$k.json")
+	echo "$t" >"$TMP/t$k"
 	read -r ok unk err < <(jq -r '[(map(select(.power == "on" or .power == "off")) | length),
 		(map(select(.power == "unknown" and (.error | not))) | length),
 		(map(select(.error)) | length)] | @tsv' "$TMP/sweep$k.json")
-	printf '%-26s %9s %7s %7s %8s %10s\n' "$([ "$k" = 1 ] && echo "1 (first)" || echo "$k (steady)")" \
-		"$t" "$ok" "$unk" "$err" "$(($(rss_kb VmRSS) / 1024))"
+	printf '%-26s %9s %7s %7s %8s %10s %5s\n' "$([ "$k" = 1 ] && echo "1 (first)" || echo "$k (steady)")" \
+		"$t" "$ok" "$unk" "$err" "$(($(rss_kb VmRSS) / 1024))" "$(cut -d' ' -f1 /proc/loadavg)"
+	if [ "$DEAD" = 1 ]; then
+		# the first contact runs under request_timeout, later reads under status_timeout
+		lim_ms=$((RT * 1000))
+		if [ "$k" -gt 1 ] && [ -n "$ST" ]; then
+			case $ST in
+			*ms) lim_ms=${ST%ms} ;;
+			*s) lim_ms=$((${ST%s} * 1000)) ;;
+			esac
+			[ "$lim_ms" -eq 0 ] && lim_ms=$((RT * 1000))
+		fi
+		# the hung BMCs are the even-spread half: the API must name each as timed out
+		read -r tmo live < <(jq -r '[(map(select(.error and (.error | test("timed out|timeout"; "i"))))
+			| length), (map(select(.power == "on" or .power == "off")) | length)] | @tsv' \
+			"$TMP/sweep$k.json")
+		verdict=pass
+		{ [ "$t" -le $((lim_ms + 2000)) ] && [ "$tmo" -eq $((N / 2)) ] && [ "$live" -eq $((N - N / 2)) ]; } ||
+			{ verdict=MISS; DEAD_OK=0; }
+		echo "  dead check: $t ms <= $lim_ms + 2000 ms, $tmo timed out (want $((N / 2))), $live with a state (want $((N - N / 2))): $verdict"
+	fi
 done
 echo "kilnd peak RSS (VmHWM): $(($(rss_kb VmHWM) / 1024)) MiB; open descriptors: $(ls /proc/$KILND_PID/fd | wc -l)"
-jq -r '[.[] | select(.error)] | group_by(.error) | map("  \(length) x \(.[0].error)") | .[]' \
-	"$TMP/sweep1.json" | head -5
+errors_grouped "$TMP/sweep1.json"
+[ "$SWEEPS" -gt 1 ] && { echo " sweep $SWEEPS:"; errors_grouped "$TMP/sweep$SWEEPS.json"; }
 
 # What the BMCs saw: sessions and request counters from every simulator.
 seq 0 $((N - 1)) | awk -v b="$BASE" '{ printf "url = \"https://127.0.0.1:%d/_sim/state\"\n", b + $1 }' \
@@ -140,7 +206,9 @@ seq 0 $((N - 1)) | awk -v b="$BASE" '{ printf "url = \"https://127.0.0.1:%d/_sim
 		bmcs_never_asked: (map(select(.requests.GET == 0)) | length)}' >"$TMP/simstate.json"
 echo "simulators: $(jq -c . "$TMP/simstate.json")"
 
-# Peer: a sequential client (curl, one request after the other, basic auth) over a subset.
+# Peers, over the first PEER BMCs, extrapolated to N: a sequential client (curl, one request
+# after the other, basic auth, a TLS handshake each), and a second kilnd with its fan-out
+# limited to PEER_FANOUT (Ironic's 8 workers): its first sweep and a steady one.
 if [ "$PEER" -gt 0 ]; then
 	t0=$(now_ms)
 	for ((i = 0; i < PEER; i++)); do
@@ -148,7 +216,28 @@ if [ "$PEER" -gt 0 ]; then
 			"https://127.0.0.1:$((BASE + i))/redfish/v1/Systems/sys0" || true
 	done
 	t=$(($(now_ms) - t0))
-	echo "peer: curl loop over $PEER BMCs: $t ms; extrapolated to $N: $((t * N / PEER / 1000)) s"
+	curl_x=$((t * N / PEER))
+	echo "peer: curl loop over $PEER BMCs: $t ms; extrapolated to $N: $((curl_x / 1000)) s"
+	if [ "$PEER_FANOUT" -gt 0 ]; then
+		kilnd_start "$TMP/kilnd-peer" "$PEER_FANOUT"
+		nodes_import "$KURL" "$KAUTH" "$PEER"
+		prange="rf[00000-$(printf '%05d' $((PEER - 1)))]"
+		p1=$(sweep "$KURL" "$KAUTH" "$prange" "$TMP/peer1.json")
+		p2=$(sweep "$KURL" "$KAUTH" "$prange" "$TMP/peer2.json")
+		echo "peer: kilnd --fanout $PEER_FANOUT over $PEER BMCs: first $p1 ms, steady $p2 ms;" \
+			"extrapolated to $N: first $((p1 * N / PEER / 1000)) s, steady $((p2 * N / PEER / 1000)) s" \
+			"($(jq '[.[] | select(.power == "on" or .power == "off")] | length' "$TMP/peer2.json") answered)"
+		kill -TERM "$KPID"
+		wait "$KPID" 2>/dev/null || true
+	fi
+	# ratios: kiln's own sweeps in this run over the peers' extrapolated times
+	k1=$(cat "$TMP/t1")
+	kn=$(cat "$TMP/t$SWEEPS")
+	awk -v k1="$k1" -v kn="$kn" -v c="$curl_x" -v p1="${p1:-0}" -v p2="${p2:-0}" -v n="$N" -v m="$PEER" \
+		-v f="$PEER_FANOUT" 'BEGIN {
+		printf "ratios (kiln / peer; below 1: kiln faster): first %.4f and steady %.4f of the curl loop", k1 / c, kn / c
+		if (p1 > 0) printf "; first %.4f of fan-out %d first, steady %.4f of fan-out %d steady", k1 / (p1 * n / m), f, kn / (p2 * n / m), f
+		printf "\n" }'
 fi
 
 if [ "$CYCLE" = 1 ]; then
@@ -167,3 +256,5 @@ t0=$(now_ms)
 kill -TERM "$KILND_PID"
 wait "$KILND_PID" 2>/dev/null || true
 echo "kilnd stop (SIGTERM to exit, sessions deleted): $(($(now_ms) - t0)) ms"
+[ "$DEAD" = 1 ] && { [ "$DEAD_OK" = 1 ] && echo "dead BMCs: pass" || { echo "dead BMCs: MISS"; exit 1; }; }
+exit 0
