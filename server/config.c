@@ -5,6 +5,9 @@
 
 #include "config.h"
 #include "kiln/error.h"
+#include "kiln/parse.h"
+
+#define STATUS_TIMEOUT_MAX_MS 600000
 
 #define KEY(sec, nm, ty, field, lo, hi, ch, df, hp)                                              \
 	{ .section = sec, .name = nm, .type = ty, .offset = offsetof(struct kilnd_config, field),   \
@@ -44,16 +47,20 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	  .def = "0", .help = "Price of a kWh for the energy cost in `kiln report`; 0 shows no cost." },
 	KEY("report", "currency", KILN_CFG_STRING, report_currency, 0, 0, NULL, NULL,
 	    "Currency shown with the energy cost (\"EUR\", \"USD\")."),
-	KEY("bmc", "fanout", KILN_CFG_INT, bmc_fanout, 1, 100000, NULL, "256",
-	    "BMC requests in flight at most, fleet-wide (one at a time per BMC in any case)."),
+	KEY("bmc", "fanout", KILN_CFG_INT, bmc_fanout, 1, 100000, NULL, "2048",
+	    "BMC operations and requests in flight at most, fleet-wide (one at a time per BMC in "
+	    "any case). A BMC that never answers holds its slot for the timeout: a sweep over "
+	    "more hung BMCs than this takes several timeouts. New TLS connections are limited "
+	    "to 64 at once on top of it."),
 	KEY("bmc", "connect_timeout", KILN_CFG_DURATION, bmc_connect_timeout, 1, 300, NULL, "10s",
 	    "A BMC that does not accept the connection within this has failed the request; "
 	    "a serial console (SOL) session that hears nothing from its BMC for this long is lost."),
 	KEY("bmc", "request_timeout", KILN_CFG_DURATION, bmc_request_timeout, 1, 600, NULL, "30s",
 	    "A BMC request that takes longer has failed."),
-	KEY("bmc", "status_timeout", KILN_CFG_DURATION, bmc_status_timeout, 0, 600, NULL, "0s",
+	KEY("bmc", "status_timeout", KILN_CFG_STRING, bmc_status_timeout_text, 0, 0, NULL, "0s",
 	    "A power-state read of a BMC already known (one GET) that takes longer has failed, so "
-	    "that a hung BMC does not hold a fleet-wide sweep; 0s: [bmc] request_timeout."),
+	    "that a hung BMC does not hold a fleet-wide sweep; 0s: [bmc] request_timeout. A "
+	    "duration (2s, 1m) or milliseconds (1500ms), 0 to 600 s."),
 	KEY("bmc", "action_timeout", KILN_CFG_DURATION, bmc_action_timeout, 5, 3600, NULL, "120s",
 	    "How long a power action may take to be confirmed by reading the state back."),
 	KEY("power", "batch", KILN_CFG_INT, power_batch, 0, 100000, NULL, "0",
@@ -129,20 +136,61 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 
 const size_t kilnd_config_table_len = sizeof(kilnd_config_table) / sizeof(kilnd_config_table[0]);
 
+/* [bmc] status_timeout in milliseconds: "1500ms", or a duration ("2s", "2", "1m"). */
+static int status_timeout_parse(int64_t *out_ms, const char *text)
+{
+	size_t len = text ? strlen(text) : 0;
+	int64_t v;
+	int rc;
+
+	if (len > 2 && strcmp(text + len - 2, "ms") == 0) {
+		char num[32];
+		if (len - 2 >= sizeof(num))
+			return kiln_fail(KILN_EINVAL, "'%s' is not a duration", text);
+		memcpy(num, text, len - 2);
+		num[len - 2] = '\0';
+		if ((rc = kiln_parse_int64(&v, num, 0, STATUS_TIMEOUT_MAX_MS)) < 0)
+			return kiln_fail(KILN_EINVAL, "'%s' is out of range [0ms, %dms]", text,
+					 STATUS_TIMEOUT_MAX_MS);
+	} else {
+		if ((rc = kiln_parse_duration(&v, text ? text : "")) < 0)
+			return rc;
+		if (v > STATUS_TIMEOUT_MAX_MS / 1000)
+			return kiln_fail(KILN_EINVAL, "%llds is out of range [0s, %ds]", (long long)v,
+					 STATUS_TIMEOUT_MAX_MS / 1000);
+		v *= 1000;
+	}
+	*out_ms = v;
+	return 0;
+}
+
+static int status_timeout_apply(struct kilnd_config *cfg, const char *where)
+{
+	if (status_timeout_parse(&cfg->bmc_status_timeout, cfg->bmc_status_timeout_text) < 0)
+		return kiln_fail_prefix(KILN_EINVAL, "%s%sbmc.status_timeout", where ? where : "",
+					where ? ": " : "");
+	return 0;
+}
+
 int kilnd_config_init(struct kilnd_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	return kiln_config_defaults(cfg, kilnd_config_table, kilnd_config_table_len);
+	int rc = kiln_config_defaults(cfg, kilnd_config_table, kilnd_config_table_len);
+	return rc < 0 ? rc : status_timeout_apply(cfg, NULL);
 }
 
 int kilnd_config_load(struct kilnd_config *cfg, const char *path)
 {
-	return kiln_config_load(cfg, kilnd_config_table, kilnd_config_table_len, path);
+	int rc = kiln_config_load(cfg, kilnd_config_table, kilnd_config_table_len, path);
+	return rc < 0 ? rc : status_timeout_apply(cfg, path);
 }
 
 int kilnd_config_set(struct kilnd_config *cfg, const char *key, const char *value)
 {
-	return kiln_config_set(cfg, kilnd_config_table, kilnd_config_table_len, key, value);
+	int rc = kiln_config_set(cfg, kilnd_config_table, kilnd_config_table_len, key, value);
+	if (rc == 0 && strcmp(key, "bmc.status_timeout") == 0)
+		rc = status_timeout_apply(cfg, NULL);
+	return rc;
 }
 
 void kilnd_config_free(struct kilnd_config *cfg)

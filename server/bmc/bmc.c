@@ -264,7 +264,7 @@ int bmc_engine_start(struct bmc_engine **out, const struct bmc_engine_config *cf
 		return kiln_fail(KILN_ERROR, "out of memory");
 	e->cfg = *cfg;
 	if (e->cfg.fanout <= 0)
-		e->cfg.fanout = 256;
+		e->cfg.fanout = 2048;
 	pthread_mutex_init(&e->lock, NULL);
 	struct redfish_config rc = {
 		.max_inflight = e->cfg.fanout,

@@ -232,6 +232,34 @@ static void test_example_uncommented_loads(void **state)
 	free(out);
 }
 
+/* [bmc] status_timeout takes milliseconds as well as durations; out of range is refused. */
+static void test_status_timeout_ms(void **state)
+{
+	struct kilnd_config cfg;
+
+	(void)state;
+	assert_int_equal(load_text(&cfg, "[bmc]\nstatus_timeout = 1500ms\n"), 0);
+	assert_int_equal(cfg.bmc_status_timeout, 1500);
+	kilnd_config_free(&cfg);
+	assert_int_equal(load_text(&cfg, "[bmc]\nstatus_timeout = 2s\n"), 0);
+	assert_int_equal(cfg.bmc_status_timeout, 2000);
+	kilnd_config_free(&cfg);
+	assert_int_equal(load_text(&cfg, "[bmc]\nstatus_timeout = 0s\n"), 0);
+	assert_int_equal(cfg.bmc_status_timeout, 0);
+	kilnd_config_free(&cfg);
+	assert_int_equal(load_text(&cfg, "[bmc]\nstatus_timeout = 600001ms\n"), KILN_EINVAL);
+	assert_non_null(strstr(kiln_error_last(), "bmc.status_timeout"));
+	kilnd_config_free(&cfg);
+	assert_int_equal(load_text(&cfg, "[bmc]\nstatus_timeout = 1.5s\n"), KILN_EINVAL);
+	kilnd_config_free(&cfg);
+	assert_int_equal(load_text(&cfg, "[bmc]\nstatus_timeout = xms\n"), KILN_EINVAL);
+	kilnd_config_free(&cfg);
+	assert_int_equal(kilnd_config_init(&cfg), 0);
+	assert_int_equal(kilnd_config_set(&cfg, "bmc.status_timeout", "250ms"), 0);
+	assert_int_equal(cfg.bmc_status_timeout, 250);
+	kilnd_config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_load_bad),
 		cmocka_unit_test(test_bounds_inclusive),
 		cmocka_unit_test(test_set),
+		cmocka_unit_test(test_status_timeout_ms),
 		cmocka_unit_test(test_example_in_sync),
 		cmocka_unit_test(test_example_uncommented_loads),
 	};
