@@ -107,8 +107,13 @@ struct rf_step {
 
 struct rf_request;
 
+enum { RF_WAIT_NONE = 0, RF_WAIT_SLOT, RF_WAIT_HANDSHAKE };
+
 struct rf_op {
-	struct rf_op *next;                    /* the driver's list of active operations */
+	struct rf_op *next, *prev;             /* the driver's list of active operations */
+	struct rf_op *wait_next, *wait_prev;   /* a wait queue for a request slot */
+	int waitq;                             /* RF_WAIT_*: which queue it is in */
+	struct rf_op *fin_next;                /* finished, to be freed by the loop */
 	struct redfish *rf;
 	struct redfish_bmc *bmc;
 	struct bmc_op op;
@@ -153,7 +158,13 @@ struct redfish {
 	pthread_t thread;
 	int thread_started;
 	pthread_mutex_t lock;                  /* guards inbox, retired, stopping */
-	struct rf_op *inbox;
+	struct rf_op *inbox, **inbox_tail;
+	int epfd;                              /* every curl socket and wakefd */
+	int wakefd;                            /* eventfd: submissions, retirements, stop */
+	int64_t curl_due_ms;                   /* curl's timer (INT64_MAX: none) */
+	int64_t walk_due_ms;                   /* next walk over every operation (delayed steps) */
+	struct rf_op *wait_head[3], *wait_tail[3]; /* by RF_WAIT_*: ops waiting for a slot */
+	struct rf_op *finished;                /* finished operations not freed yet */
 	struct redfish_bmc *bmcs;              /* every BMC state, retired ones included */
 	int retired_count;                     /* retired states not freed yet */
 	int stopping;

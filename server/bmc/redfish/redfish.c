@@ -1,9 +1,13 @@
 /* The Redfish driver's lifecycle, its loop thread, and operations as queues of steps. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "bmc/redfish/internal.h"
 #include "kiln/error.h"
@@ -11,6 +15,7 @@
 #include "store/store.h"
 
 #define RF_POLL_MAX_MS 1000
+#define RF_EVENTS 512
 #define RF_HANDSHAKES_DEFAULT 64
 #define RF_CONNECTIONS_MAX 100000
 
@@ -243,6 +248,8 @@ static void op_done(struct rf_op *op, int rc, const char *msg)
 	if (op->finished)
 		return;
 	op->finished = 1;
+	op->fin_next = op->rf->finished;
+	op->rf->finished = op;
 	if (op->inflight) {
 		op->rf->inflight--;
 		rf_request_free(op->inflight);
@@ -263,9 +270,55 @@ void rf_op_fail(struct rf_op *op, int code, const char *msg)
 	op_done(op, code, msg);
 }
 
+/* --- waiting for a request slot -------------------------------------------------------- */
+
+static void wait_remove(struct rf_op *op)
+{
+	struct redfish *rf = op->rf;
+	int q = op->waitq;
+	if (q == RF_WAIT_NONE)
+		return;
+	if (op->wait_prev)
+		op->wait_prev->wait_next = op->wait_next;
+	else
+		rf->wait_head[q] = op->wait_next;
+	if (op->wait_next)
+		op->wait_next->wait_prev = op->wait_prev;
+	else
+		rf->wait_tail[q] = op->wait_prev;
+	op->wait_next = op->wait_prev = NULL;
+	op->waitq = RF_WAIT_NONE;
+}
+
+/* Queues op (FIFO) until a request slot, or a handshake slot, is free: the loop wakes the
+ * waiters as transfers end instead of looking at every operation on every event. */
+static void wait_push(struct rf_op *op, int q)
+{
+	struct redfish *rf = op->rf;
+	if (op->waitq == q)
+		return;
+	wait_remove(op);
+	op->waitq = q;
+	op->wait_prev = rf->wait_tail[q];
+	op->wait_next = NULL;
+	if (rf->wait_tail[q])
+		rf->wait_tail[q]->wait_next = op;
+	else
+		rf->wait_head[q] = op;
+	rf->wait_tail[q] = op;
+}
+
+/* A step due at due_ms: the loop walks the operations then. */
+static void timer_note(struct redfish *rf, int64_t due_ms)
+{
+	if (due_ms < rf->walk_due_ms)
+		rf->walk_due_ms = due_ms;
+}
+
 /* Runs what can run now: call steps, the next request when it is due and a slot is free. */
 void rf_op_advance(struct rf_op *op)
 {
+	wait_remove(op);
 	while (!op->finished && !op->inflight) {
 		splice_pushed(op);
 		struct rf_step *s = op->queue;
@@ -295,13 +348,21 @@ void rf_op_advance(struct rf_op *op)
 			}
 			continue;
 		}
-		if (s->not_before_ms > rf_now_ms() || op->rf->inflight >= op->rf->cfg.max_inflight)
+		if (s->not_before_ms > rf_now_ms()) {
+			timer_note(op->rf, s->not_before_ms);
 			return;
+		}
+		if (op->rf->inflight >= op->rf->cfg.max_inflight) {
+			wait_push(op, RF_WAIT_SLOT);
+			return;
+		}
 		/* new TLS connections are CPU-bound on both ends: a few at a time finish sooner
 		 * than thousands at once that all run into the connect timeout */
 		if (!rf_bmc_connected(op->bmc) && !op->bmc->plain_http &&
-		    op->rf->handshaking >= op->rf->cfg.max_handshakes)
+		    op->rf->handshaking >= op->rf->cfg.max_handshakes) {
+			wait_push(op, RF_WAIT_HANDSHAKE);
 			return;
+		}
 		if (rf_step_needs_login(op, s)) {
 			rf_push_login(op);
 			continue;
@@ -313,20 +374,6 @@ void rf_op_advance(struct rf_op *op)
 			return;
 		}
 	}
-}
-
-/* When the op's next step may start (for the poll timeout); INT64_MAX when it waits on I/O
- * or for a request slot (a finishing transfer wakes the loop). */
-static int64_t op_due_ms(const struct rf_op *op)
-{
-	if (op->finished || op->inflight || !op->queue || op->pushed)
-		return op->finished || op->inflight ? INT64_MAX : 0;
-	const struct redfish *rf = op->rf;
-	if (!op->queue->call && (rf->inflight >= rf->cfg.max_inflight ||
-				 (!rf_bmc_connected(op->bmc) && !op->bmc->plain_http &&
-				  rf->handshaking >= rf->cfg.max_handshakes)))
-		return INT64_MAX;
-	return op->queue->not_before_ms;
 }
 
 static int op_begin(struct rf_op *op)
@@ -382,6 +429,30 @@ static void bmc_free(struct redfish_bmc *b)
 	free(b);
 }
 
+/* Adds op to the driver's list of operations (loop thread). */
+static void ops_link(struct redfish *rf, struct rf_op *op)
+{
+	op->prev = NULL;
+	op->next = rf->ops;
+	if (rf->ops)
+		rf->ops->prev = op;
+	rf->ops = op;
+	op->bmc->nops++;
+}
+
+static void ops_unlink_free(struct redfish *rf, struct rf_op *op)
+{
+	wait_remove(op);
+	if (op->prev)
+		op->prev->next = op->next;
+	else
+		rf->ops = op->next;
+	if (op->next)
+		op->next->prev = op->prev;
+	op->bmc->nops--;
+	op_free(op);
+}
+
 /* Starts a logout operation for b when it holds a session; returns 1 when one started. */
 static int logout_start(struct redfish *rf, struct redfish_bmc *b)
 {
@@ -395,34 +466,40 @@ static int logout_start(struct redfish *rf, struct redfish_bmc *b)
 	op->bmc = b;
 	op->logout = 1;
 	rf_push(op, "DELETE", b->session_uri, NULL, RF_ALLOW_ERROR | RF_NO_RETRY, logout_done);
-	op->next = rf->ops;
-	rf->ops = op;
-	b->nops++;
+	ops_link(rf, op);
 	return 1;
 }
 
 /* --- the loop --------------------------------------------------------------------------- */
+
+static void loop_wake(struct redfish *rf)
+{
+	uint64_t one = 1;
+	ssize_t n = write(rf->wakefd, &one, sizeof(one));
+	(void)n; /* a full counter is as good as a write: the loop wakes either way */
+}
 
 static void loop_take_inbox(struct redfish *rf, int *stopping)
 {
 	pthread_mutex_lock(&rf->lock);
 	struct rf_op *in = rf->inbox;
 	rf->inbox = NULL;
+	rf->inbox_tail = &rf->inbox;
 	*stopping = rf->stopping;
 	pthread_mutex_unlock(&rf->lock);
 
 	while (in) {
 		struct rf_op *op = in;
 		in = in->next;
-		op->next = rf->ops;
-		rf->ops = op;
-		op->bmc->nops++;
+		ops_link(rf, op);
 		op->bmc_tried = op->bmc->tried;
 		op->bmc->tried = 1;
 		kiln_error_clear();
 		int rc = *stopping ? kiln_fail(KILN_ERROR, "kilnd is stopping") : op_begin(op);
 		if (rc < 0)
 			rf_op_fail(op, rc, kiln_error_last());
+		else
+			rf_op_advance(op);
 	}
 }
 
@@ -465,13 +542,124 @@ static int loop_reap_retired(struct redfish *rf, int stopping)
 	return started;
 }
 
+/* curl tells which sockets to watch for what (CURLMOPT_SOCKETFUNCTION). */
+static int loop_on_socket(CURL *easy, curl_socket_t fd, int what, void *ud, void *sockp)
+{
+	struct redfish *rf = ud;
+	struct epoll_event ev = {.data.fd = fd};
+	(void)easy;
+
+	if (what == CURL_POLL_REMOVE) {
+		if (sockp) {
+			epoll_ctl(rf->epfd, EPOLL_CTL_DEL, fd, NULL);
+			curl_multi_assign(rf->multi, fd, NULL);
+		}
+		return 0;
+	}
+	ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+	int op = sockp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+	if (epoll_ctl(rf->epfd, op, fd, &ev) < 0) {
+		/* a descriptor number reused behind curl's back: the other operation fits */
+		op = op == EPOLL_CTL_ADD ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+		if (epoll_ctl(rf->epfd, op, fd, &ev) < 0)
+			return -1;
+	}
+	if (!sockp)
+		curl_multi_assign(rf->multi, fd, rf);
+	return 0;
+}
+
+/* curl's single timer (CURLMOPT_TIMERFUNCTION): -1 deletes it. */
+static int loop_on_timer(CURLM *multi, long timeout_ms, void *ud)
+{
+	struct redfish *rf = ud;
+	(void)multi;
+	rf->curl_due_ms = timeout_ms < 0 ? INT64_MAX : rf_now_ms() + timeout_ms;
+	return 0;
+}
+
+static void loop_read_done(struct redfish *rf)
+{
+	CURLMsg *msg;
+	int left;
+	while ((msg = curl_multi_info_read(rf->multi, &left)))
+		if (msg->msg == CURLMSG_DONE)
+			rf_loop_complete(rf, msg);
+}
+
+/* Starts waiting operations while request (and handshake) slots are free. Each turn either
+ * starts a request, moves an operation to the handshake queue, or drops it from waiting. */
+static void loop_drain_waiting(struct redfish *rf)
+{
+	while (rf->inflight < rf->cfg.max_inflight) {
+		struct rf_op *op;
+		if (rf->wait_head[RF_WAIT_HANDSHAKE] && rf->handshaking < rf->cfg.max_handshakes)
+			op = rf->wait_head[RF_WAIT_HANDSHAKE];
+		else if (rf->wait_head[RF_WAIT_SLOT])
+			op = rf->wait_head[RF_WAIT_SLOT];
+		else
+			return;
+		rf_op_advance(op);
+	}
+}
+
+/* Every operation once: delayed steps that are due go (and set the next walk), the rest is
+ * left to the wait queues and to transfers that end. */
+static void loop_walk(struct redfish *rf)
+{
+	rf->walk_due_ms = rf_now_ms() + RF_POLL_MAX_MS;
+	for (struct rf_op *op = rf->ops; op; op = op->next)
+		if (!op->finished && !op->inflight && op->waitq == RF_WAIT_NONE)
+			rf_op_advance(op);
+}
+
+static void loop_free_finished(struct redfish *rf)
+{
+	while (rf->finished) {
+		struct rf_op *op = rf->finished;
+		rf->finished = op->fin_next;
+		ops_unlink_free(rf, op);
+	}
+}
+
+static void loop_events(struct redfish *rf, int wait_ms)
+{
+	struct epoll_event evs[RF_EVENTS];
+	int running = 0;
+	int n = epoll_wait(rf->epfd, evs, RF_EVENTS, wait_ms);
+	for (int i = 0; i < n; i++) {
+		int fd = evs[i].data.fd;
+		if (fd == rf->wakefd) {
+			uint64_t v;
+			ssize_t r = read(rf->wakefd, &v, sizeof(v));
+			(void)r;
+			continue;
+		}
+		int flags = 0;
+		if (evs[i].events & (EPOLLIN | EPOLLHUP))
+			flags |= CURL_CSELECT_IN;
+		if (evs[i].events & EPOLLOUT)
+			flags |= CURL_CSELECT_OUT;
+		if (evs[i].events & EPOLLERR)
+			flags |= CURL_CSELECT_ERR;
+		curl_multi_socket_action(rf->multi, fd, flags, &running);
+	}
+	if (rf_now_ms() >= rf->curl_due_ms) {
+		rf->curl_due_ms = INT64_MAX;
+		curl_multi_socket_action(rf->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	}
+}
+
 static void *loop_main(void *arg)
 {
 	struct redfish *rf = arg;
 	int stopping = 0;
 	int failed_all = 0;
+	int wait_ms = 0;
 
 	for (;;) {
+		loop_events(rf, wait_ms);
+		loop_read_done(rf);
 		loop_take_inbox(rf, &stopping);
 		if (stopping && !failed_all) {
 			for (struct rf_op *op = rf->ops; op; op = op->next)
@@ -479,53 +667,24 @@ static void *loop_main(void *arg)
 					rf_op_fail(op, KILN_ERROR, "kilnd is stopping");
 			failed_all = 1;
 		}
-
-		int running = 0;
-		CURLMcode mc = curl_multi_perform(rf->multi, &running);
-		(void)mc;
-		CURLMsg *msg;
-		int left;
-		while ((msg = curl_multi_info_read(rf->multi, &left)))
-			if (msg->msg == CURLMSG_DONE)
-				rf_loop_complete(rf, msg);
-
-		/* let waiting steps go, then drop finished operations */
-		int64_t now = rf_now_ms();
-		int64_t next_due = now + RF_POLL_MAX_MS;
-		for (struct rf_op *op = rf->ops; op; op = op->next) {
-			if (!op->finished && !op->inflight)
-				rf_op_advance(op);
-			int64_t due = op_due_ms(op);
-			if (due < next_due)
-				next_due = due;
-		}
-		struct rf_op **pp = &rf->ops;
-		while (*pp) {
-			struct rf_op *op = *pp;
-			if (op->finished || (op->logout && !op->inflight && !op->queue)) {
-				*pp = op->next;
-				op->bmc->nops--;
-				op_free(op);
-			} else {
-				pp = &op->next;
-			}
-		}
+		loop_drain_waiting(rf);
+		if (rf_now_ms() >= rf->walk_due_ms)
+			loop_walk(rf);
+		loop_free_finished(rf);
 		if (loop_reap_retired(rf, stopping) > 0)
-			next_due = 0; /* start the logouts now */
+			rf->walk_due_ms = 0; /* start the logouts now */
 		if (stopping && !rf->ops) {
 			pthread_mutex_lock(&rf->lock);
 			int empty = rf->bmcs == NULL;
 			pthread_mutex_unlock(&rf->lock);
 			if (empty)
 				break;
+			wait_ms = 0;
 			continue;
 		}
-		int64_t wait = next_due - rf_now_ms();
-		if (wait < 0)
-			wait = 0;
-		if (wait > RF_POLL_MAX_MS)
-			wait = RF_POLL_MAX_MS;
-		curl_multi_poll(rf->multi, NULL, 0, (int)wait, NULL);
+		int64_t next = rf->walk_due_ms < rf->curl_due_ms ? rf->walk_due_ms : rf->curl_due_ms;
+		int64_t wait = next - rf_now_ms();
+		wait_ms = wait < 0 ? 0 : wait > RF_POLL_MAX_MS ? RF_POLL_MAX_MS : (int)wait;
 	}
 	return NULL;
 }
@@ -554,19 +713,51 @@ int redfish_start(struct redfish **out, const struct redfish_config *cfg)
 		rf->cfg.max_handshakes = RF_HANDSHAKES_DEFAULT;
 	if (rf->cfg.max_connections <= 0) {
 		/* a kept TLS connection is a descriptor and ~72 kB: keep them for a fleet that
-		 * fits in half the descriptors, so that steady sweeps need no handshakes */
+		 * fits in three quarters of the descriptors (the soft limit raised to the hard
+		 * one), so that steady sweeps need no handshakes; the rest is the API's */
 		struct rlimit rl;
-		rlim_t half = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 2 : 512;
-		rf->cfg.max_connections = half > RF_CONNECTIONS_MAX ? RF_CONNECTIONS_MAX
-								     : half < 64 ? 64 : (int)half;
+		rlim_t lim = 683;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			if (rl.rlim_cur < rl.rlim_max) {
+				rlim_t cur = rl.rlim_cur;
+				rl.rlim_cur = rl.rlim_max;
+				if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+					rl.rlim_cur = cur;
+			}
+			lim = rl.rlim_cur;
+		}
+		lim = lim / 4 * 3;
+		rf->cfg.max_connections = lim > RF_CONNECTIONS_MAX ? RF_CONNECTIONS_MAX
+								   : lim < 64 ? 64 : (int)lim;
 	}
 	pthread_mutex_init(&rf->lock, NULL);
+	rf->inbox_tail = &rf->inbox;
+	rf->curl_due_ms = INT64_MAX;
+	rf->wakefd = -1;
+	rf->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (rf->epfd < 0) {
+		redfish_stop(rf);
+		return kiln_fail(KILN_ERROR, "epoll_create1: %s", strerror(errno));
+	}
+	rf->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct epoll_event ev = {.events = EPOLLIN};
+	ev.data.fd = rf->wakefd;
+	if (rf->wakefd < 0 || epoll_ctl(rf->epfd, EPOLL_CTL_ADD, rf->wakefd, &ev) < 0) {
+		redfish_stop(rf);
+		return kiln_fail(KILN_ERROR, "eventfd: %s", strerror(errno));
+	}
 	rf->multi = curl_multi_init();
 	if (!rf->multi) {
 		redfish_stop(rf);
 		return kiln_fail(KILN_ERROR, "curl_multi_init failed");
 	}
 	curl_multi_setopt(rf->multi, CURLMOPT_MAXCONNECTS, (long)rf->cfg.max_connections);
+	/* the socket interface: curl looks only at sockets that have events, where
+	 * curl_multi_perform polled every transfer on every turn (a poll() each) */
+	curl_multi_setopt(rf->multi, CURLMOPT_SOCKETFUNCTION, loop_on_socket);
+	curl_multi_setopt(rf->multi, CURLMOPT_SOCKETDATA, rf);
+	curl_multi_setopt(rf->multi, CURLMOPT_TIMERFUNCTION, loop_on_timer);
+	curl_multi_setopt(rf->multi, CURLMOPT_TIMERDATA, rf);
 	if (pthread_create(&rf->thread, NULL, loop_main, rf) != 0) {
 		redfish_stop(rf);
 		return kiln_fail(KILN_ERROR, "cannot start the Redfish loop thread");
@@ -584,7 +775,7 @@ void redfish_stop(struct redfish *rf)
 		pthread_mutex_lock(&rf->lock);
 		rf->stopping = 1;
 		pthread_mutex_unlock(&rf->lock);
-		curl_multi_wakeup(rf->multi);
+		loop_wake(rf);
 		pthread_join(rf->thread, NULL);
 	}
 	while (rf->bmcs) {
@@ -594,6 +785,10 @@ void redfish_stop(struct redfish *rf)
 	}
 	if (rf->multi)
 		curl_multi_cleanup(rf->multi);
+	if (rf->wakefd >= 0)
+		close(rf->wakefd);
+	if (rf->epfd >= 0)
+		close(rf->epfd);
 	pthread_mutex_destroy(&rf->lock);
 	free(rf);
 }
@@ -646,7 +841,7 @@ void redfish_bmc_retire(struct redfish *rf, struct redfish_bmc *bmc)
 		rf->retired_count++;
 	bmc->retired = 1;
 	pthread_mutex_unlock(&rf->lock);
-	curl_multi_wakeup(rf->multi);
+	loop_wake(rf);
 }
 
 int redfish_submit(struct redfish *rf, struct redfish_bmc *bmc, const struct bmc_op *op,
@@ -665,11 +860,9 @@ int redfish_submit(struct redfish *rf, struct redfish_bmc *bmc, const struct bmc
 	o->pushed_tail = &o->pushed;
 
 	pthread_mutex_lock(&rf->lock);
-	struct rf_op **pp = &rf->inbox; /* keep submission order */
-	while (*pp)
-		pp = &(*pp)->next;
-	*pp = o;
+	*rf->inbox_tail = o; /* keep submission order */
+	rf->inbox_tail = &o->next;
 	pthread_mutex_unlock(&rf->lock);
-	curl_multi_wakeup(rf->multi);
+	loop_wake(rf);
 	return 0;
 }
