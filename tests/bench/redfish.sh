@@ -249,6 +249,12 @@ if [ "$CYCLE" = 1 ]; then
 	echo "power cycle over $(tr ',' '\n' <"$TMP/on.txt" | grep -c .) nodes: $t ms;" \
 		"$(jq '[.[] | select(.result == "ok" and .power == "on")] | length' "$TMP/cycle.json") confirmed on," \
 		"$(jq '[.[] | select(.error)] | length' "$TMP/cycle.json") errors"
+	# the simulators' side: each cycled BMC saw its reset and went off and on again
+	{ curl -sk -Z --parallel-max 64 -m 10 -K "$TMP/state.cfg" 2>/dev/null || true; } |
+		jq -s -c '{bmcs_reset: (map(select((.resets | length) > 0)) | length),
+			on_after: (map(select((.resets | length) > 0 and .power == "On")) | length),
+			transitions: (map(.power_transitions) | add), resets: (map(.resets[]) | group_by(.)
+			| map({(.[0]): length}) | add)}' | sed 's/^/simulators after the cycle: /'
 fi
 
 # kilnd's stop: it deletes every session it holds (one per answering BMC).
