@@ -35,6 +35,8 @@ struct redfish_bmc {
 	char *base_url;                        /* "https://host:port" */
 	char *user, *password;
 	int tls_insecure, plain_http;
+	int ip_literal;                        /* host is an address: its DNS entry is kept */
+	int shard;                             /* the curl multi handle its requests go to */
 	char *ca_file, *fingerprint;
 	char *want_system;                     /* --bmc-system, or NULL */
 
@@ -151,17 +153,29 @@ struct rf_op {
 	size_t index;
 };
 
+/* One curl multi handle and its connection cache. libcurl 7.88 walks the whole cache in
+ * every curl_multi_remove_handle (close_connect_only): with 10,000 kept connections in one
+ * cache that walk took most of kilnd's CPU, so BMCs are spread over several. */
+struct rf_shard {
+	struct redfish *rf;
+	CURLM *multi;
+	int index;
+	int dirty;                             /* socket_action ran: messages may wait */
+	int64_t due_ms;                        /* its timer (INT64_MAX: none) */
+};
+
 /* The driver (http.c). */
 struct redfish {
 	struct redfish_config cfg;
-	CURLM *multi;
+	struct rf_shard *shards;
+	int nshards;
+	int next_shard;                        /* round-robin for new BMC states */
 	pthread_t thread;
 	int thread_started;
 	pthread_mutex_t lock;                  /* guards inbox, retired, stopping */
 	struct rf_op *inbox, **inbox_tail;
 	int epfd;                              /* every curl socket and wakefd */
 	int wakefd;                            /* eventfd: submissions, retirements, stop */
-	int64_t curl_due_ms;                   /* curl's timer (INT64_MAX: none) */
 	int64_t walk_due_ms;                   /* next walk over every operation (delayed steps) */
 	struct rf_op *wait_head[3], *wait_tail[3]; /* by RF_WAIT_*: ops waiting for a slot */
 	struct rf_op *finished;                /* finished operations not freed yet */

@@ -1,4 +1,5 @@
 /* The Redfish driver's lifecycle, its loop thread, and operations as queues of steps. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,8 @@
 
 #define RF_POLL_MAX_MS 1000
 #define RF_EVENTS 512
+#define RF_SHARDS 64
+#define RF_WAKE_KEY UINT64_MAX
 #define RF_HANDSHAKES_DEFAULT 64
 #define RF_CONNECTIONS_MAX 100000
 
@@ -545,14 +548,15 @@ static int loop_reap_retired(struct redfish *rf, int stopping)
 /* curl tells which sockets to watch for what (CURLMOPT_SOCKETFUNCTION). */
 static int loop_on_socket(CURL *easy, curl_socket_t fd, int what, void *ud, void *sockp)
 {
-	struct redfish *rf = ud;
-	struct epoll_event ev = {.data.fd = fd};
+	struct rf_shard *sh = ud;
+	struct redfish *rf = sh->rf;
+	struct epoll_event ev = {.data.u64 = (uint64_t)sh->index << 32 | (uint32_t)fd};
 	(void)easy;
 
 	if (what == CURL_POLL_REMOVE) {
 		if (sockp) {
 			epoll_ctl(rf->epfd, EPOLL_CTL_DEL, fd, NULL);
-			curl_multi_assign(rf->multi, fd, NULL);
+			curl_multi_assign(sh->multi, fd, NULL);
 		}
 		return 0;
 	}
@@ -565,16 +569,16 @@ static int loop_on_socket(CURL *easy, curl_socket_t fd, int what, void *ud, void
 			return -1;
 	}
 	if (!sockp)
-		curl_multi_assign(rf->multi, fd, rf);
+		curl_multi_assign(sh->multi, fd, sh);
 	return 0;
 }
 
 /* curl's single timer (CURLMOPT_TIMERFUNCTION): -1 deletes it. */
 static int loop_on_timer(CURLM *multi, long timeout_ms, void *ud)
 {
-	struct redfish *rf = ud;
+	struct rf_shard *sh = ud;
 	(void)multi;
-	rf->curl_due_ms = timeout_ms < 0 ? INT64_MAX : rf_now_ms() + timeout_ms;
+	sh->due_ms = timeout_ms < 0 ? INT64_MAX : rf_now_ms() + timeout_ms;
 	return 0;
 }
 
@@ -582,9 +586,25 @@ static void loop_read_done(struct redfish *rf)
 {
 	CURLMsg *msg;
 	int left;
-	while ((msg = curl_multi_info_read(rf->multi, &left)))
-		if (msg->msg == CURLMSG_DONE)
-			rf_loop_complete(rf, msg);
+	for (int i = 0; i < rf->nshards; i++) {
+		struct rf_shard *sh = &rf->shards[i];
+		if (!sh->dirty)
+			continue;
+		sh->dirty = 0;
+		while ((msg = curl_multi_info_read(sh->multi, &left)))
+			if (msg->msg == CURLMSG_DONE)
+				rf_loop_complete(rf, msg);
+	}
+}
+
+/* The earliest of the shards' curl timers. */
+static int64_t loop_curl_due(const struct redfish *rf)
+{
+	int64_t due = INT64_MAX;
+	for (int i = 0; i < rf->nshards; i++)
+		if (rf->shards[i].due_ms < due)
+			due = rf->shards[i].due_ms;
+	return due;
 }
 
 /* Starts waiting operations while request (and handshake) slots are free. Each turn either
@@ -628,13 +648,14 @@ static void loop_events(struct redfish *rf, int wait_ms)
 	int running = 0;
 	int n = epoll_wait(rf->epfd, evs, RF_EVENTS, wait_ms);
 	for (int i = 0; i < n; i++) {
-		int fd = evs[i].data.fd;
-		if (fd == rf->wakefd) {
+		if (evs[i].data.u64 == RF_WAKE_KEY) {
 			uint64_t v;
 			ssize_t r = read(rf->wakefd, &v, sizeof(v));
 			(void)r;
 			continue;
 		}
+		struct rf_shard *sh = &rf->shards[evs[i].data.u64 >> 32];
+		int fd = (int)(uint32_t)evs[i].data.u64;
 		int flags = 0;
 		if (evs[i].events & (EPOLLIN | EPOLLHUP))
 			flags |= CURL_CSELECT_IN;
@@ -642,11 +663,17 @@ static void loop_events(struct redfish *rf, int wait_ms)
 			flags |= CURL_CSELECT_OUT;
 		if (evs[i].events & EPOLLERR)
 			flags |= CURL_CSELECT_ERR;
-		curl_multi_socket_action(rf->multi, fd, flags, &running);
+		sh->dirty = 1;
+		curl_multi_socket_action(sh->multi, fd, flags, &running);
 	}
-	if (rf_now_ms() >= rf->curl_due_ms) {
-		rf->curl_due_ms = INT64_MAX;
-		curl_multi_socket_action(rf->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	int64_t now = rf_now_ms();
+	for (int i = 0; i < rf->nshards; i++) {
+		struct rf_shard *sh = &rf->shards[i];
+		if (now >= sh->due_ms) {
+			sh->due_ms = INT64_MAX;
+			sh->dirty = 1;
+			curl_multi_socket_action(sh->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+		}
 	}
 }
 
@@ -682,7 +709,8 @@ static void *loop_main(void *arg)
 			wait_ms = 0;
 			continue;
 		}
-		int64_t next = rf->walk_due_ms < rf->curl_due_ms ? rf->walk_due_ms : rf->curl_due_ms;
+		int64_t curl_due = loop_curl_due(rf);
+		int64_t next = rf->walk_due_ms < curl_due ? rf->walk_due_ms : curl_due;
 		int64_t wait = next - rf_now_ms();
 		wait_ms = wait < 0 ? 0 : wait > RF_POLL_MAX_MS ? RF_POLL_MAX_MS : (int)wait;
 	}
@@ -732,7 +760,6 @@ int redfish_start(struct redfish **out, const struct redfish_config *cfg)
 	}
 	pthread_mutex_init(&rf->lock, NULL);
 	rf->inbox_tail = &rf->inbox;
-	rf->curl_due_ms = INT64_MAX;
 	rf->wakefd = -1;
 	rf->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (rf->epfd < 0) {
@@ -740,24 +767,36 @@ int redfish_start(struct redfish **out, const struct redfish_config *cfg)
 		return kiln_fail(KILN_ERROR, "epoll_create1: %s", strerror(errno));
 	}
 	rf->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	struct epoll_event ev = {.events = EPOLLIN};
-	ev.data.fd = rf->wakefd;
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = RF_WAKE_KEY};
 	if (rf->wakefd < 0 || epoll_ctl(rf->epfd, EPOLL_CTL_ADD, rf->wakefd, &ev) < 0) {
 		redfish_stop(rf);
 		return kiln_fail(KILN_ERROR, "eventfd: %s", strerror(errno));
 	}
-	rf->multi = curl_multi_init();
-	if (!rf->multi) {
+	rf->shards = calloc(RF_SHARDS, sizeof(*rf->shards));
+	if (!rf->shards) {
 		redfish_stop(rf);
-		return kiln_fail(KILN_ERROR, "curl_multi_init failed");
+		return kiln_fail(KILN_ERROR, "out of memory");
 	}
-	curl_multi_setopt(rf->multi, CURLMOPT_MAXCONNECTS, (long)rf->cfg.max_connections);
-	/* the socket interface: curl looks only at sockets that have events, where
-	 * curl_multi_perform polled every transfer on every turn (a poll() each) */
-	curl_multi_setopt(rf->multi, CURLMOPT_SOCKETFUNCTION, loop_on_socket);
-	curl_multi_setopt(rf->multi, CURLMOPT_SOCKETDATA, rf);
-	curl_multi_setopt(rf->multi, CURLMOPT_TIMERFUNCTION, loop_on_timer);
-	curl_multi_setopt(rf->multi, CURLMOPT_TIMERDATA, rf);
+	rf->nshards = RF_SHARDS;
+	for (int i = 0; i < rf->nshards; i++) {
+		struct rf_shard *sh = &rf->shards[i];
+		sh->rf = rf;
+		sh->index = i;
+		sh->due_ms = INT64_MAX;
+		sh->multi = curl_multi_init();
+		if (!sh->multi) {
+			redfish_stop(rf);
+			return kiln_fail(KILN_ERROR, "curl_multi_init failed");
+		}
+		long keep = rf->cfg.max_connections / rf->nshards;
+		curl_multi_setopt(sh->multi, CURLMOPT_MAXCONNECTS, keep < 8 ? 8L : keep);
+		/* the socket interface: curl looks only at sockets that have events, where
+		 * curl_multi_perform polled every transfer on every turn (a poll() each) */
+		curl_multi_setopt(sh->multi, CURLMOPT_SOCKETFUNCTION, loop_on_socket);
+		curl_multi_setopt(sh->multi, CURLMOPT_SOCKETDATA, sh);
+		curl_multi_setopt(sh->multi, CURLMOPT_TIMERFUNCTION, loop_on_timer);
+		curl_multi_setopt(sh->multi, CURLMOPT_TIMERDATA, sh);
+	}
 	if (pthread_create(&rf->thread, NULL, loop_main, rf) != 0) {
 		redfish_stop(rf);
 		return kiln_fail(KILN_ERROR, "cannot start the Redfish loop thread");
@@ -783,8 +822,10 @@ void redfish_stop(struct redfish *rf)
 		rf->bmcs = b->next;
 		bmc_free(b);
 	}
-	if (rf->multi)
-		curl_multi_cleanup(rf->multi);
+	for (int i = 0; rf->shards && i < rf->nshards; i++)
+		if (rf->shards[i].multi)
+			curl_multi_cleanup(rf->shards[i].multi);
+	free(rf->shards);
 	if (rf->wakefd >= 0)
 		close(rf->wakefd);
 	if (rf->epfd >= 0)
@@ -817,6 +858,8 @@ int redfish_bmc_new(struct redfish *rf, struct redfish_bmc **out, const struct b
 	b->user = xstrdup(t->user);
 	b->password = xstrdup(t->password);
 	b->plain_http = plain;
+	unsigned char addr[16];
+	b->ip_literal = inet_pton(AF_INET, t->host, addr) == 1 || inet_pton(AF_INET6, t->host, addr) == 1;
 	b->tls_insecure = t->tls_mode == TLS_INSECURE;
 	if (t->tls_mode == TLS_CA)
 		b->ca_file = xstrdup(t->tls_ca_file);
@@ -825,6 +868,9 @@ int redfish_bmc_new(struct redfish *rf, struct redfish_bmc **out, const struct b
 	b->want_system = t->bmc_system && t->bmc_system[0] ? xstrdup(t->bmc_system) : NULL;
 
 	pthread_mutex_lock(&rf->lock);
+	b->shard = rf->next_shard++ % rf->nshards;
+	if (rf->next_shard >= rf->nshards)
+		rf->next_shard = 0;
 	b->next = rf->bmcs;
 	rf->bmcs = b;
 	pthread_mutex_unlock(&rf->lock);
