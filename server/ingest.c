@@ -461,9 +461,9 @@ static int parse_report(struct ingest_report *r, struct check *c)
 		if (!r->gpus)
 			return kiln_fail(KILN_ERROR, "out of memory");
 	}
-	/* The report's text is dumped first: the GPUs' stored details are cut out of it. */
-	r->text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10));
-	if (!r->text)
+	/* The report's text (as received, else dumped) comes first: the GPUs' stored details
+	 * are cut out of it. */
+	if (!r->text && !(r->text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10))))
 		return kiln_fail(KILN_ERROR, "out of memory");
 	if (json_array_size(gpus) > 0 &&
 	    gpu_spans(spans, INGEST_GPUS_MAX, r->text) != json_array_size(gpus))
@@ -493,8 +493,13 @@ static int parse_report(struct ingest_report *r, struct check *c)
 	return 0;
 }
 
-int ingest_report_parse(struct ingest_report **out, json_t *report, char *field,
-			size_t fieldlen)
+static int is_ws(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+int ingest_report_parse_text(struct ingest_report **out, json_t *report, const char *text,
+			     size_t textlen, char *field, size_t fieldlen)
 {
 	struct check c = { field, fieldlen };
 	struct ingest_report *r;
@@ -509,6 +514,28 @@ int ingest_report_parse(struct ingest_report **out, json_t *report, char *field,
 	if (!r)
 		return kiln_fail(KILN_ERROR, "out of memory");
 	r->json = json_incref(report);
+	/* The text the report was parsed from is stored as it came (no dump): JSON
+	 * whitespace around it trimmed; one with a NUL byte in it is dumped instead. */
+	while (text && textlen > 0 && is_ws(text[0])) {
+		text++;
+		textlen--;
+	}
+	while (text && textlen > 0 && is_ws(text[textlen - 1]))
+		textlen--;
+	if (text && textlen > INGEST_REPORT_MAX) {
+		ingest_report_free(r);
+		return kiln_fail(KILN_ETOOBIG, "report: %zu bytes exceeds the %d-byte limit",
+				 textlen, INGEST_REPORT_MAX);
+	}
+	if (text && textlen > 0 && !memchr(text, '\0', textlen)) {
+		r->text = malloc(textlen + 1);
+		if (!r->text) {
+			ingest_report_free(r);
+			return kiln_fail(KILN_ERROR, "out of memory");
+		}
+		memcpy(r->text, text, textlen);
+		r->text[textlen] = '\0';
+	}
 	if ((rc = parse_report(r, &c)) < 0)
 		goto fail;
 	len = strlen(r->text);
@@ -522,6 +549,12 @@ int ingest_report_parse(struct ingest_report **out, json_t *report, char *field,
 fail:
 	ingest_report_free(r);
 	return rc;
+}
+
+int ingest_report_parse(struct ingest_report **out, json_t *report, char *field,
+			size_t fieldlen)
+{
+	return ingest_report_parse_text(out, report, NULL, 0, field, fieldlen);
 }
 
 /* --- events -------------------------------------------------------------------------- */
@@ -782,15 +815,46 @@ static int state_events(struct ctx *x, const struct ingest_report *r,
 
 /* --- storing ------------------------------------------------------------------------- */
 
-/* The compact history row of a report; gpus_json is set to a string the caller frees. */
+/* A real as jansson dumps it with JSON_REAL_PRECISION(6) ("41.0", "612.345", "1e20"), or
+ * null when unknown. */
+static size_t real_put(char *buf, size_t len, double v)
+{
+	char tmp[40], *e;
+	int n;
+
+	if (isnan(v) || isinf(v))
+		return (size_t)snprintf(buf, len, "null");
+	n = snprintf(tmp, sizeof(tmp), "%.6g", v);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return (size_t)snprintf(buf, len, "null");
+	if ((e = strchr(tmp, 'e'))) {
+		/* "1e+20" -> "1e20", "1e-05" -> "1e-5" */
+		char *d = e + 1, *q;
+
+		if (*d == '+')
+			memmove(d, d + 1, strlen(d));
+		q = *d == '-' ? d + 1 : d;
+		while (q[0] == '0' && q[1])
+			memmove(q, q + 1, strlen(q));
+	} else if (!strchr(tmp, '.')) {
+		snprintf(tmp + n, sizeof(tmp) - (size_t)n, ".0");
+	}
+	return (size_t)snprintf(buf, len, "%s", tmp);
+}
+
+/* The compact history row of a report; gpus_json (written directly, no JSON tree:
+ * [[index, temperature_c, power_draw_w, util_pct], ...]) is set to a string the caller
+ * frees. */
 static void history_fill(struct agent_history_row *h, char **gpus_json,
 			 const struct ingest_report *r)
 {
 	double tmax = NAN, power = NAN, util = 0;
 	int64_t ecc = -1;
-	size_t nutil = 0;
-	json_t *arr = json_array();
+	size_t nutil = 0, cap = 3 + r->ngpus * 96, used = 0;
+	char *arr = malloc(cap);
 
+	if (arr)
+		arr[used++] = '[';
 	for (size_t i = 0; i < r->ngpus; i++) {
 		const struct agent_gpu *g = &r->gpus[i];
 
@@ -804,13 +868,21 @@ static void history_fill(struct agent_history_row *h, char **gpus_json,
 		}
 		if (g->ecc_volatile_uncorrected >= 0)
 			ecc = (ecc < 0 ? 0 : ecc) + g->ecc_volatile_uncorrected;
-		if (arr)
-			json_array_append_new(
-				arr, json_pack("[I,o,o,o]", (json_int_t)g->index,
-					       isnan(g->temperature_c) ? json_null() : json_real(g->temperature_c),
-					       isnan(g->power_draw_w) ? json_null() : json_real(g->power_draw_w),
-					       isnan(g->utilization_gpu_pct) ? json_null()
-									      : json_real(g->utilization_gpu_pct)));
+		if (arr) {
+			/* at most 2 + 20 + 3 * (1 + 39) + 1 < 96 bytes */
+			used += (size_t)snprintf(arr + used, cap - used, "%s[%lld,", i ? "," : "",
+						 (long long)g->index);
+			used += real_put(arr + used, cap - used, g->temperature_c);
+			arr[used++] = ',';
+			used += real_put(arr + used, cap - used, g->power_draw_w);
+			arr[used++] = ',';
+			used += real_put(arr + used, cap - used, g->utilization_gpu_pct);
+			arr[used++] = ']';
+		}
+	}
+	if (arr) {
+		arr[used++] = ']';
+		arr[used] = '\0';
 	}
 	h->gpu_count = (int64_t)r->ngpus;
 	h->temperature_max_c = tmax;
@@ -818,8 +890,7 @@ static void history_fill(struct agent_history_row *h, char **gpus_json,
 	h->utilization_avg_pct = nutil ? util / (double)nutil : NAN;
 	h->ecc_uncorrected = ecc;
 	h->xid_count = r->xids ? (int64_t)json_array_size(r->xids) : 0;
-	*gpus_json = arr ? json_dumps(arr, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
-	json_decref(arr);
+	*gpus_json = arr;
 }
 
 /* The hottest GPU and the GPUs' power draw summed (NAN when no GPU tells). */
@@ -865,7 +936,8 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 			goto cleanup;
 		if ((rc = state_events(&x, r, has_prev ? &prev : NULL, pgpus, npgpus)) < 0 ||
 		    (rc = gpu_events(&x, r, pgpus, npgpus)) < 0 ||
-		    (rc = store_agent_gpus_replace(st, node_id, r->gpus, r->ngpus)) < 0)
+		    (rc = store_agent_gpus_update(st, node_id, r->gpus, r->ngpus, pgpus, npgpus,
+						  NULL)) < 0)
 			goto cleanup;
 		cur.node_id = node_id;
 		cur.report_id = (char *)r->report_id;

@@ -28,6 +28,13 @@ struct ingest_report; /* a validated report */
  */
 int ingest_report_parse(struct ingest_report **out, json_t *report, char *field,
 			size_t fieldlen);
+/*
+ * The same for a report parsed from text (textlen bytes, e.g. a request body): that text,
+ * JSON whitespace around it trimmed, is what gets stored, instead of a dump of report.
+ * text NULL: dumped, as ingest_report_parse does.
+ */
+int ingest_report_parse_text(struct ingest_report **out, json_t *report, const char *text,
+			     size_t textlen, char *field, size_t fieldlen);
 void ingest_report_free(struct ingest_report *r);
 /* The report's id (borrowed from the report). */
 const char *ingest_report_id(const struct ingest_report *r);

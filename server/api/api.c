@@ -347,6 +347,8 @@ static enum MHD_Result request_finish(struct call *call, const char *url, const 
 		if (kiln_json_parse_object(&c->body, call->body.data, call->body.len) < 0)
 			return send_error(c->conn, MHD_HTTP_BAD_REQUEST, NULL, NULL, NULL,
 					  "malformed JSON in the request body: %s", kiln_error_last());
+		c->body_text = call->body.data;
+		c->body_len = call->body.len;
 	}
 	kiln_error_clear();
 	c->route->handler(c);

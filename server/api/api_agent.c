@@ -67,7 +67,8 @@ void api_agent_report(struct api_ctx *c)
 
 	if (!api_body_require(c))
 		return;
-	rc = ingest_report_parse(&r, c->body, field, sizeof(field));
+	/* The body is stored as it came: no dump of the parsed report. */
+	rc = ingest_report_parse_text(&r, c->body, c->body_text, c->body_len, field, sizeof(field));
 	if (rc < 0) {
 		api_fail_code(c, rc, field[0] ? field : NULL);
 		if (c->agent_token_touch)

@@ -33,6 +33,8 @@ struct api_ctx {
 	struct bmc_engine *engine;     /* NULL when kilnd runs without one */
 	struct api_token caller;       /* the token's name is the audit actor */
 	json_t *body;                  /* parsed request body, or NULL when empty */
+	const char *body_text;         /* that body as received (valid JSON, not NUL-terminated), */
+	size_t body_len;               /* for a handler that stores it as it is; NULL/0 when empty */
 	unsigned status;               /* the answer the handler sets */
 	json_t *reply;
 	struct MHD_Response *response; /* a handler's own response (an upgrade), queued with

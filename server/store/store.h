@@ -267,6 +267,15 @@ void agent_audit_row_list_free(struct agent_audit_row *list, size_t count);
 int store_agent_audit_rows(struct store *st, struct agent_audit_row **out, size_t *out_count);
 int store_agent_gpus_replace(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
 			     size_t count);
+/*
+ * The same, writing only what changed: when the report has the same GPU indexes in the
+ * same order as prev (the stored rows, store_agent_gpus_get), each GPU's row is updated in
+ * place, and not at all when it equals its stored row; otherwise the rows are replaced.
+ * *out_written (may be NULL) receives the number of rows written.
+ */
+int store_agent_gpus_update(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
+			    size_t count, const struct agent_gpu *prev, size_t nprev,
+			    size_t *out_written);
 int store_agent_history_insert(struct store *st, const struct agent_history_row *h);
 /* Deletes at most limit history rows and at most limit report ids older than before
  * (received time); *out_deleted (may be NULL) counts both. */

@@ -461,6 +461,109 @@ fail:
 	return ret;
 }
 
+static int str_same(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static int real_same(double a, double b)
+{
+	return (isnan(a) && isnan(b)) || a == b;
+}
+
+/* The row g would write equals the stored row p (read back: -1 for NULL integers). */
+static int gpu_same(const struct agent_gpu *g, const struct agent_gpu *p)
+{
+	return g->index == p->index && str_same(g->uuid, p->uuid) && str_same(g->name, p->name) &&
+	       str_same(g->serial, p->serial) && str_same(g->pci_bus_id, p->pci_bus_id) &&
+	       (g->memory_total_bytes < 0 ? -1 : g->memory_total_bytes) == p->memory_total_bytes &&
+	       (g->memory_used_bytes < 0 ? -1 : g->memory_used_bytes) == p->memory_used_bytes &&
+	       real_same(g->temperature_c, p->temperature_c) &&
+	       real_same(g->power_draw_w, p->power_draw_w) &&
+	       real_same(g->utilization_gpu_pct, p->utilization_gpu_pct) &&
+	       (g->ecc_volatile_uncorrected < 0 ? -1 : g->ecc_volatile_uncorrected) ==
+		       p->ecc_volatile_uncorrected &&
+	       (g->ecc_aggregate_uncorrected < 0 ? -1 : g->ecc_aggregate_uncorrected) ==
+		       p->ecc_aggregate_uncorrected &&
+	       (g->remapped_rows_failure < 0 ? -1 : g->remapped_rows_failure) ==
+		       p->remapped_rows_failure &&
+	       str_same(g->detail ? g->detail : "{}", p->detail);
+}
+
+static int gpu_update(struct store *st, int64_t node_id, const struct agent_gpu *g)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_GPU_UPDATE,
+			      "UPDATE node_gpus SET uuid = ?3, name = ?4, serial = ?5, pci_bus_id = ?6,"
+			      " memory_total_bytes = ?7, memory_used_bytes = ?8, temperature_c = ?9,"
+			      " power_draw_w = ?10, utilization_gpu_pct = ?11,"
+			      " ecc_volatile_uncorrected = ?12, ecc_aggregate_uncorrected = ?13,"
+			      " remapped_rows_failure = ?14, detail = ?15"
+			      " WHERE node_id = ?1 AND gpu_index = ?2")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	sqlite3_bind_int64(s, 2, g->index);
+	store_bind_text(s, 3, g->uuid);
+	store_bind_text(s, 4, g->name);
+	store_bind_text(s, 5, g->serial);
+	store_bind_text(s, 6, g->pci_bus_id);
+	bind_int_or_null(s, 7, g->memory_total_bytes);
+	bind_int_or_null(s, 8, g->memory_used_bytes);
+	bind_real_or_null(s, 9, g->temperature_c);
+	bind_real_or_null(s, 10, g->power_draw_w);
+	bind_real_or_null(s, 11, g->utilization_gpu_pct);
+	bind_int_or_null(s, 12, g->ecc_volatile_uncorrected);
+	bind_int_or_null(s, 13, g->ecc_aggregate_uncorrected);
+	bind_int_or_null(s, 14, g->remapped_rows_failure);
+	store_bind_text(s, 15, g->detail ? g->detail : "{}");
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "updating a GPU");
+	else if (sqlite3_changes(st->db) != 1)
+		ret = kiln_fail(KILN_ENOTFOUND, "store: GPU %lld of node id %lld is not stored",
+				(long long)g->index, (long long)node_id);
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_agent_gpus_update(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
+			    size_t count, const struct agent_gpu *prev, size_t nprev,
+			    size_t *out_written)
+{
+	size_t written = 0;
+	int ret;
+
+	for (size_t i = 0; count == nprev && i < count; i++)
+		if (gpus[i].index != prev[i].index)
+			nprev = count + 1; /* another set or order of GPUs: replace them all */
+	if (count != nprev) {
+		if ((ret = store_agent_gpus_replace(st, node_id, gpus, count)) < 0)
+			return ret;
+		written = count;
+	} else {
+		if ((ret = store_savepoint(st)) < 0)
+			return ret;
+		for (size_t i = 0; i < count; i++) {
+			if (gpu_same(&gpus[i], &prev[i]))
+				continue;
+			if ((ret = gpu_update(st, node_id, &gpus[i])) < 0) {
+				store_rollback_to(st);
+				return ret;
+			}
+			written++;
+		}
+		if ((ret = store_release(st)) < 0) {
+			store_rollback_to(st);
+			return ret;
+		}
+	}
+	if (out_written)
+		*out_written = written;
+	return 0;
+}
+
 /* --- history ------------------------------------------------------------------------- */
 
 int store_agent_history_insert(struct store *st, const struct agent_history_row *h)

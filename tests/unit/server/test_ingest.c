@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "ingest.h"
 #include "kiln/error.h"
 #include "store/store.h"
@@ -679,6 +681,87 @@ static void test_submit_concurrent(void **state)
 	assert_int_equal(seen, THREADS * PER_THREAD / 2);
 }
 
+/* One text column of the first row of sql on f's database, copied into buf. */
+static const char *db_text(struct fx *f, const char *sql, char *buf, size_t len)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+
+	buf[0] = '\0';
+	assert_int_equal(sqlite3_open_v2(f->db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return buf;
+}
+
+/* The body is stored as it came (not re-dumped); GPU rows are written only when they
+ * changed; the history's GPU array has jansson's number format. */
+static void test_text_kept_and_gpus_in_place(void **state)
+{
+	struct fx *f = *state;
+	struct ingest_report *ir = NULL;
+	struct agent_state s = { 0 };
+	struct agent_gpu *g = NULL, *g2 = NULL;
+	size_t ng = 0, ng2 = 0, written = 99;
+	char field[INGEST_FIELD_MAX], buf[4096], *text, *body;
+	json_t *r = mkreport("raw1", 2);
+	int dup = -1;
+
+	/* The agent's text, with JSON whitespace around it and a space inside. */
+	text = json_dumps(r, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	assert_non_null(text);
+	body = malloc(strlen(text) + 8);
+	assert_non_null(body);
+	snprintf(body, strlen(text) + 8, " \n%s\r\n", text);
+	memmove(body + 3, body + 2, strlen(body + 2) + 1); /* "{" -> "{ " below */
+	body[2] = '{';
+	body[3] = ' ';
+	json_decref(r);
+	r = json_loads(body, 0, NULL);
+	assert_non_null(r);
+	assert_int_equal(ingest_report_parse_text(&ir, r, body, strlen(body), field, sizeof(field)),
+			 0);
+	assert_int_equal(ingest_report_store(f->st, &dup, f->node, ir), 0);
+	ingest_report_free(ir);
+	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 1), 0);
+	body[strlen(body) - 2] = '\0';
+	assert_string_equal(s.report, body + 2);
+	agent_state_clear(&s);
+	/* The GPUs' details are still cut out of it. */
+	assert_int_equal(store_agent_gpus_get(f->st, &g, &ng, f->node), 0);
+	assert_int_equal(ng, 2);
+	assert_non_null(strstr(g[1].detail, "\"uuid\":\"GPU-00000001"));
+	assert_string_equal(db_text(f, "SELECT gpus FROM agent_history", buf, sizeof(buf)),
+			    "[[0,40.0,70.5,12.0],[1,41.0,70.5,12.0]]");
+
+	/* Unchanged rows are not written; a changed one is updated in place. */
+	assert_int_equal(store_agent_gpus_update(f->st, f->node, g, ng, g, ng, &written), 0);
+	assert_int_equal(written, 0);
+	assert_int_equal(store_agent_gpus_get(f->st, &g2, &ng2, f->node), 0); /* as stored */
+	g[1].temperature_c = 77.5;
+	assert_int_equal(store_agent_gpus_update(f->st, f->node, g, ng, g2, ng2, &written), 0);
+	assert_int_equal(written, 1);
+	agent_gpu_list_free(g2, ng2);
+	assert_int_equal(store_agent_gpus_get(f->st, &g2, &ng2, f->node), 0);
+	assert_int_equal(ng2, 2);
+	assert_true(g2[1].temperature_c > 77.4 && g2[1].temperature_c < 77.6);
+	assert_true(g2[0].temperature_c > 39.9 && g2[0].temperature_c < 40.1);
+	/* Another set of GPUs replaces the rows. */
+	assert_int_equal(store_agent_gpus_update(f->st, f->node, g, 1, g2, ng2, &written), 0);
+	agent_gpu_list_free(g2, ng2);
+	assert_int_equal(written, 1);
+	assert_int_equal(store_agent_gpus_get(f->st, &g2, &ng2, f->node), 0);
+	assert_int_equal(ng2, 1);
+	agent_gpu_list_free(g2, ng2);
+	agent_gpu_list_free(g, ng);
+	json_decref(r);
+	free(body);
+	free(text);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -695,6 +778,7 @@ int main(void)
 		T(test_batch_items_independent),
 		T(test_history_pruned),
 		T(test_submit_concurrent),
+		T(test_text_kept_and_gpus_in_place),
 	};
 #undef T
 
