@@ -39,7 +39,7 @@ int kiln_parse_int64(int64_t *out, const char *s, int64_t min, int64_t max)
 
 int kiln_parse_int(int *out, const char *s, int min, int max)
 {
-	int64_t v;
+	int64_t v = 0; /* -O3 cannot see that rc < 0 leaves it unread */
 	int rc = kiln_parse_int64(&v, s, min, max);
 
 	if (rc < 0)
