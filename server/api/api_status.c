@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "api/api_internal.h"
+#include "api/api_status.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 
@@ -231,9 +232,311 @@ static void count(json_t *summary, const char *key)
 	json_object_set_new(summary, key, json_integer(json_integer_value(v) + 1));
 }
 
+/* --- the rows form: JSON text written straight from the query's rows ------------------ */
+
+/* A buffer whose first error sticks, so that a row is written without a check per piece. */
+struct jw {
+	struct kiln_buf *b;
+	int rc;
+};
+
+static void jw_raw(struct jw *w, const char *p, size_t n)
+{
+	if (w->rc == 0)
+		w->rc = kiln_buf_append(w->b, p, n);
+}
+
+#define JW_LIT(w, lit) jw_raw((w), (lit), sizeof(lit) - 1)
+
+static void jw_int(struct jw *w, int64_t v)
+{
+	char tmp[24], *p = tmp + sizeof(tmp);
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	jw_raw(w, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+/* v rounded to a tenth, as the object form's round(v * 10) / 10; null when unknown. The text
+ * "k/10" parses back to the very double the object form sends (both are the nearest double
+ * to k/10). */
+static void jw_tenths(struct jw *w, double v)
+{
+	double t = round(v * 10);
+	char tmp[40];
+	uint64_t u;
+	int n;
+
+	if (!isfinite(t)) {
+		JW_LIT(w, "null");
+		return;
+	}
+	if (fabs(t) >= 1e15) {
+		n = snprintf(tmp, sizeof(tmp), "%.17g", t / 10);
+		jw_raw(w, tmp, n > 0 ? (size_t)n : 0);
+		return;
+	}
+	u = (uint64_t)fabs(t);
+	if (signbit(t))
+		JW_LIT(w, "-");
+	jw_int(w, (int64_t)(u / 10));
+	tmp[0] = '.';
+	tmp[1] = (char)('0' + u % 10);
+	jw_raw(w, tmp, 2);
+}
+
+static void jw_age(struct jw *w, int64_t t, int64_t now)
+{
+	if (t > 0)
+		jw_int(w, now - t > 0 ? now - t : 0);
+	else
+		JW_LIT(w, "null");
+}
+
+/* Length of the valid UTF-8 sequence of two or more bytes at p, 0 when there is none (p's
+ * string ends with a NUL, which no test below reads past). */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned char c = p[0], lo, hi;
+
+	if (c < 0xC2 || c > 0xF4)
+		return 0;
+	if (c < 0xE0)
+		return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+	if (c < 0xF0) {
+		lo = c == 0xE0 ? 0xA0 : 0x80; /* no overlong form */
+		hi = c == 0xED ? 0x9F : 0xBF; /* no surrogate */
+		return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
+	}
+	lo = c == 0xF0 ? 0x90 : 0x80;
+	hi = c == 0xF4 ? 0x8F : 0xBF; /* nothing past U+10FFFF */
+	return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4 : 0;
+}
+
+static void jw_string(struct jw *w, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p = (const unsigned char *)s, *run = p;
+	char esc[6];
+	size_t n;
+
+	JW_LIT(w, "\"");
+	for (;;) {
+		unsigned char c = *p;
+
+		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+			p++;
+			continue;
+		}
+		if (c >= 0x80 && (n = utf8_seq(p)) > 0) {
+			p += n;
+			continue;
+		}
+		jw_raw(w, (const char *)run, (size_t)(p - run));
+		if (c == 0)
+			break;
+		switch (c) {
+		case '"': JW_LIT(w, "\\\""); break;
+		case '\\': JW_LIT(w, "\\\\"); break;
+		case '\b': JW_LIT(w, "\\b"); break;
+		case '\f': JW_LIT(w, "\\f"); break;
+		case '\n': JW_LIT(w, "\\n"); break;
+		case '\r': JW_LIT(w, "\\r"); break;
+		case '\t': JW_LIT(w, "\\t"); break;
+		default:
+			if (c < 0x20) {
+				memcpy(esc, "\\u00", 4);
+				esc[4] = hex[c >> 4];
+				esc[5] = hex[c & 0xF];
+				jw_raw(w, esc, sizeof(esc));
+			} else {
+				JW_LIT(w, "\xEF\xBF\xBD"); /* not UTF-8: U+FFFD */
+			}
+		}
+		run = ++p;
+	}
+	JW_LIT(w, "\"");
+}
+
+static void jw_string_or_null(struct jw *w, const char *s)
+{
+	if (s)
+		jw_string(w, s);
+	else
+		JW_LIT(w, "null");
+}
+
+int api_json_string_append(struct kiln_buf *b, const char *s)
+{
+	struct jw w = { b, 0 };
+
+	jw_string(&w, s);
+	return w.rc;
+}
+
+/* The stored reasons (a JSON array the poller wrote) as the object form gives them: [] unless
+ * they parse as an array. */
+static void jw_reasons(struct jw *w, const char *reasons)
+{
+	json_t *arr;
+	char *text;
+
+	if (!reasons || strcmp(reasons, "[]") == 0) {
+		JW_LIT(w, "[]");
+		return;
+	}
+	arr = json_loads(reasons, 0, NULL);
+	text = json_is_array(arr) ? json_dumps(arr, JSON_COMPACT) : NULL;
+	if (text)
+		jw_raw(w, text, strlen(text));
+	else if (json_is_array(arr) && w->rc == 0)
+		w->rc = kiln_fail(KILN_ERROR, "out of memory");
+	else
+		JW_LIT(w, "[]");
+	free(text);
+	json_decref(arr);
+}
+
+enum {
+	SUM_NODES, SUM_OK, SUM_WARNING, SUM_CRITICAL, SUM_UNKNOWN, SUM_MAINTENANCE, SUM_HUNG,
+	SUM_POWER_ON, SUM_POWER_OFF, SUM_POWER_UNKNOWN, SUM_COUNT
+};
+static const char *const sum_keys[SUM_COUNT] = {
+	"nodes", "ok", "warning", "critical", "unknown", "maintenance", "hung",
+	"power_on", "power_off", "power_unknown"
+};
+
+struct rows_walk {
+	struct jw w;
+	const struct kiln_nodelist *want;
+	int only_problems;
+	int64_t now;
+	size_t rows;
+	int64_t sum[SUM_COUNT];
+};
+
+static int row_put(void *ud, const struct status_row *r)
+{
+	struct rows_walk *rw = ud;
+	struct jw *w = &rw->w;
+	const char *health = r->health ? r->health : "unknown";
+	const char *power = r->power ? r->power : "unknown";
+	int problem = strcmp(health, "ok") != 0 || !r->reachable;
+
+	if (rw->want && !api_fleet_range_has(rw->want, r->node))
+		return 0;
+	rw->sum[SUM_NODES]++;
+	rw->sum[strcmp(health, "ok") == 0	  ? SUM_OK
+		: strcmp(health, "warning") == 0  ? SUM_WARNING
+		: strcmp(health, "critical") == 0 ? SUM_CRITICAL
+						  : SUM_UNKNOWN]++;
+	rw->sum[SUM_MAINTENANCE] += r->in_maintenance != 0;
+	rw->sum[SUM_HUNG] += r->has_state && r->hung_since > 0;
+	rw->sum[strcmp(power, "on") == 0    ? SUM_POWER_ON
+		: strcmp(power, "off") == 0 ? SUM_POWER_OFF
+					    : SUM_POWER_UNKNOWN]++;
+	if (rw->only_problems && !r->in_maintenance && !problem)
+		return 0;
+	if (rw->rows++)
+		JW_LIT(w, ",");
+	JW_LIT(w, "[");
+	jw_string(w, r->node);
+	JW_LIT(w, ",");
+	jw_string(w, power);
+	JW_LIT(w, ",");
+	jw_age(w, r->has_state ? r->power_time : 0, rw->now);
+	JW_LIT(w, ",");
+	jw_age(w, r->has_agent ? r->agent_last_seen : 0, rw->now);
+	JW_LIT(w, ",");
+	jw_string(w, health);
+	JW_LIT(w, ",");
+	jw_string_or_null(w, r->in_maintenance ? (r->maint_reason ? r->maint_reason : "") : NULL);
+	JW_LIT(w, ",");
+	if (r->has_agent) {
+		jw_int(w, r->gpu_count);
+		JW_LIT(w, ",");
+		jw_int(w, r->gpu_count_max);
+		JW_LIT(w, ",");
+		jw_string_or_null(w, r->driver_version);
+		JW_LIT(w, ",");
+		jw_string_or_null(w, r->cuda_driver_version);
+	} else {
+		JW_LIT(w, "null,null,null,null");
+	}
+	JW_LIT(w, ",");
+	jw_tenths(w, r->hottest_c);
+	JW_LIT(w, ",");
+	jw_tenths(w, r->power_w);
+	JW_LIT(w, ",");
+	jw_reasons(w, r->has_state ? r->reasons : NULL);
+	JW_LIT(w, "]");
+	return w->rc;
+}
+
+int api_status_rows_write(struct kiln_buf *out, struct store *st,
+			  const struct kiln_nodelist *want, int only_problems, int64_t now)
+{
+	struct rows_walk rw = { .w = { out, 0 }, .want = want, .only_problems = only_problems,
+				.now = now };
+	int rc;
+
+	JW_LIT(&rw.w, "{\"columns\":[" API_STATUS_ROW_COLUMNS "],\"rows\":[");
+	if (rw.w.rc < 0)
+		return rw.w.rc;
+	rc = store_status_rows(st, row_put, &rw);
+	if (rc < 0)
+		return rc;
+	JW_LIT(&rw.w, "],\"summary\":{");
+	for (int i = 0; i < SUM_COUNT; i++) {
+		if (i)
+			JW_LIT(&rw.w, ",");
+		jw_string(&rw.w, sum_keys[i]);
+		JW_LIT(&rw.w, ":");
+		jw_int(&rw.w, rw.sum[i]);
+	}
+	JW_LIT(&rw.w, "}}");
+	return rw.w.rc;
+}
+
+/* Answers 200 with the rows form as it is written (no JSON tree, no second dump). */
+static void status_rows_reply(struct api_ctx *c, const struct kiln_nodelist *want,
+			      int only_problems)
+{
+	struct kiln_buf b;
+	struct MHD_Response *resp;
+	int rc;
+
+	kiln_buf_init(&b, 0);
+	rc = api_status_rows_write(&b, c->st, want, only_problems, time(NULL));
+	if (rc == 0)
+		rc = kiln_buf_append(&b, "\n", 1); /* as every other answer, for curl readers */
+	if (rc < 0) {
+		kiln_buf_free(&b);
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	resp = MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		kiln_buf_free(&b);
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+		return;
+	}
+	b.data = NULL; /* the response owns it */
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	c->status = MHD_HTTP_OK;
+	c->response = resp;
+}
+
 void api_status_get(struct api_ctx *c)
 {
 	const char *range = api_query(c, "range"), *problems = api_query(c, "problems");
+	const char *form = api_query(c, "form");
 	int only_problems = problems && strcmp(problems, "0") != 0 && strcmp(problems, "") != 0;
 	struct kiln_nodelist want = { 0 };
 	struct fleet f;
@@ -241,8 +544,17 @@ void api_status_get(struct api_ctx *c)
 	int64_t now = time(NULL);
 	int rc;
 
+	if (form && strcmp(form, "rows") != 0 && strcmp(form, "objects") != 0) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "form", "form must be 'rows' or 'objects'");
+		return;
+	}
 	if (range && api_fleet_range_expand(c, &want, range) < 0)
 		return;
+	if (form && strcmp(form, "rows") == 0) {
+		status_rows_reply(c, range ? &want : NULL, only_problems);
+		kiln_nodelist_free(&want);
+		return;
+	}
 	rc = fleet_load(&f, c->st);
 	if (rc < 0) {
 		api_fail_code(c, rc, NULL);

@@ -390,6 +390,41 @@ int store_maintenance_set(struct store *st, int64_t node_id, const char *reason,
 int store_maintenance_list(struct store *st, struct maintenance **out, size_t *out_count);
 void maintenance_list_free(struct maintenance *list, size_t count);
 
+/* --- the fleet status table in one query (store_status.c) ----------------------------- */
+
+/* One node's line of the fleet status: its BMC state, agent state, GPU summary and
+ * maintenance row joined. Strings point into SQLite's row and are valid only during the
+ * callback; NULL when absent. */
+struct status_row {
+	int64_t node_id;
+	const char *node;
+	int has_state;               /* the poller wrote the node (the fields below it are set) */
+	const char *power;           /* "on" | "off" | "unknown" */
+	int64_t power_time;          /* 0: never read */
+	const char *power_error;
+	int reachable;
+	const char *health;          /* NULL when never evaluated (health_time 0) */
+	const char *reasons;         /* JSON array text */
+	int64_t hung_since;
+	int has_agent;               /* an agent reported (the fields below it are set) */
+	int64_t agent_last_seen;
+	int64_t gpu_count;
+	int64_t gpu_count_max;
+	const char *driver_version;
+	const char *cuda_driver_version;
+	double hottest_c;            /* NAN: unknown (or no agent) */
+	double power_w;              /* NAN: unknown (or no agent) */
+	int in_maintenance;          /* the fields below it are set */
+	const char *maint_reason;
+	const char *maint_by;
+	int64_t maint_since;
+};
+
+/* Calls fn for every node ordered by name, in one read snapshot. fn returns 0 to go on or a
+ * negative code, which stops the walk and is returned. */
+typedef int (*store_status_fn)(void *ud, const struct status_row *row);
+int store_status_rows(struct store *st, store_status_fn fn, void *ud);
+
 /* The node's summed uncorrected ECC count in its first and latest history row at or after
  * since; -1 each when unknown. */
 int store_fleet_ecc_window(struct store *st, int64_t *out_first, int64_t *out_last,

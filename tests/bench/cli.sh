@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Benchmark (on demand, not CI): `kiln status` and `kiln audit` over 10,000 nodes with agent state.
 #
-# usage: tests/bench/cli.sh [--nodes N] [--runs R] [--no-build]
-#   KILN_BENCH_KEEP=1 keeps the temporary folder.
+# usage: tests/bench/cli.sh [--nodes N] [--runs R] [--no-build] [--state DIR]
+#   KILN_BENCH_KEEP=1 keeps the temporary folder; KILN_BENCH_BUILD=DIR uses that build tree
+#   (default build-bench). --state DIR keeps kilnd's state dir there: filled on the first run,
+#   reused as it is (no new reports) by later runs, so that builds compare on the same data.
 #
 # Builds a plain RelWithDebInfo tree into build-bench, starts kilnd on 127.0.0.1 (plain HTTP,
 # ephemeral port), makes N agent-only nodes with agent tokens and gives each node two agent
@@ -12,14 +14,15 @@
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=$SRC/build-bench
-NODES=10000 RUNS=20 BUILD_IT=1
+BUILD=${KILN_BENCH_BUILD:-$SRC/build-bench}
+NODES=10000 RUNS=20 BUILD_IT=1 STATE=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--nodes) NODES=$2; shift 2 ;;
 	--runs) RUNS=$2; shift 2 ;;
 	--no-build) BUILD_IT=0; shift ;;
-	-h | --help) sed -n "2,11p" "$0"; exit 0 ;;
+	--state) STATE=$2; shift 2 ;;
+	-h | --help) sed -n "2,13p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -54,28 +57,39 @@ jq -c "$LEAN" "$TMP/agent.json" >"$TMP/template.json"
 jq -c "$LEAN | .nvidia.driver_version = \"535.161.08\" | .nvidia.kernel_module_version = \"535.161.08\"
 	| .nvidia.cuda_driver_version = \"12.2\"" "$TMP/agent.json" >"$TMP/template-old.json"
 
-mkdir -m 700 "$TMP/kilnd"
-"$BUILD/bin/kilnd" --state-dir "$TMP/kilnd" --listen 127.0.0.1:0 2>"$TMP/kilnd.log" &
+KD=$TMP/kilnd FILL=1
+if [ -n "$STATE" ]; then
+	KD=$(mkdir -p "$STATE" && cd "$STATE" && pwd)
+	chmod 700 "$KD"
+	[ -s "$KD/kiln.db" ] && FILL=0
+	rm -f "$KD/kilnd.url"
+else
+	mkdir -m 700 "$KD"
+fi
+"$BUILD/bin/kilnd" --state-dir "$KD" --listen 127.0.0.1:0 2>"$TMP/kilnd.log" &
 KILND_PID=$!
 PIDS+=("$KILND_PID")
 for _ in $(seq 300); do
-	[ -s "$TMP/kilnd/kilnd.url" ] && curl -sf -o /dev/null "$(cat "$TMP/kilnd/kilnd.url")/api/v1/health" && break
+	[ -s "$KD/kilnd.url" ] && curl -sf -o /dev/null "$(cat "$KD/kilnd.url")/api/v1/health" && break
 	kill -0 "$KILND_PID" 2>/dev/null || { cat "$TMP/kilnd.log"; exit 1; }
 	sleep 0.1
 done
-export KILN_URL; KILN_URL=$(cat "$TMP/kilnd/kilnd.url")
-export KILN_TOKEN_FILE=$TMP/kilnd/admin.token
+export KILN_URL; KILN_URL=$(cat "$KD/kilnd.url")
+export KILN_TOKEN_FILE=$KD/admin.token
 
 ING=$BUILD/bin/kiln-bench-ingest
-"$ING" --setup --url "$KILN_URL" --admin-token "$KILN_TOKEN_FILE" --tokens "$TMP/tokens" \
-	--nodes "$NODES" --conns 8 >&2
-# Two reports a node; then the first tenth of the nodes reports an older driver.
-"$ING" --url "$KILN_URL" --tokens "$TMP/tokens" --nodes "$NODES" --template "$TMP/template.json" \
-	--conns 16 --warmup 0 --duration 600 --max-reports $((NODES * 2)) >"$TMP/load1.txt"
-"$ING" --url "$KILN_URL" --tokens "$TMP/tokens" --nodes $((NODES / 10)) \
-	--template "$TMP/template-old.json" --conns 16 --warmup 0 --duration 600 \
-	--max-reports $((NODES / 10)) >"$TMP/load2.txt"
-WITH_STATE=$(sqlite3 -readonly "$TMP/kilnd/kiln.db" "SELECT count(*) FROM node_agent_state")
+if [ "$FILL" = 1 ]; then
+	"$ING" --setup --url "$KILN_URL" --admin-token "$KILN_TOKEN_FILE" --tokens "$TMP/tokens" \
+		--nodes "$NODES" --conns 8 >&2
+	# Two reports a node; then the first tenth of the nodes reports an older driver.
+	"$ING" --url "$KILN_URL" --tokens "$TMP/tokens" --nodes "$NODES" \
+		--template "$TMP/template.json" --conns 16 --warmup 0 --duration 600 \
+		--max-reports $((NODES * 2)) >"$TMP/load1.txt"
+	"$ING" --url "$KILN_URL" --tokens "$TMP/tokens" --nodes $((NODES / 10)) \
+		--template "$TMP/template-old.json" --conns 16 --warmup 0 --duration 600 \
+		--max-reports $((NODES / 10)) >"$TMP/load2.txt"
+fi
+WITH_STATE=$(sqlite3 -readonly "$KD/kiln.db" "SELECT count(*) FROM node_agent_state")
 echo "nodes with agent state: $WITH_STATE" >&2
 sleep 12 # one health sweep of the poller over every node
 
