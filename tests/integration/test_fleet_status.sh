@@ -52,6 +52,11 @@ bmcsim_start "$T/sim" "$MOCKUP" --count 3 || exit 1
 kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
 
 printf 'password\n' >"$T/bmc.pw"
+# The config without Xid events, written once before any agent starts: rewritten in the loop,
+# it was truncated while gpu01's agent (started the turn before) could be reading it, and the
+# fake NVML then loaded an empty config (0 GPUs) for the agent's life ("gpus seen on gpu01:
+# got 0, want 8" under parallel load).
+grep -v xid_events "$NVML_CONF" >"$T/clean-nvml.conf"
 for i in 1 2 3; do
 	n=gpu0$i
 	"$KILN" node add "$n" --bmc "redfish+http://127.0.0.1:${BMCSIM_PORTS[$((i - 1))]}" \
@@ -67,7 +72,6 @@ for i in 1 2 3; do
 	conf=$NVML_CONF
 	if [ "$n" != gpu03 ]; then
 		: >"$r/dev/kmsg"
-		grep -v xid_events "$NVML_CONF" >"$T/clean-nvml.conf"
 		conf=$T/clean-nvml.conf
 	fi
 	"$KILN" agent token "$n" >"$T/$n.token" 2>/dev/null || { echo "agent token $n failed" >&2; exit 1; }
@@ -142,6 +146,34 @@ grep -q '^3 nodes: 1 ok, 0 warning, 2 critical, 1 maintenance, 1 hung$' "$T/tabl
 	fail "summary line: $(tail -1 "$T/table")"
 grep -q $'\033' "$T/table" && fail "colour codes in a pipe" || pass "no colour codes in a pipe"
 same "table rows" "$(grep -c '^gpu0' "$T/table")" 3
+"$KILN" status 'gpu0[1-2]' --problems >"$T/table2" 2>&1 || fail "kiln status gpu0[1-2] --problems failed"
+same "table of gpu0[1-2] --problems" "$(grep -c '^gpu0[12] ' "$T/table2")/$(tail -1 "$T/table2")" \
+	"2/2 nodes: 1 ok, 0 warning, 1 critical, 1 maintenance, 1 hung"
+
+# The rows form (what the table reads) carries the object form's table fields row for row,
+# and the same summary. Both answers are taken between two identical object answers, so that
+# no poller write or clock tick falls between them.
+rows_as_objects='.columns as $c | {summary, nodes: [.rows[] | [$c, .] | transpose
+	| map({(.[0]): .[1]}) | add]}'
+objects_as_rows='{summary, nodes: [.nodes[] | {node, power, power_age_s, agent_age_s, health,
+	maintenance_reason: (if .maintenance == false then null else .maintenance.reason end),
+	gpus_seen, gpus_expected, driver, cuda, hottest_gpu_c, power_draw_w, reasons}]}'
+rows_match() {
+	kiln_api GET '/status' >/dev/null && cp "$KILN_BODY_FILE" "$T/objects1.json" &&
+		[ "$(kiln_api GET '/status?form=rows')" = 200 ] && cp "$KILN_BODY_FILE" "$T/rows.json" &&
+		kiln_api GET '/status?form=objects' >/dev/null &&
+		cmp -s "$KILN_BODY_FILE" "$T/objects1.json" || return 1
+	local a b
+	a=$(jq -S "$objects_as_rows" "$T/objects1.json") && b=$(jq -S "$rows_as_objects" "$T/rows.json") &&
+		[ "$(jq '.nodes | length' <<<"$a")" = 3 ] && [ "$a" = "$b" ]
+}
+if wait_for "the rows form matches the object form" 20 rows_match; then
+	pass "GET /status?form=rows gives the object form's table fields and summary"
+else
+	diff <(jq -S "$objects_as_rows" "$T/objects1.json") <(jq -S "$rows_as_objects" "$T/rows.json") >&2
+fi
+same "the rows form has a row per node" "$(jq '.rows | length' "$T/rows.json")" 3
+same "GET /status?form=bogus is refused" "$(kiln_api GET '/status?form=bogus')/$(jq -r .field "$KILN_BODY_FILE")" 400/form
 
 # A SEL entry and a power change on gpu01's BMC become events.
 curl -s -o /dev/null -X POST \
