@@ -3,7 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 
 #include "bmc/redfish/internal.h"
 #include "kiln/error.h"
@@ -11,6 +15,15 @@
 #include "kiln/parse.h"
 
 #define RF_HEADER_MAX 4096
+#define RF_CA_CHECK_MS 1000           /* a CA file's stat, to see it changed, at most this often */
+
+struct rf_ca {
+	struct rf_ca *next;           /* the bucket's chain */
+	char *path;
+	X509_STORE *store;            /* NULL: the file did not load; curl reads it (and says why) */
+	struct stat st;               /* of the file as loaded */
+	int64_t checked_ms;
+};
 
 struct rf_request {
 	struct rf_op *op;
@@ -105,6 +118,117 @@ static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip, int c
 	return CURL_PREREQFUNC_OK;
 }
 
+/* --- CA files, loaded once ------------------------------------------------------------- */
+
+static unsigned ca_hash(const char *s)
+{
+	unsigned h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h % RF_CA_BUCKETS;
+}
+
+static int ca_same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* (Re)loads ca's file when it changed on disk (looked at once a second at most). */
+static void ca_refresh(struct rf_ca *ca)
+{
+	struct stat st;
+	int64_t now = rf_now_ms();
+
+	if (ca->checked_ms && now - ca->checked_ms < RF_CA_CHECK_MS)
+		return;
+	ca->checked_ms = now;
+	if (stat(ca->path, &st) < 0) {
+		X509_STORE_free(ca->store); /* connections made with it keep their reference */
+		ca->store = NULL;
+		return;
+	}
+	if (ca->store && ca_same_file(&st, &ca->st))
+		return;
+	X509_STORE_free(ca->store);
+	ca->store = X509_STORE_new();
+	/* as curl sets up the store it loads from CAINFO */
+	if (!ca->store || X509_STORE_load_file(ca->store, ca->path) != 1 ||
+	    X509_STORE_set_flags(ca->store, X509_V_FLAG_TRUSTED_FIRST | X509_V_FLAG_PARTIAL_CHAIN) != 1) {
+		X509_STORE_free(ca->store);
+		ca->store = NULL;
+		return;
+	}
+	ca->st = st;
+}
+
+/* b's loaded CA file, or NULL (curl then loads it per connection as CAINFO). */
+static struct rf_ca *ca_get(struct redfish *rf, struct redfish_bmc *b)
+{
+	if (!b->ca) {
+		unsigned h = ca_hash(b->ca_file);
+		struct rf_ca *ca = rf->cas[h];
+		while (ca && strcmp(ca->path, b->ca_file) != 0)
+			ca = ca->next;
+		if (!ca) {
+			ca = calloc(1, sizeof(*ca));
+			if (!ca || !(ca->path = strdup(b->ca_file))) {
+				free(ca);
+				return NULL;
+			}
+			ca->next = rf->cas[h];
+			rf->cas[h] = ca;
+		}
+		b->ca = ca;
+	}
+	ca_refresh(b->ca);
+	return b->ca->store ? b->ca : NULL;
+}
+
+void rf_ca_free_all(struct redfish *rf)
+{
+	for (int i = 0; i < RF_CA_BUCKETS; i++) {
+		while (rf->cas[i]) {
+			struct rf_ca *ca = rf->cas[i];
+			rf->cas[i] = ca->next;
+			X509_STORE_free(ca->store);
+			free(ca->path);
+			free(ca);
+		}
+	}
+}
+
+/* The connection's SSL_CTX trusts the shared store (curl loaded none: CAINFO is unset). A
+ * store gone since the request started leaves the context's empty one: verification fails. */
+static CURLcode on_ssl_ctx(CURL *h, void *sslctx, void *ud)
+{
+	struct rf_ca *ca = ud;
+	(void)h;
+	if (ca->store)
+		SSL_CTX_set1_cert_store(sslctx, ca->store); /* takes a reference */
+	return CURLE_OK;
+}
+
+/* Verification against b's CA file through the shared store: 0, or < 0 when it is not
+ * loaded (the caller lets curl load the file). */
+static int trust_ca_store(CURL *h, struct redfish *rf, struct redfish_bmc *b)
+{
+	struct rf_ca *ca = ca_get(rf, b);
+	if (!ca)
+		return -1;
+	if (curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_CAINFO, NULL) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_CA_CACHE_TIMEOUT, 0L) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx) != CURLE_OK ||
+	    curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, (void *)ca) != CURLE_OK) {
+		curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, NULL);
+		return -1;
+	}
+	return 0;
+}
+
 void rf_request_free(struct rf_request *req)
 {
 	if (!req)
@@ -195,7 +319,10 @@ int rf_request_start(struct rf_op *op, struct rf_step *step)
 		curl_easy_setopt(h, CURLOPT_DNS_CACHE_TIMEOUT, -1L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 
-	if (!b->plain_http) {
+	if (!b->plain_http && b->ca_file && !b->fingerprint && !b->tls_insecure &&
+	    trust_ca_store(h, rf, b) == 0) {
+		/* the node's CA file, loaded once for every connection that trusts it */
+	} else if (!b->plain_http) {
 		struct kiln_tls_trust trust = {
 			.ca_file = b->ca_file,
 			.fingerprint = b->fingerprint,

@@ -13,6 +13,8 @@
 #include "bmc/redfish/redfish.h"
 #include "kiln/buf.h"
 
+struct rf_ca;
+
 enum rf_profile { RF_GENERIC = 0, RF_DELL, RF_HPE, RF_OPENBMC };
 
 struct rf_chassis {
@@ -38,6 +40,7 @@ struct redfish_bmc {
 	int ip_literal;                        /* host is an address: its DNS entry is kept */
 	int shard;                             /* the curl multi handle its requests go to */
 	char *ca_file, *fingerprint;
+	struct rf_ca *ca;                      /* the driver's store for ca_file, once looked up */
 	char *want_system;                     /* --bmc-system, or NULL */
 
 	/* authentication */
@@ -164,6 +167,11 @@ struct rf_shard {
 	int64_t due_ms;                        /* its timer (INT64_MAX: none) */
 };
 
+/* A CA file loaded once into an X509_STORE that every connection trusting it shares
+ * (http.c): curl 7.88 re-reads CAINFO into a new store per connection unless its one cached
+ * store per multi handle matches, which BMCs of several CA files on one handle defeat. */
+#define RF_CA_BUCKETS 256
+
 /* The driver (http.c). */
 struct redfish {
 	struct redfish_config cfg;
@@ -185,6 +193,7 @@ struct redfish {
 	struct rf_op *ops;                     /* loop thread only */
 	int inflight;
 	int handshaking;                       /* requests in flight on a new TLS connection */
+	struct rf_ca *cas[RF_CA_BUCKETS];      /* loaded CA files, by path (loop thread) */
 };
 
 int64_t rf_now_ms(void);
@@ -207,6 +216,8 @@ int rf_task_follow(struct rf_op *op, const char *location, long retry_after_s, r
 int rf_request_start(struct rf_op *op, struct rf_step *step);
 void rf_request_free(struct rf_request *req);
 void rf_loop_complete(struct redfish *rf, CURLMsg *msg);
+/* Frees the loaded CA stores (at stop; connections hold their own references). */
+void rf_ca_free_all(struct redfish *rf);
 
 /* Authentication and reply handling (session.c). */
 int rf_step_needs_login(struct rf_op *op, const struct rf_step *step);

@@ -826,6 +826,7 @@ void redfish_stop(struct redfish *rf)
 		if (rf->shards[i].multi)
 			curl_multi_cleanup(rf->shards[i].multi);
 	free(rf->shards);
+	rf_ca_free_all(rf);
 	if (rf->wakefd >= 0)
 		close(rf->wakefd);
 	if (rf->epfd >= 0)
