@@ -1149,3 +1149,136 @@ int ingest_submit(struct store *st, struct ingest_item *item)
 	kiln_error_clear();
 	return 0;
 }
+
+/* --- the writer ---------------------------------------------------------------------- */
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t thread;
+	struct store *st;
+	struct ingest_item *head, **tail;
+	size_t queued, max;
+	int running;   /* ingest_enqueue accepts items */
+	int stopping;  /* the thread ends once the queue is empty */
+} writer = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
+
+static void *writer_main(void *arg)
+{
+	struct ingest_item *batch[INGEST_BATCH_MAX];
+	struct store *st = writer.st;
+
+	(void)arg;
+	pthread_mutex_lock(&writer.lock);
+	for (;;) {
+		size_t n = 0;
+		int prune = 0;
+
+		while (!writer.head && !writer.stopping)
+			pthread_cond_wait(&writer.wake, &writer.lock);
+		if (!writer.head)
+			break;
+		while (writer.head && n < INGEST_BATCH_MAX) {
+			batch[n++] = writer.head;
+			writer.head = writer.head->next;
+		}
+		if (!writer.head)
+			writer.tail = &writer.head;
+		writer.queued -= n;
+		pthread_mutex_unlock(&writer.lock);
+		ingest_batch(st, batch, n);
+		/* Each answer goes out only now: the commit (or its failure) is final. */
+		for (size_t i = 0; i < n; i++)
+			batch[i]->done_fn(batch[i], batch[i]->done_arg);
+		pthread_mutex_lock(&queue_lock);
+		if (store_now(st) - last_prune >= PRUNE_INTERVAL_S) {
+			last_prune = store_now(st);
+			prune = 1;
+		}
+		pthread_mutex_unlock(&queue_lock);
+		if (prune) {
+			/* Housekeeping failures fail no report. */
+			ingest_prune(st, NULL);
+			store_wal_checkpoint(st);
+		}
+		pthread_mutex_lock(&writer.lock);
+	}
+	pthread_mutex_unlock(&writer.lock);
+	return NULL;
+}
+
+int ingest_writer_start(const char *db_path, size_t queue_max)
+{
+	struct store *st = NULL;
+	int rc;
+
+	if ((rc = store_open(&st, db_path)) < 0)
+		return rc;
+	pthread_mutex_lock(&writer.lock);
+	if (writer.running || writer.st) {
+		pthread_mutex_unlock(&writer.lock);
+		store_close(st);
+		return kiln_fail(KILN_EBUSY, "ingest: the writer runs already");
+	}
+	writer.st = st;
+	writer.head = NULL;
+	writer.tail = &writer.head;
+	writer.queued = 0;
+	writer.max = queue_max ? queue_max : INGEST_QUEUE_MAX;
+	writer.stopping = 0;
+	if (pthread_create(&writer.thread, NULL, writer_main, NULL) != 0) {
+		writer.st = NULL;
+		pthread_mutex_unlock(&writer.lock);
+		store_close(st);
+		return kiln_fail(KILN_ERROR, "ingest: cannot start the writer thread");
+	}
+	writer.running = 1;
+	pthread_mutex_unlock(&writer.lock);
+	return 0;
+}
+
+void ingest_writer_stop(void)
+{
+	pthread_mutex_lock(&writer.lock);
+	if (!writer.running) {
+		pthread_mutex_unlock(&writer.lock);
+		return;
+	}
+	writer.running = 0;
+	writer.stopping = 1;
+	pthread_cond_signal(&writer.wake);
+	pthread_mutex_unlock(&writer.lock);
+	pthread_join(writer.thread, NULL);
+	store_close(writer.st);
+	writer.st = NULL;
+}
+
+int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_done_fn done,
+		   void *arg)
+{
+	size_t waiting;
+
+	pthread_mutex_lock(&writer.lock);
+	if (!writer.running) {
+		pthread_mutex_unlock(&writer.lock);
+		return kiln_fail(KILN_ENOTFOUND, "ingest: no writer runs");
+	}
+	if (writer.queued >= writer.max) {
+		waiting = writer.queued;
+		pthread_mutex_unlock(&writer.lock);
+		return kiln_fail(KILN_EBUSY, "ingest: %zu reports wait to be stored already; try again",
+				 waiting);
+	}
+	item->next = NULL;
+	item->done = 0;
+	item->done_fn = done;
+	item->done_arg = arg;
+	if (queued)
+		queued(arg);
+	*writer.tail = item;
+	writer.tail = &item->next;
+	if (writer.queued++ == 0)
+		pthread_cond_signal(&writer.wake);
+	pthread_mutex_unlock(&writer.lock);
+	return 0;
+}

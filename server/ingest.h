@@ -14,7 +14,8 @@
 #define INGEST_XIDS_MAX 1024
 #define INGEST_LIST_MAX 4096            /* other arrays: disks, toolkits, ... */
 #define INGEST_STRING_MAX 1024
-#define INGEST_BATCH_MAX 64             /* reports committed together at most */
+#define INGEST_BATCH_MAX 256            /* reports committed together at most */
+#define INGEST_QUEUE_MAX 1024           /* reports waiting for the writer at most */
 #define INGEST_RETENTION_DEFAULT_S (30 * 86400)
 #define INGEST_FIELD_MAX 96
 
@@ -48,6 +49,12 @@ const char *ingest_report_id(const struct ingest_report *r);
 int ingest_report_store(struct store *st, int *out_duplicate, int64_t node_id,
 			const struct ingest_report *r);
 
+struct ingest_item;
+
+/* Called on the writer's thread once an item's result is set; the writer does not touch the
+ * item afterwards. */
+typedef void (*ingest_done_fn)(struct ingest_item *item, void *arg);
+
 /* One report waiting to be committed with others. */
 struct ingest_item {
 	int64_t node_id;
@@ -60,6 +67,8 @@ struct ingest_item {
 	/* queue state (ingest_submit) */
 	struct ingest_item *next;
 	int done;
+	ingest_done_fn done_fn;    /* ingest_enqueue */
+	void *done_arg;
 };
 
 /*
@@ -75,6 +84,24 @@ int ingest_batch(struct store *st, struct ingest_item **items, size_t n);
  * Returns item->rc with the item's message set. Also prunes the history now and then.
  */
 int ingest_submit(struct store *st, struct ingest_item *item);
+
+/*
+ * The ingest writer: one thread with its own store handle on db_path that commits
+ * everything queued in one transaction (one fsync) and then reports each item's result.
+ * Started once per process; stop commits what is queued, answers it and joins the thread.
+ */
+int ingest_writer_start(const char *db_path, size_t queue_max);
+void ingest_writer_stop(void);
+
+/*
+ * Queues item for the writer. On success queued(arg) runs first, under the queue's lock and
+ * before the writer can see the item (it may be NULL), and done(item, arg) later on the
+ * writer's thread, after the commit (or its failure: item->rc, item->error). Returns 0,
+ * KILN_EBUSY when queue_max items wait already, KILN_ENOTFOUND when no writer runs (use
+ * ingest_submit then); neither callback runs on failure.
+ */
+int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_done_fn done,
+		   void *arg);
 
 /* History (and report ids) kept this long; 0 keeps them for ever. Default 30 days. */
 void ingest_retention_set(int64_t seconds);

@@ -11,6 +11,7 @@
 #include "bmc/bmc.h"
 #include "bmc/ipmi/ipmi.h"
 #include "config.h"
+#include "ingest.h"
 #include "jobs.h"
 #include "console.h"
 #include "kiln/error.h"
@@ -317,6 +318,11 @@ int main(int argc, char **argv)
 	}
 	opt.engine = engine;
 	api_power_pacing_set(cfg.power_batch, cfg.power_interval);
+	/* Agent reports are committed in groups by one writer; their requests wait suspended. */
+	if (ingest_writer_start(db_path, INGEST_QUEUE_MAX) < 0) {
+		ret = die("ingest writer");
+		goto cleanup;
+	}
 	if (api_server_start(&srv, &opt) < 0) {
 		ret = die("REST API");
 		goto cleanup;
@@ -352,6 +358,9 @@ int main(int argc, char **argv)
 cleanup:
 	webhook_stop(hooks);
 	console_stop(); /* attached consoles hold upgraded HTTP connections */
+	/* Before the server: it answers every report it queued (libmicrohttpd must not stop
+	 * with a suspended connection); reports after it commit on their own threads. */
+	ingest_writer_stop();
 	api_server_stop(srv);
 	poller_stop(poller);      /* before the engine its operations run on */
 	jobs_stop(jobs);

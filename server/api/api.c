@@ -327,11 +327,12 @@ static enum MHD_Result request_begin(struct call *call, const char *url, const c
 	return MHD_YES;
 }
 
+static enum MHD_Result request_answer(struct call *call, const char *url, const char *method);
+
 /* The last call: the whole body is here; parse it, run the handler, answer. */
 static enum MHD_Result request_finish(struct call *call, const char *url, const char *method)
 {
 	struct api_ctx *c = &call->ctx;
-	enum MHD_Result ret;
 
 	if (call->too_big)
 		return send_error(c->conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, NULL, NULL,
@@ -352,6 +353,29 @@ static enum MHD_Result request_finish(struct call *call, const char *url, const 
 	}
 	kiln_error_clear();
 	c->route->handler(c);
+	if (c->suspended)
+		return MHD_YES; /* answered once resumed */
+	return request_answer(call, url, method);
+}
+
+void api_suspend(struct api_ctx *c)
+{
+	c->suspended = 1;
+	MHD_suspend_connection(c->conn);
+}
+
+void api_resume(struct api_ctx *c)
+{
+	MHD_resume_connection(c->conn);
+}
+
+/* The handler's answer (after it returned, or after its resumed function ran). */
+static enum MHD_Result request_answer(struct call *call, const char *url, const char *method)
+{
+	struct api_ctx *c = &call->ctx;
+	enum MHD_Result ret;
+	char retry[24];
+
 	if (c->response) {
 		/* the handler's own response (the console's 101 Switching Protocols) */
 		ret = MHD_queue_response(c->conn, c->status, c->response);
@@ -364,7 +388,10 @@ static enum MHD_Result request_finish(struct call *call, const char *url, const 
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "internal error: %s",
 			 kiln_error_last()[0] ? kiln_error_last() : "no answer");
 	log_request(method, url, c->status, c);
-	ret = send_json(c->conn, c->status, c->reply, NULL, NULL);
+	snprintf(retry, sizeof(retry), "%u", c->retry_after_s);
+	ret = send_json(c->conn, c->status, c->reply,
+			c->retry_after_s ? MHD_HTTP_HEADER_RETRY_AFTER : NULL,
+			c->retry_after_s ? retry : NULL);
 	return ret;
 }
 
@@ -387,6 +414,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		kiln_buf_init(&call->body, API_BODY_MAX);
 		*con_cls = call;
 		return request_begin(call, url, method);
+	}
+	if (call->ctx.suspended) {
+		/* Resumed (api_resume): the handler's answer is ready. */
+		call->ctx.suspended = 0;
+		call->ctx.resumed(&call->ctx);
+		return request_answer(call, url, method);
 	}
 	if (*upload_data_size > 0) {
 		/* Over the cap (a chunked body): keep draining, answer 413 at the end. */
@@ -414,6 +447,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (call->body.data)
 		sodium_memzero(call->body.data, call->body.len); /* it may hold a BMC password */
 	kiln_buf_free(&call->body);
+	if (call->ctx.pending_free)
+		call->ctx.pending_free(call->ctx.pending);
 	json_decref(call->ctx.body);
 	json_decref(call->ctx.reply);
 	api_token_clear(&call->ctx.caller);
@@ -437,7 +472,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 int api_server_start(struct api_server **out, const struct api_options *opt)
 {
 	struct api_server *srv = NULL;
-	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE |
+			 MHD_ALLOW_SUSPEND_RESUME;
 	struct MHD_OptionItem ops[12];
 	size_t n = 0;
 	int rc = 0;

@@ -58,37 +58,100 @@ unsigned api_agent_authenticate(struct api_ctx *c, const char *token, char *msg,
 
 /* --- reports ------------------------------------------------------------------------- */
 
+/* A report waiting for the ingest writer's commit while its connection is suspended. */
+struct report_wait {
+	struct ingest_item item;
+	struct ingest_report *report;
+};
+
+static void report_wait_free(void *arg)
+{
+	struct report_wait *w = arg;
+
+	if (!w)
+		return;
+	ingest_report_free(w->report);
+	free(w);
+}
+
+static void report_answer(struct api_ctx *c, const struct ingest_item *it,
+			  const struct ingest_report *r)
+{
+	if (it->rc < 0) {
+		api_fail(c, api_status_of(it->rc), NULL, "%s",
+			 it->error[0] ? it->error : kiln_error_name(it->rc));
+		return;
+	}
+	api_reply(c, it->duplicate ? MHD_HTTP_OK : MHD_HTTP_CREATED,
+		  json_pack("{s:s, s:s}", "report_id", ingest_report_id(r), "status",
+			    it->duplicate ? "duplicate" : "stored"));
+}
+
+/* Runs on the connection's thread once the writer resumed it. */
+static void report_resumed(struct api_ctx *c)
+{
+	struct report_wait *w = c->pending;
+
+	report_answer(c, &w->item, w->report);
+}
+
+/* Under the writer's queue lock, before the writer can see the item. */
+static void report_queued(void *arg)
+{
+	api_suspend(arg);
+}
+
+/* On the writer's thread, after the commit. */
+static void report_committed(struct ingest_item *it, void *arg)
+{
+	(void)it;
+	api_resume(arg);
+}
+
 void api_agent_report(struct api_ctx *c)
 {
-	struct ingest_report *r = NULL;
-	struct ingest_item item = { 0 };
+	struct report_wait *w;
 	char field[INGEST_FIELD_MAX];
 	int rc;
 
 	if (!api_body_require(c))
 		return;
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+		return;
+	}
 	/* The body is stored as it came: no dump of the parsed report. */
-	rc = ingest_report_parse_text(&r, c->body, c->body_text, c->body_len, field, sizeof(field));
+	rc = ingest_report_parse_text(&w->report, c->body, c->body_text, c->body_len, field,
+				      sizeof(field));
 	if (rc < 0) {
 		api_fail_code(c, rc, field[0] ? field : NULL);
 		if (c->agent_token_touch)
 			store_agent_token_touch(c->st, c->agent_token_touch);
+		report_wait_free(w);
 		return;
 	}
-	item.node_id = c->agent_node_id;
-	item.token_touch = c->agent_token_touch;
-	item.report = r;
-	/* Answered only once the report is committed (with others queued meanwhile). */
-	rc = ingest_submit(c->st, &item);
-	if (rc < 0) {
+	w->item.node_id = c->agent_node_id;
+	w->item.token_touch = c->agent_token_touch;
+	w->item.report = w->report;
+	/* Answered only once the report is committed (with everything queued meanwhile) by
+	 * the ingest writer; the connection waits suspended, its thread serves others. */
+	c->resumed = report_resumed;
+	c->pending = w;
+	c->pending_free = report_wait_free;
+	rc = ingest_enqueue(&w->item, report_queued, report_committed, c);
+	if (rc == 0)
+		return;
+	if (rc == KILN_EBUSY) {
+		c->retry_after_s = 1;
 		api_fail_code(c, rc, NULL);
-		goto cleanup;
+		return;
 	}
-	api_reply(c, item.duplicate ? MHD_HTTP_OK : MHD_HTTP_CREATED,
-		  json_pack("{s:s, s:s}", "report_id", ingest_report_id(r), "status",
-			    item.duplicate ? "duplicate" : "stored"));
-cleanup:
-	ingest_report_free(r);
+	/* No writer (a server without one): commit with the queue's leader on this thread. */
+	rc = ingest_submit(c->st, &w->item);
+	if (rc < 0)
+		w->item.rc = rc;
+	report_answer(c, &w->item, w->report);
 }
 
 /* --- tokens -------------------------------------------------------------------------- */

@@ -39,6 +39,12 @@ struct api_ctx {
 	json_t *reply;
 	struct MHD_Response *response; /* a handler's own response (an upgrade), queued with
 					* status instead of reply; the server destroys it */
+	unsigned retry_after_s;        /* > 0: a Retry-After header goes with the answer */
+	/* A handler that answers later (api_suspend): */
+	int suspended;
+	void (*resumed)(struct api_ctx *c); /* sets the answer once api_resume was called */
+	void *pending;                 /* the handler's state meanwhile */
+	void (*pending_free)(void *);  /* frees it when the request ends, answered or not */
 };
 
 typedef void (*api_handler_fn)(struct api_ctx *c);
@@ -96,6 +102,15 @@ int api_body_require(struct api_ctx *c);
 int api_audit_begin(struct api_ctx *c, int64_t *out_id, const char *action, const char *target,
 		    json_t *detail);
 void api_audit_finish(struct api_ctx *c, int64_t id, int rc);
+
+/*
+ * Answers later: suspends the request's connection (its thread serves others meanwhile).
+ * The handler sets c->resumed (and c->pending, c->pending_free) before and returns without
+ * an answer; once api_resume(c) is called, from any thread, c->resumed(c) runs on the
+ * connection's thread and sets the answer. Only from a handler, at most once per request.
+ */
+void api_suspend(struct api_ctx *c);
+void api_resume(struct api_ctx *c);
 
 /* Handlers, one per route. */
 void api_health_get(struct api_ctx *c);

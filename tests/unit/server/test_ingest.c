@@ -762,6 +762,118 @@ static void test_text_kept_and_gpus_in_place(void **state)
 	free(text);
 }
 
+/* The ingest writer's callbacks, counted; done can hold the writer until released. */
+struct waiter {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int queued, done, block, blocked;
+};
+
+static void w_queued(void *arg)
+{
+	((struct waiter *)arg)->queued++; /* under the writer's lock */
+}
+
+static void w_done(struct ingest_item *it, void *arg)
+{
+	struct waiter *w = arg;
+
+	(void)it;
+	pthread_mutex_lock(&w->m);
+	w->done++;
+	if (w->block) {
+		w->blocked = 1;
+		pthread_cond_broadcast(&w->c);
+		while (w->block)
+			pthread_cond_wait(&w->c, &w->m);
+	}
+	pthread_cond_broadcast(&w->c);
+	pthread_mutex_unlock(&w->m);
+}
+
+static void w_wait(struct waiter *w, int done)
+{
+	pthread_mutex_lock(&w->m);
+	while (w->done < done)
+		pthread_cond_wait(&w->c, &w->m);
+	pthread_mutex_unlock(&w->m);
+}
+
+/* The writer commits queued reports together and reports each one's own result. */
+static void test_writer_commits(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
+	struct ingest_report *r[6] = { parsed("w1", 2), parsed("w2", 2), parsed("w3", 2),
+				       parsed("w4", 2), parsed("w1", 2), parsed("w5", 2) };
+	struct ingest_item it[6];
+	int64_t hist = 0, seen = 0;
+
+	for (int i = 0; i < 6; i++)
+		it[i] = (struct ingest_item){ .node_id = i == 5 ? 9999 : f->node, .report = r[i] };
+	assert_int_equal(ingest_enqueue(&it[0], w_queued, w_done, &w), KILN_ENOTFOUND);
+	assert_int_equal(w.queued, 0);
+	assert_int_equal(ingest_writer_start(f->db, 8), 0);
+	assert_int_equal(ingest_writer_start(f->db, 8), KILN_EBUSY);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(ingest_enqueue(&it[i], w_queued, w_done, &w), 0);
+	w_wait(&w, 6);
+	assert_int_equal(w.queued, 6);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(it[i].rc, 0);
+		assert_int_equal(it[i].duplicate, 0);
+	}
+	assert_int_equal(it[4].rc, 0);
+	assert_int_equal(it[4].duplicate, 1); /* w1 again */
+	assert_true(it[5].rc < 0);            /* no such node: that item alone fails */
+	assert_true(it[5].error[0] != '\0');
+	ingest_writer_stop();
+	assert_int_equal(ingest_enqueue(&it[0], w_queued, w_done, &w), KILN_ENOTFOUND);
+	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
+	assert_int_equal(hist, 4);
+	assert_int_equal(seen, 4);
+	for (int i = 0; i < 6; i++)
+		ingest_report_free(r[i]);
+}
+
+/* A full queue refuses (KILN_EBUSY, no callback); stopping commits and answers what waits. */
+static void test_writer_queue_full_and_stop(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 1, 0 };
+	struct ingest_report *r[4] = { parsed("q1", 1), parsed("q2", 1), parsed("q3", 1),
+				       parsed("q4", 1) };
+	struct ingest_item it[4];
+	int64_t hist = 0, seen = 0;
+
+	for (int i = 0; i < 4; i++)
+		it[i] = (struct ingest_item){ .node_id = f->node, .report = r[i] };
+	assert_int_equal(ingest_writer_start(f->db, 1), 0);
+	assert_int_equal(ingest_enqueue(&it[0], w_queued, w_done, &w), 0);
+	/* The writer committed q1 and is held in its callback: q2 waits, q3 finds it full. */
+	pthread_mutex_lock(&w.m);
+	while (!w.blocked)
+		pthread_cond_wait(&w.c, &w.m);
+	pthread_mutex_unlock(&w.m);
+	assert_int_equal(ingest_enqueue(&it[1], w_queued, w_done, &w), 0);
+	assert_int_equal(ingest_enqueue(&it[2], w_queued, w_done, &w), KILN_EBUSY);
+	assert_int_equal(w.queued, 2);
+	pthread_mutex_lock(&w.m);
+	w.block = 0;
+	pthread_cond_broadcast(&w.c);
+	pthread_mutex_unlock(&w.m);
+	w_wait(&w, 2);
+	assert_int_equal(ingest_enqueue(&it[3], w_queued, w_done, &w), 0);
+	ingest_writer_stop();
+	assert_int_equal(w.done, 3);
+	assert_int_equal(it[3].rc, 0);
+	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
+	assert_int_equal(hist, 3);
+	assert_int_equal(seen, 3);
+	for (int i = 0; i < 4; i++)
+		ingest_report_free(r[i]);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -779,6 +891,8 @@ int main(void)
 		T(test_history_pruned),
 		T(test_submit_concurrent),
 		T(test_text_kept_and_gpus_in_place),
+		T(test_writer_commits),
+		T(test_writer_queue_full_and_stop),
 	};
 #undef T
 
