@@ -1,12 +1,13 @@
 /* kiln status: the fleet at a glance from kilnd's stored state, a line per node and a summary. */
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <kiln/buf.h>
 #include <kiln/error.h>
 #include <kiln/parse.h>
 
@@ -265,44 +266,47 @@ static size_t width(const char *s, size_t len)
 
 /* Every cell's text, one after the other, and where each line's cells start. */
 struct laid {
-	struct kiln_buf text;
-	size_t (*off)[NCOLS + 1]; /* cell c of line i: text.data[off[i][c] .. off[i][c + 1]) */
+	char *text;
+	size_t len, cap;
+	size_t (*off)[NCOLS + 1]; /* cell c of line i: text[off[i][c] .. off[i][c + 1]) */
 	size_t (*w)[NCOLS];       /* its display width */
 };
 
-static const char spaces[] = "                                                                ";
-
-static int pad_put(struct kiln_buf *out, size_t n)
+/* Room for one more line of cells (each under CELL bytes), so they are copied unchecked. */
+static int laid_reserve(struct laid *t)
 {
-	int rc = 0;
+	size_t need = t->len + NCOLS * CELL, cap = t->cap ? t->cap : 65536;
+	char *p;
 
-	while (rc == 0 && n > 0) {
-		size_t k = n < sizeof(spaces) - 1 ? n : sizeof(spaces) - 1;
-
-		rc = kiln_buf_append(out, spaces, k);
-		n -= k;
-	}
-	return rc;
+	if (need <= t->cap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(t->text, cap);
+	if (!p)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	t->text = p;
+	t->cap = cap;
+	return 0;
 }
 
-static int summary_put(struct kiln_buf *out, const json_t *summary)
+static void summary_print(FILE *out, const json_t *summary)
 {
 	static const char *const keys[] = { "ok", "warning", "critical", "unknown", "maintenance",
 					     "hung" };
-	int rc = kiln_buf_printf(out, "%" JSON_INTEGER_FORMAT " nodes:",
-				 json_integer_value(json_object_get(summary, "nodes")));
 
-	for (size_t i = 0; rc == 0 && i < sizeof(keys) / sizeof(keys[0]); i++) {
+	fprintf(out, "%" JSON_INTEGER_FORMAT " nodes:",
+		json_integer_value(json_object_get(summary, "nodes")));
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		json_int_t v = json_integer_value(json_object_get(summary, keys[i]));
 
 		if (v || i < 3)
-			rc = kiln_buf_printf(out, "%s %" JSON_INTEGER_FORMAT " %s", i ? "," : "", v,
-					     keys[i]);
+			fprintf(out, "%s %" JSON_INTEGER_FORMAT " %s", i ? "," : "", v, keys[i]);
 	}
-	return rc ? rc : kiln_buf_append(out, "\n", 1);
+	fputc('\n', out);
 }
 
-int status_table_write(struct kiln_buf *out, const json_t *answer, int colour)
+int status_table_write(FILE *out, const json_t *answer, int colour)
 {
 	static const char *const headers[NCOLS] = { "NODE",   "POWER", "AGENT", "HEALTH", "GPUS",
 						    "DRIVER/CUDA", "HOT", "DRAW",  "REASONS" };
@@ -311,11 +315,11 @@ int status_table_write(struct kiln_buf *out, const json_t *answer, int colour)
 	struct laid t = { 0 };
 	struct cell cells[NCOLS];
 	struct line *lines = NULL;
+	char *body = NULL, *p;
 	long col[COL_COUNT];
-	size_t n, w[NCOLS], i;
+	size_t n, w[NCOLS], i, size = 0;
 	int rc = 0;
 
-	kiln_buf_init(&t.text, 0);
 	if (!rows)
 		list = json_object_get(answer, "nodes");
 	if (!json_is_array(list) || (rows && !json_is_array(columns)))
@@ -334,65 +338,144 @@ int status_table_write(struct kiln_buf *out, const json_t *answer, int colour)
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
 	}
+	/* Pass 1: every cell once, and the widths. */
 	for (size_t c = 0; c < NCOLS; c++)
 		w[c] = strlen(headers[c]);
-	for (i = 0; rc == 0 && i < n; i++) {
+	for (i = 0; i < n; i++) {
 		if (rows)
 			line_from_row(&lines[i], json_array_get(list, i), col);
 		else
 			line_from_object(&lines[i], json_array_get(list, i));
 		fill_row(cells, &lines[i]);
-		for (size_t c = 0; rc == 0 && c < NCOLS; c++) {
-			t.off[i][c] = t.text.len;
+		if ((rc = laid_reserve(&t)) < 0)
+			goto cleanup;
+		for (size_t c = 0; c < NCOLS; c++) {
+			t.off[i][c] = t.len;
 			t.w[i][c] = width(cells[c].s, cells[c].len);
 			if (t.w[i][c] > w[c])
 				w[c] = t.w[i][c];
-			rc = kiln_buf_append(&t.text, cells[c].s, cells[c].len);
+			memcpy(t.text + t.len, cells[c].s, cells[c].len);
+			t.len += cells[c].len;
 		}
-		t.off[i][NCOLS] = t.text.len;
+		t.off[i][NCOLS] = t.len;
 	}
-	for (size_t c = 0; rc == 0 && c < NCOLS; c++) {
-		if (c)
-			rc = kiln_buf_append(out, "  ", 2);
-		if (rc == 0)
-			rc = kiln_buf_puts(out, headers[c]);
-		if (rc == 0 && c + 1 < NCOLS && w[c] > strlen(headers[c]))
-			rc = pad_put(out, w[c] - strlen(headers[c]));
+	/* Pass 2: the lines' exact size, then the lines into one buffer. */
+	for (i = 0; i < n; i++) {
+		size += t.off[i][NCOLS] - t.off[i][0] + 2 * (NCOLS - 1) + 1;
+		for (size_t c = 0; c + 1 < NCOLS; c++)
+			size += w[c] - t.w[i][c];
+		if (colour) {
+			const char *health = json_string_value(lines[i].health);
+
+			size += strlen(colour_of(health ? health : "", lines[i].maint)) + 4;
+		}
 	}
-	if (rc == 0)
-		rc = kiln_buf_append(out, "\n", 1);
-	for (i = 0; rc == 0 && i < n; i++) {
-		for (size_t c = 0; rc == 0 && c < NCOLS; c++) {
-			const char *cell = t.text.data + t.off[i][c];
+	body = malloc(size ? size : 1);
+	if (!body) {
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto cleanup;
+	}
+	p = body;
+	for (i = 0; i < n; i++) {
+		for (size_t c = 0; c < NCOLS; c++) {
 			size_t len = t.off[i][c + 1] - t.off[i][c];
 
-			if (c)
-				rc = kiln_buf_append(out, "  ", 2);
-			if (rc == 0 && c == 3 && colour) {
-				const char *health = json_string_value(lines[i].health);
-
-				rc = kiln_buf_puts(out, colour_of(health ? health : "", lines[i].maint));
-				if (rc == 0)
-					rc = kiln_buf_append(out, cell, len);
-				if (rc == 0)
-					rc = kiln_buf_puts(out, "\033[0m");
-			} else if (rc == 0) {
-				rc = kiln_buf_append(out, cell, len);
+			if (c) {
+				memcpy(p, "  ", 2);
+				p += 2;
 			}
-			if (rc == 0 && c + 1 < NCOLS)
-				rc = pad_put(out, w[c] - t.w[i][c]);
+			if (c == 3 && colour) {
+				const char *health = json_string_value(lines[i].health);
+				const char *on = colour_of(health ? health : "", lines[i].maint);
+
+				memcpy(p, on, strlen(on));
+				p += strlen(on);
+				memcpy(p, t.text + t.off[i][c], len);
+				p += len;
+				memcpy(p, "\033[0m", 4);
+				p += 4;
+			} else {
+				memcpy(p, t.text + t.off[i][c], len);
+				p += len;
+			}
+			if (c + 1 < NCOLS) {
+				memset(p, ' ', w[c] - t.w[i][c]);
+				p += w[c] - t.w[i][c];
+			}
 		}
-		if (rc == 0)
-			rc = kiln_buf_append(out, "\n", 1);
+		*p++ = '\n';
 	}
-	if (rc == 0)
-		rc = summary_put(out, json_object_get(answer, "summary"));
+	assert((size_t)(p - body) == size);
+	for (size_t c = 0; c < NCOLS; c++)
+		fprintf(out, "%s%-*s", c ? "  " : "", c + 1 < NCOLS ? (int)w[c] : 0, headers[c]);
+	fputc('\n', out);
+	fwrite(body, 1, size, out);
+	summary_print(out, json_object_get(answer, "summary"));
+	if (ferror(out))
+		rc = kiln_fail(KILN_ERROR, "writing the table failed");
 cleanup:
-	kiln_buf_free(&t.text);
+	free(body);
+	free(t.text);
 	free(t.off);
 	free(t.w);
 	free(lines);
 	return rc;
+}
+
+/*
+ * The answer of 10,000 nodes is ~150,000 JSON values, each a malloc (and a free when it is
+ * released): about a third of the time jansson takes. While the table's answer is read and
+ * used, jansson allocates from a bump arena instead (json_set_alloc_funcs) and frees nothing;
+ * the arena goes as a whole once the answer is released. The CLI is single-threaded and no
+ * other jansson value lives across the window.
+ */
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+static struct arena_chunk *arena_head;
+
+static void *arena_malloc(size_t n)
+{
+	struct arena_chunk *c = arena_head;
+	size_t need = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t);
+
+	if (!c || c->size - c->used < need) {
+		size_t size = need > 65536 ? need : 65536; /* in max_align_t units: 1 MiB */
+
+		c = malloc(sizeof(*c) + size * sizeof(max_align_t));
+		if (!c)
+			return NULL;
+		c->next = arena_head;
+		c->used = 0;
+		c->size = size;
+		arena_head = c;
+	}
+	c->used += need;
+	return c->data + c->used - need;
+}
+
+static void arena_free(void *p)
+{
+	(void)p; /* the arena goes as a whole */
+}
+
+static void arena_begin(void)
+{
+	json_set_alloc_funcs(arena_malloc, arena_free);
+}
+
+static void arena_end(void)
+{
+	json_set_alloc_funcs(malloc, free);
+	while (arena_head) {
+		struct arena_chunk *next = arena_head->next;
+
+		free(arena_head);
+		arena_head = next;
+	}
 }
 
 /* Takes "--watch [S]" and "--watch=S" out of argv (the option table has no optional values). */
@@ -431,14 +514,12 @@ static int status_run(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct status_args a = { .ctx = ctx };
 	struct cli_args pos = { 0 };
-	struct kiln_buf table;
 	json_t *res = NULL;
 	char *range = NULL, path[2048];
 	int64_t every = 0;
 	int rc, tty = isatty(STDOUT_FILENO);
 	const char *nc = getenv("NO_COLOR");
 
-	kiln_buf_init(&table, 0);
 	rc = watch_take(ctx, &argc, argv, &every);
 	if (rc < 0)
 		return rc;
@@ -470,6 +551,9 @@ static int status_run(struct cli_ctx *ctx, int argc, char **argv)
 	for (;;) {
 		json_decref(res);
 		res = NULL;
+		arena_end();
+		if (ctx->output != CLI_OUT_JSON)
+			arena_begin();
 		rc = cli_api(&res, NULL, ctx, "GET", path, NULL);
 		if (rc < 0)
 			goto cleanup;
@@ -478,12 +562,9 @@ static int status_run(struct cli_ctx *ctx, int argc, char **argv)
 		if (ctx->output == CLI_OUT_JSON) {
 			rc = out_json_print(json_object_get(res, "nodes"), stdout);
 		} else {
-			kiln_buf_reset(&table);
-			rc = status_table_write(&table, res, tty && !(nc && nc[0]));
+			rc = status_table_write(stdout, res, tty && !(nc && nc[0]));
 			if (rc < 0)
 				goto cleanup;
-			/* one write for the whole table */
-			fwrite(table.data, 1, table.len, stdout);
 		}
 		fflush(stdout);
 		if (!every)
@@ -491,8 +572,8 @@ static int status_run(struct cli_ctx *ctx, int argc, char **argv)
 		sleep((unsigned)every);
 	}
 cleanup:
-	kiln_buf_free(&table);
 	json_decref(res);
+	arena_end();
 	free(range);
 	free(pos.v);
 	return rc;

@@ -2,16 +2,16 @@
 #ifndef KILN_CLI_CMD_STATUS_H
 #define KILN_CLI_CMD_STATUS_H
 
+#include <stdio.h>
+
 #include <jansson.h>
 
-#include <kiln/buf.h>
-
 /*
- * Appends the table (a header, a line per node, the summary line) for answer, the rows form
- * ({"columns","rows","summary"}) or the object form ({"nodes","summary"}) of GET /status;
- * colour adds ANSI colours to the health column. KILN_EPROTO when answer is neither,
- * KILN_ERROR on ENOMEM.
+ * Writes the table (a header, a line per node, the summary line) for answer, the rows form
+ * ({"columns","rows","summary"}) or the object form ({"nodes","summary"}) of GET /status,
+ * the node lines in one fwrite; colour adds ANSI colours to the health column. KILN_EPROTO
+ * when answer is neither (nothing written), KILN_ERROR on ENOMEM or a write error.
  */
-int status_table_write(struct kiln_buf *out, const json_t *answer, int colour);
+int status_table_write(FILE *out, const json_t *answer, int colour);
 
 #endif
