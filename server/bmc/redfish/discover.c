@@ -70,11 +70,36 @@ enum rf_profile rf_profile_detect(const json_t *root, const json_t *manager)
 	return RF_GENERIC;
 }
 
+static void chassis_clear(struct redfish_bmc *b)
+{
+	for (size_t i = 0; i < b->nchassis; i++) {
+		struct rf_chassis *c = &b->chassis[i];
+		free(c->path);
+		free(c->thermal);
+		free(c->power);
+		free(c->thermal_subsystem);
+		free(c->power_subsystem);
+		free(c->environment);
+		free(c->pcie_devices);
+		free(c->hpe_devices);
+	}
+	free(b->chassis);
+	b->chassis = NULL;
+	b->nchassis = 0;
+}
+
 void rf_bmc_forget_discovery(struct redfish_bmc *b)
 {
 	if (!b)
 		return;
 	b->discovered = 0;
+	b->discovered_full = 0;
+	free(b->managed_by);
+	json_decref(b->chassis_links);
+	free(b->managers_coll);
+	free(b->chassis_coll);
+	b->managed_by = b->managers_coll = b->chassis_coll = NULL;
+	b->chassis_links = NULL;
 	free(b->vendor);
 	free(b->sessions);
 	free(b->system);
@@ -91,18 +116,7 @@ void rf_bmc_forget_discovery(struct redfish_bmc *b)
 	json_decref(b->pcie_links);
 	free(b->bmc_firmware);
 	free(b->bmc_model);
-	for (size_t i = 0; i < b->nchassis; i++) {
-		struct rf_chassis *c = &b->chassis[i];
-		free(c->path);
-		free(c->thermal);
-		free(c->power);
-		free(c->thermal_subsystem);
-		free(c->power_subsystem);
-		free(c->environment);
-		free(c->pcie_devices);
-		free(c->hpe_devices);
-	}
-	free(b->chassis);
+	chassis_clear(b);
 	b->vendor = b->sessions = b->system = b->manager = b->reset_target = NULL;
 	b->reset_allowed = NULL;
 	b->reset_info = b->vmedia_system = b->vmedia_manager = NULL;
@@ -184,6 +198,23 @@ static int on_reset_info(struct rf_op *op, const struct rf_reply *r)
 	return 0;
 }
 
+/* The manager, the chassis and the reset ActionInfo, from the links on_system kept. */
+static int discover_push_rest(struct rf_op *op)
+{
+	struct redfish_bmc *b = op->bmc;
+	if (b->reset_info && !b->reset_allowed)
+		rf_push(op, "GET", b->reset_info, NULL, 0, on_reset_info);
+	if (b->managed_by)
+		rf_push(op, "GET", b->managed_by, NULL, 0, on_manager);
+	else if (b->managers_coll)
+		rf_push(op, "GET", b->managers_coll, NULL, 0, on_manager_collection);
+	if (b->chassis_links)
+		push_links(op, b->chassis_links, on_chassis);
+	else if (b->chassis_coll)
+		rf_push(op, "GET", b->chassis_coll, NULL, 0, on_chassis_collection);
+	return 0;
+}
+
 static int on_system(struct rf_op *op, const struct rf_reply *r)
 {
 	struct redfish_bmc *b = op->bmc;
@@ -206,22 +237,21 @@ static int on_system(struct rf_op *op, const struct rf_reply *r)
 	if (!b->system)
 		return kiln_fail(KILN_EPROTO, "system resource without @odata.id");
 
-	if (b->reset_info && !b->reset_allowed)
-		rf_push(op, "GET", b->reset_info, NULL, 0, on_reset_info);
-
+	/* the links to the rest, kept so that a discovery for a power read can stop here */
 	json_t *links = json_object_get(sys, "Links");
-	const char *mgr = rf_link(json_array_get(json_object_get(links, "ManagedBy"), 0),
-				  "@odata.id");
-	if (mgr)
-		rf_push(op, "GET", mgr, NULL, 0, on_manager);
-	else if (op->scratch && rf_link(op->scratch, "Managers"))
-		rf_push(op, "GET", rf_link(op->scratch, "Managers"), NULL, 0, on_manager_collection);
-
+	set_str(&b->managed_by, rf_link(json_array_get(json_object_get(links, "ManagedBy"), 0),
+					"@odata.id"));
 	json_t *chassis = json_object_get(links, "Chassis");
-	if (json_array_size(chassis) > 0)
-		push_links(op, chassis, on_chassis);
-	else if (op->scratch && rf_link(op->scratch, "Chassis"))
-		rf_push(op, "GET", rf_link(op->scratch, "Chassis"), NULL, 0, on_chassis_collection);
+	json_decref(b->chassis_links);
+	b->chassis_links = json_array_size(chassis) > 0 ? json_deep_copy(chassis) : NULL;
+	set_str(&b->managers_coll, op->scratch ? rf_link(op->scratch, "Managers") : NULL);
+	set_str(&b->chassis_coll, op->scratch ? rf_link(op->scratch, "Chassis") : NULL);
+
+	if (op->discover_full)
+		return discover_push_rest(op);
+	/* a power read needs nothing more: this answer is the reading */
+	if (op->op.kind == BMC_OP_POWER_GET)
+		rf_power_read_system(op, sys);
 	return 0;
 }
 
@@ -287,6 +317,8 @@ static int discover_done(struct rf_op *op)
 	if (!b->system)
 		return kiln_fail(KILN_EPROTO, "discovery found no system");
 	b->discovered = 1;
+	if (op->discover_full)
+		b->discovered_full = 1;
 	return op->start(op);
 }
 
@@ -294,6 +326,18 @@ int rf_discover_begin(struct rf_op *op)
 {
 	rf_bmc_forget_discovery(op->bmc);
 	rf_push(op, "GET", "/redfish/v1/", NULL, RF_NOAUTH, on_root);
+	rf_push_call(op, discover_done);
+	return 0;
+}
+
+int rf_discover_extend(struct rf_op *op)
+{
+	struct redfish_bmc *b = op->bmc;
+	/* what an earlier pass over the manager and chassis left (none: the first time) */
+	chassis_clear(b);
+	free(b->manager);
+	b->manager = NULL;
+	discover_push_rest(op);
 	rf_push_call(op, discover_done);
 	return 0;
 }

@@ -53,7 +53,11 @@ struct redfish_bmc {
 	int logout_sent;
 
 	/* discovery (paths as the BMC spells them) */
-	int discovered;
+	int discovered;                        /* root, systems, the system: enough for power */
+	int discovered_full;                   /* and its manager, chassis, reset ActionInfo */
+	char *managed_by;                      /* the system's first ManagedBy link, or NULL */
+	json_t *chassis_links;                 /* the system's Links.Chassis array, or NULL */
+	char *managers_coll, *chassis_coll;    /* the root's collections (when the system links none) */
 	enum rf_profile profile;
 	char *vendor;
 	char *sessions;
@@ -139,6 +143,7 @@ struct rf_op {
 	rf_call_fn finish;                     /* runs when the queue is empty; may push more */
 	rf_call_fn task_then;                  /* after a task monitor completes */
 	int logout;                            /* internal: deletes the session, frees the BMC */
+	int discover_full;                     /* its discovery goes on to manager and chassis */
 	json_t *data;                          /* the result being built */
 	int64_t deadline_ms;
 
@@ -236,8 +241,10 @@ void rf_error_text(char *out, size_t n, const json_t *body);
 int rf_fail_reply(const char *method, const char *path, const struct rf_reply *r);
 const char *rf_profile_name(enum rf_profile p);
 
-/* Discovery (discover.c). */
+/* Discovery (discover.c): from the root when nothing is known, or from the system's links
+ * (manager, chassis) when a discovery for a power read stopped at the system. */
 int rf_discover_begin(struct rf_op *op);
+int rf_discover_extend(struct rf_op *op);
 void rf_bmc_forget_discovery(struct redfish_bmc *b);
 enum rf_profile rf_profile_detect(const json_t *root, const json_t *manager);
 int rf_path_equal(const char *a, const char *b);
@@ -245,6 +252,8 @@ const char *rf_link(const json_t *obj, const char *key);
 
 /* Operation kinds. */
 int rf_power_start(struct rf_op *op);
+/* A power read answered by the system resource discovery just fetched (no second GET). */
+void rf_power_read_system(struct rf_op *op, const json_t *sys);
 int rf_boot_start(struct rf_op *op);
 int rf_media_start(struct rf_op *op);
 int rf_sensors_start(struct rf_op *op);

@@ -244,8 +244,19 @@ static int on_initial(struct rf_op *op, const struct rf_reply *r)
 	return 0;
 }
 
+void rf_power_read_system(struct rf_op *op, const json_t *sys)
+{
+	const char *raw = json_string_value(json_object_get(sys, "PowerState"));
+	json_decref(op->data);
+	op->data = json_object();
+	json_object_set_new(op->data, "power", json_string(bmc_power_name(rf_power_parse(raw))));
+	json_object_set_new(op->data, "power_state", raw ? json_string(raw) : json_null());
+}
+
 int rf_power_start(struct rf_op *op)
 {
+	if (op->op.kind == BMC_OP_POWER_GET && op->data)
+		return 0; /* read from the system resource that discovery fetched */
 	rf_push(op, "GET", op->bmc->system, NULL, 0, on_initial);
 	return 0;
 }

@@ -399,8 +399,13 @@ static int op_begin(struct rf_op *op)
 	case BMC_OP_INVENTORY: op->start = rf_inventory_start; break;
 	default: return kiln_fail(KILN_EINVAL, "operation %d not supported", op->op.kind);
 	}
+	/* a power read needs the system only: its discovery stops there (half the requests
+	 * of a first sweep); anything else goes on to the manager and chassis, once */
+	op->discover_full = op->op.kind != BMC_OP_POWER_GET;
 	if (!op->bmc->discovered)
 		return rf_discover_begin(op);
+	if (op->discover_full && !op->bmc->discovered_full)
+		return rf_discover_extend(op);
 	return op->start(op);
 }
 
