@@ -33,6 +33,7 @@ struct bmc_node {
 	struct redfish_bmc *rf;
 	struct bmc_job *head, *tail;
 	int busy, ready;
+	int slow;                   /* its last operation timed out: a batch starts it first */
 };
 
 struct bmc_engine {
@@ -125,12 +126,26 @@ static void job_free(struct bmc_job *j)
 	free(j);
 }
 
-static struct bmc_node *node_get(struct bmc_engine *e, int64_t id)
+static size_t node_bucket(int64_t id)
 {
-	size_t h = (size_t)((uint64_t)id * 0x9E3779B97F4A7C15ull >> 52) % BMC_BUCKETS;
-	for (struct bmc_node *n = e->buckets[h]; n; n = n->hnext)
+	return (size_t)((uint64_t)id * 0x9E3779B97F4A7C15ull >> 52) % BMC_BUCKETS;
+}
+
+/* Under the lock: the node's state, or NULL when it never had an operation. */
+static struct bmc_node *node_find(struct bmc_engine *e, int64_t id)
+{
+	for (struct bmc_node *n = e->buckets[node_bucket(id)]; n; n = n->hnext)
 		if (n->node_id == id)
 			return n;
+	return NULL;
+}
+
+static struct bmc_node *node_get(struct bmc_engine *e, int64_t id)
+{
+	size_t h = node_bucket(id);
+	struct bmc_node *found = node_find(e, id);
+	if (found)
+		return found;
 	struct bmc_node *n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
@@ -185,6 +200,7 @@ static void job_done(void *ud, const struct bmc_result *res)
 
 	pthread_mutex_lock(&e->lock);
 	j->node->busy = 0;
+	j->node->slow = res->rc == KILN_ETIMEOUT;
 	e->running--;
 	ready_push(e, j->node);
 	struct bmc_job *next = pump(e);
@@ -418,7 +434,24 @@ int bmc_run_batch(struct bmc_engine *e, const struct bmc_target *targets, size_t
 	pthread_cond_init(&b.cond, NULL);
 	memset(results, 0, n * sizeof(*results));
 
+	/* BMCs that timed out last time go first: their timeouts then overlap the other
+	 * BMCs' answers instead of holding the batch's end (the hung 1 % of a fleet-wide sweep
+	 * submitted last would end it one timeout after the rest) */
+	char *first = calloc(n ? n : 1, 1);
+	if (!first) {
+		free(slots);
+		return kiln_fail(KILN_ERROR, "out of memory");
+	}
+	pthread_mutex_lock(&e->lock);
 	for (size_t i = 0; i < n; i++) {
+		struct bmc_node *nd = node_find(e, targets[i].node_id);
+		first[i] = nd && nd->slow;
+	}
+	pthread_mutex_unlock(&e->lock);
+	for (size_t k = 0; k < 2 * n; k++) {
+		size_t i = k % n;
+		if ((k < n) != (first[i] != 0))
+			continue; /* the first pass takes the slow ones, the second the rest */
 		slots[i].batch = &b;
 		slots[i].index = i;
 		kiln_error_clear();
@@ -437,6 +470,7 @@ int bmc_run_batch(struct bmc_engine *e, const struct bmc_target *targets, size_t
 	pthread_mutex_unlock(&b.lock);
 	pthread_cond_destroy(&b.cond);
 	pthread_mutex_destroy(&b.lock);
+	free(first);
 	free(slots);
 	return 0;
 }
