@@ -203,6 +203,7 @@ seq 0 $((N - 1)) | awk -v b="$BASE" '{ printf "url = \"https://127.0.0.1:%d/_sim
 	jq -s '{bmcs: length, sessions_max: (map(.sessions) | max),
 		sessions_over_1: (map(select(.sessions > 1)) | length),
 		get_total: (map(.requests.GET) | add), post_total: (map(.requests.POST) | add),
+		connections_total: (map(.connections) | add), connections_max: (map(.connections) | max),
 		bmcs_never_asked: (map(select(.requests.GET == 0)) | length)}' >"$TMP/simstate.json"
 echo "simulators: $(jq -c . "$TMP/simstate.json")"
 

@@ -705,7 +705,7 @@ json_t *bmc_state_json(struct bmc *b, uint64_t now)
 			kinds[b->faults[i].kind], "status", b->faults[i].status, "count",
 			(json_int_t)b->faults[i].count, "prob", b->faults[i].prob));
 	json_t *st = json_pack("{s:i, s:i, s:s, s:s, s:i, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:o, "
-			       "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+			       "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
 		"index", b->index, "port", b->port, "profile", b->cfg->profile->name,
 		"power", b->tree->nsystems ? bmc_power_name(b->systems[0].power) : "Unknown",
 		"sessions", (int)b->nsessions,
@@ -719,7 +719,8 @@ json_t *bmc_state_json(struct bmc *b, uint64_t now)
 		"auth_failures", (json_int_t)b->auth_failures,
 		"power_transitions", (json_int_t)b->hook_runs,
 		"log_entries_injected", (json_int_t)b->nentries,
-		"faults_hit", (json_int_t)b->faults_hit, "faults", faults);
+		"faults_hit", (json_int_t)b->faults_hit,
+		"connections", (json_int_t)b->connections, "faults", faults);
 	json_t *logs = json_array();
 	for (size_t i = 0; i < b->tree->nlogs; i++) {
 		size_t n = 0;

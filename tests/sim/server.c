@@ -592,6 +592,7 @@ static void accept_all(struct sim_server *s, int i)
 			continue;
 		}
 		s->fd_bmc[fd] = i + 1;
+		s->bmcs[i].connections++;
 		if (MHD_add_connection(s->daemon, fd, (struct sockaddr *)&sa, sl) != MHD_YES)
 			s->fd_bmc[fd] = 0; /* MHD closed it */
 	}
