@@ -196,15 +196,14 @@ echo "kilnd peak RSS (VmHWM): $(($(rss_kb VmHWM) / 1024)) MiB; open descriptors:
 errors_grouped "$TMP/sweep1.json"
 [ "$SWEEPS" -gt 1 ] && { echo " sweep $SWEEPS:"; errors_grouped "$TMP/sweep$SWEEPS.json"; }
 
-# What the BMCs saw: sessions and request counters from every simulator; connections are
-# kiln's (the state read's own connection to each BMC taken off).
+# What the BMCs saw: sessions and request counters from every simulator.
 seq 0 $((N - 1)) | awk -v b="$BASE" '{ printf "url = \"https://127.0.0.1:%d/_sim/state\"\n", b + $1 }' \
 	>"$TMP/state.cfg"
 { curl -sk -Z --parallel-max 64 -m 10 -K "$TMP/state.cfg" 2>/dev/null || true; } |
 	jq -s '{bmcs: length, sessions_max: (map(.sessions) | max),
 		sessions_over_1: (map(select(.sessions > 1)) | length),
 		get_total: (map(.requests.GET) | add), post_total: (map(.requests.POST) | add),
-		connections_total: (map(.connections - 1) | add), connections_max: (map(.connections - 1) | max),
+		connections_total: (map(.connections) | add), connections_max: (map(.connections) | max),
 		bmcs_never_asked: (map(select(.requests.GET == 0)) | length)}' >"$TMP/simstate.json"
 echo "simulators: $(jq -c . "$TMP/simstate.json")"
 

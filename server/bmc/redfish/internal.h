@@ -82,7 +82,6 @@ struct rf_reply {
 	const char *body;
 	size_t body_len;
 	json_t *json;                          /* parsed body, or NULL (empty body or error status) */
-	int json_plain;                        /* RF_LAZY: the body was checked, not parsed (json NULL) */
 	const char *location;
 	const char *etag;
 	const char *token;
@@ -100,8 +99,6 @@ enum {
 	RF_ALLOW_ERROR = 2,  /* pass 4xx/5xx to the handler instead of failing */
 	RF_LOGIN = 4,        /* internal: POST Sessions */
 	RF_NO_RETRY = 8,     /* never retry this one as transient */
-	RF_LAZY = 16,        /* a 2xx GET body is checked (rf_json_plain_object), not parsed: the
-			      * handler reads its fields with rf_json_top_string */
 };
 
 struct rf_step {
@@ -264,12 +261,6 @@ int rf_logs_start(struct rf_op *op);
 int rf_inventory_start(struct rf_op *op);
 
 /* Pure parsers (unit-tested). */
-/* 1 when body is one JSON object that jansson would parse the same (ASCII, simple escapes,
- * no exponents, at most 64 deep), 0 otherwise (jansson then decides). */
-int rf_json_plain_object(const char *body, size_t len);
-/* The top-level member key of a checked object as a string: 1 copied into out[n], 0 absent
- * or not a string, -1 when it needs jansson (escapes, longer than n). */
-int rf_json_top_string(const char *body, size_t len, const char *key, char *out, size_t n);
 enum bmc_power rf_power_parse(const char *power_state);
 /* The first of candidates (NULL-terminated) that allowed (array or NULL: all) lists. */
 const char *rf_reset_pick(const json_t *allowed, const char *const *candidates);

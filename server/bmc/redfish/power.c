@@ -192,32 +192,9 @@ static int act(struct rf_op *op, const char *const *types, const char *what, int
 	return send_reset(op, t, 0);
 }
 
-/* PowerState of a reply: from its tree, or scanned from its checked body (RF_LAZY); what
- * the scan leaves to jansson is parsed into *parsed (the caller's to free). */
-static const char *power_state_of(const struct rf_reply *r, char *buf, size_t n, json_t **parsed)
-{
-	if (r->json || !r->json_plain)
-		return json_string_value(json_object_get(r->json, "PowerState"));
-	int rc = rf_json_top_string(r->body, r->body_len, "PowerState", buf, n);
-	if (rc >= 0)
-		return rc ? buf : NULL;
-	*parsed = json_loadb(r->body, r->body_len, 0, NULL);
-	return json_string_value(json_object_get(*parsed, "PowerState"));
-}
-
-static int initial_apply(struct rf_op *op, const char *raw);
-
 static int on_initial(struct rf_op *op, const struct rf_reply *r)
 {
-	char buf[64];
-	json_t *parsed = NULL;
-	int rc = initial_apply(op, power_state_of(r, buf, sizeof(buf), &parsed));
-	json_decref(parsed);
-	return rc;
-}
-
-static int initial_apply(struct rf_op *op, const char *raw)
-{
+	const char *raw = json_string_value(json_object_get(r->json, "PowerState"));
 	enum bmc_power p = rf_power_parse(raw);
 	enum bmc_power_action a = op->op.action;
 
@@ -280,6 +257,6 @@ int rf_power_start(struct rf_op *op)
 {
 	if (op->op.kind == BMC_OP_POWER_GET && op->data)
 		return 0; /* read from the system resource that discovery fetched */
-	rf_push(op, "GET", op->bmc->system, NULL, RF_LAZY, on_initial);
+	rf_push(op, "GET", op->bmc->system, NULL, 0, on_initial);
 	return 0;
 }

@@ -168,10 +168,7 @@ int rf_reply_process(struct rf_op *op, struct rf_step *step, struct rf_reply *r)
 
 	if (r->status < 300 && !b->token && !(step->flags & RF_NOAUTH))
 		b->auth_failures = 0; /* Basic worked */
-	if (r->body_len && (step->flags & RF_LAZY) && r->status < 300 &&
-	    strcmp(step->method, "GET") == 0 && rf_json_plain_object(r->body, r->body_len)) {
-		r->json_plain = 1; /* the handler takes the field it needs */
-	} else if (r->body_len) {
+	if (r->body_len) {
 		json_error_t jerr;
 		r->json = json_loadb(r->body, r->body_len, 0, &jerr);
 		if (!r->json && r->status < 300 && strcmp(step->method, "GET") == 0)
