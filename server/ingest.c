@@ -15,6 +15,10 @@
 
 #define PRUNE_INTERVAL_S 60
 #define PRUNE_BATCH 5000
+/* The writer checkpoints the WAL itself, between batches and after the answers went out:
+ * once it holds this many frames and no report waits, or at this many whatever waits. */
+#define WAL_CKPT_IDLE_FRAMES 1000
+#define WAL_CKPT_BUSY_FRAMES 8000
 
 struct ingest_report {
 	json_t *json;
@@ -1161,6 +1165,7 @@ static struct {
 	size_t queued, max;
 	int running;   /* ingest_enqueue accepts items */
 	int stopping;  /* the thread ends once the queue is empty */
+	int wal_frames; /* the WAL's length after the writer's last commit */
 } writer = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
 
 static void *writer_main(void *arg)
@@ -1200,6 +1205,18 @@ static void *writer_main(void *arg)
 			/* Housekeeping failures fail no report. */
 			ingest_prune(st, NULL);
 			store_wal_checkpoint(st);
+			writer.wal_frames = 0;
+		}
+		if (writer.wal_frames >= WAL_CKPT_IDLE_FRAMES) {
+			int idle;
+
+			pthread_mutex_lock(&writer.lock);
+			idle = !writer.head;
+			pthread_mutex_unlock(&writer.lock);
+			if (idle || writer.wal_frames >= WAL_CKPT_BUSY_FRAMES) {
+				store_wal_checkpoint(st);
+				writer.wal_frames = 0;
+			}
 		}
 		pthread_mutex_lock(&writer.lock);
 	}
@@ -1221,6 +1238,8 @@ int ingest_writer_start(const char *db_path, size_t queue_max)
 		return kiln_fail(KILN_EBUSY, "ingest: the writer runs already");
 	}
 	writer.st = st;
+	/* No checkpoint inside a commit of the writer: it runs one between batches. */
+	store_wal_frames_watch(st, &writer.wal_frames);
 	writer.head = NULL;
 	writer.tail = &writer.head;
 	writer.queued = 0;

@@ -285,6 +285,9 @@ int store_agent_counts(struct store *st, int64_t node_id, int64_t *out_history,
 		       int64_t *out_seen);
 /* Runs a passive WAL checkpoint (outside a transaction) so the -wal file stays bounded. */
 int store_wal_checkpoint(struct store *st);
+/* After each commit on this handle *frames is the WAL's length in frames; this handle no
+ * longer checkpoints on its own (the caller runs store_wal_checkpoint when it suits it). */
+void store_wal_frames_watch(struct store *st, int *frames);
 
 /* --- nodes as agents find them ------------------------------------------------------ */
 

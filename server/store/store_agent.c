@@ -684,6 +684,20 @@ int store_wal_checkpoint(struct store *st)
 	return 0;
 }
 
+static int wal_frames_note(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	(void)db;
+	(void)name;
+	*(int *)arg = frames;
+	return SQLITE_OK;
+}
+
+void store_wal_frames_watch(struct store *st, int *frames)
+{
+	*frames = 0;
+	sqlite3_wal_hook(st->db, wal_frames_note, frames);
+}
+
 /* --- nodes as agents find them ------------------------------------------------------ */
 
 int store_node_bmc_serial_set(struct store *st, const char *name, const char *serial)
