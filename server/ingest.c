@@ -914,9 +914,176 @@ static void gpu_summary(const struct ingest_report *r, double *out_hot, double *
 	*out_power = power;
 }
 
-static int store_new(struct store *st, int64_t node_id, const struct ingest_report *r)
+/* --- what the writer compares each node's next report with ----------------------------- */
+
+/*
+ * The writer is the only thread that writes agent state: it keeps each node's latest state
+ * (the fields the events compare) and GPU rows in memory instead of reading them for every
+ * report. An entry is filled after a commit and checked against the stored report_id before
+ * use (a short read), so a state written elsewhere, or a node deleted and its id reused,
+ * only costs a read.
+ */
+#define PREV_CACHE_MAX 131072 /* nodes kept at most; beyond, the cache starts over */
+
+struct node_prev {
+	int64_t node_id;          /* 0: an empty slot */
+	int valid;                /* 0: a slot kept for node_id that holds nothing */
+	char report_id[65];
+	struct agent_state state; /* report_time, boot_id, nvidia_status, driver_version,
+				   * kernel_module_version, cuda_driver_version, gpu_count,
+				   * gpu_count_max */
+	struct agent_gpu *gpus;   /* the GPU rows as stored */
+	size_t ngpus;
+};
+
+struct prev_cache {
+	struct node_prev *slot;
+	size_t cap, used;         /* cap: a power of two, or 0 */
+};
+
+static void node_prev_clear(struct node_prev *e)
+{
+	agent_state_clear(&e->state);
+	memset(&e->state, 0, sizeof(e->state));
+	agent_gpu_list_free(e->gpus, e->ngpus);
+	e->gpus = NULL;
+	e->ngpus = 0;
+	e->valid = 0;
+}
+
+static void prev_cache_free(struct prev_cache *c)
+{
+	for (size_t i = 0; i < c->cap; i++)
+		if (c->slot[i].node_id)
+			node_prev_clear(&c->slot[i]);
+	free(c->slot);
+	memset(c, 0, sizeof(*c));
+}
+
+static struct node_prev *prev_slot(struct prev_cache *c, int64_t node_id)
+{
+	size_t i = ((uint64_t)node_id * 0x9E3779B97F4A7C15ULL) >> 20 & (c->cap - 1);
+
+	while (c->slot[i].node_id && c->slot[i].node_id != node_id)
+		i = (i + 1) & (c->cap - 1);
+	return &c->slot[i];
+}
+
+/* The node's entry when it holds something, else NULL. */
+static struct node_prev *prev_find(struct prev_cache *c, int64_t node_id)
+{
+	struct node_prev *e;
+
+	if (!c || !c->cap)
+		return NULL;
+	e = prev_slot(c, node_id);
+	return e->node_id && e->valid ? e : NULL;
+}
+
+static void prev_drop(struct prev_cache *c, int64_t node_id)
+{
+	struct node_prev *e = prev_find(c, node_id);
+
+	if (e)
+		node_prev_clear(e);
+}
+
+/* Moves *n (filled, valid) into the cache; on any failure *n is cleared instead. */
+static void prev_put(struct prev_cache *c, struct node_prev *n)
+{
+	struct node_prev *e;
+
+	if (c->used + 1 > PREV_CACHE_MAX)
+		prev_cache_free(c);
+	if ((c->used + 1) * 2 > c->cap) {
+		struct prev_cache g = { 0 };
+
+		g.cap = c->cap ? c->cap * 2 : 1024;
+		if (!(g.slot = calloc(g.cap, sizeof(*g.slot)))) {
+			node_prev_clear(n);
+			return;
+		}
+		for (size_t i = 0; i < c->cap; i++)
+			if (c->slot[i].node_id) {
+				*prev_slot(&g, c->slot[i].node_id) = c->slot[i];
+				g.used++;
+			}
+		free(c->slot);
+		*c = g;
+	}
+	e = prev_slot(c, n->node_id);
+	if (e->node_id)
+		node_prev_clear(e);
+	else
+		c->used++;
+	*e = *n;
+	memset(n, 0, sizeof(*n));
+}
+
+static int dup_or_null(char **out, const char *s)
+{
+	*out = s ? strdup(s) : NULL;
+	return s && !*out ? -1 : 0;
+}
+
+/* Fills n with what report r leaves stored as the node's state (cur) and GPU rows. */
+static int node_prev_fill(struct node_prev *n, const struct ingest_report *r,
+			  const struct agent_state *cur)
+{
+	n->node_id = cur->node_id;
+	snprintf(n->report_id, sizeof(n->report_id), "%s", r->report_id);
+	n->state.node_id = cur->node_id;
+	n->state.report_time = cur->report_time;
+	n->state.gpu_count = cur->gpu_count;
+	n->state.gpu_count_max = cur->gpu_count_max;
+	if (dup_or_null(&n->state.boot_id, r->boot_id) < 0 ||
+	    dup_or_null(&n->state.nvidia_status, r->status) < 0 ||
+	    dup_or_null(&n->state.driver_version, r->driver) < 0 ||
+	    dup_or_null(&n->state.kernel_module_version, r->module) < 0 ||
+	    dup_or_null(&n->state.cuda_driver_version, r->cuda) < 0)
+		goto fail;
+	if (r->ngpus && !(n->gpus = calloc(r->ngpus, sizeof(*n->gpus))))
+		goto fail;
+	for (size_t i = 0; i < r->ngpus; i++) {
+		struct agent_gpu *g = &n->gpus[i];
+
+		*g = r->gpus[i];
+		g->uuid = g->name = g->serial = g->pci_bus_id = g->detail = NULL;
+		n->ngpus = i + 1;
+		/* as the store reads them back */
+		if (g->memory_total_bytes < 0)
+			g->memory_total_bytes = -1;
+		if (g->memory_used_bytes < 0)
+			g->memory_used_bytes = -1;
+		if (g->ecc_volatile_uncorrected < 0)
+			g->ecc_volatile_uncorrected = -1;
+		if (g->ecc_aggregate_uncorrected < 0)
+			g->ecc_aggregate_uncorrected = -1;
+		if (g->remapped_rows_failure < 0)
+			g->remapped_rows_failure = -1;
+		if (dup_or_null(&g->uuid, r->gpus[i].uuid) < 0 ||
+		    dup_or_null(&g->name, r->gpus[i].name) < 0 ||
+		    dup_or_null(&g->serial, r->gpus[i].serial) < 0 ||
+		    dup_or_null(&g->pci_bus_id, r->gpus[i].pci_bus_id) < 0 ||
+		    dup_or_null(&g->detail, r->gpus[i].detail ? r->gpus[i].detail : "{}") < 0)
+			goto fail;
+	}
+	n->valid = 1;
+	return 0;
+fail:
+	node_prev_clear(n);
+	n->node_id = 0;
+	return -1;
+}
+
+/* Stores the new report r. With a cache: the previous state comes from it when it is
+ * current, and *next is filled (when possible) with what this report leaves stored. */
+static int store_new(struct store *st, int64_t node_id, const struct ingest_report *r,
+		     struct prev_cache *cache, struct node_prev *next)
 {
 	struct agent_state prev = { 0 }, cur = { 0 };
+	const struct agent_state *pstate;
+	struct node_prev *hit = NULL;
 	struct agent_gpu *pgpus = NULL;
 	struct agent_history_row h = { 0 };
 	size_t npgpus = 0;
@@ -929,19 +1096,46 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 	/* The agent's clock may run ahead: a report never counts as later than its arrival. */
 	rtime = r->time > 0 && r->time < now ? r->time : now;
 	x = (struct ctx){ st, node_id, rtime, r->boot_id ? r->boot_id : "-" };
-	rc = store_agent_state_get(st, &prev, node_id, 0);
-	if (rc < 0 && rc != KILN_ENOTFOUND)
-		goto cleanup;
-	has_prev = rc == 0;
-	kiln_error_clear();
-	if (!has_prev || rtime >= prev.report_time) {
-		/* The newest report so far: it becomes the state, and changes become events. */
-		if (has_prev && (rc = store_agent_gpus_get(st, &pgpus, &npgpus, node_id)) < 0)
+	if ((hit = prev_find(cache, node_id))) {
+		char id[sizeof(hit->report_id)];
+
+		rc = store_agent_state_report_id(st, id, sizeof(id), node_id);
+		if (rc < 0 && rc != KILN_ENOTFOUND)
 			goto cleanup;
-		if ((rc = state_events(&x, r, has_prev ? &prev : NULL, pgpus, npgpus)) < 0 ||
-		    (rc = gpu_events(&x, r, pgpus, npgpus)) < 0 ||
-		    (rc = store_agent_gpus_update(st, node_id, r->gpus, r->ngpus, pgpus, npgpus,
-						  NULL)) < 0)
+		if (rc < 0 || strcmp(id, hit->report_id) != 0) {
+			prev_drop(cache, node_id); /* written by someone else meanwhile */
+			hit = NULL;
+		}
+		kiln_error_clear();
+	}
+	if (hit) {
+		has_prev = 1;
+		pstate = &hit->state;
+	} else {
+		rc = store_agent_state_get(st, &prev, node_id, 0);
+		if (rc < 0 && rc != KILN_ENOTFOUND)
+			goto cleanup;
+		has_prev = rc == 0;
+		pstate = &prev;
+		kiln_error_clear();
+	}
+	if (!has_prev || rtime >= pstate->report_time) {
+		/* The newest report so far: it becomes the state, and changes become events. */
+		const struct agent_gpu *pg = pgpus;
+		size_t npg = npgpus;
+
+		if (hit) {
+			pg = hit->gpus;
+			npg = hit->ngpus;
+		} else if (has_prev && (rc = store_agent_gpus_get(st, &pgpus, &npgpus, node_id)) < 0) {
+			goto cleanup;
+		} else {
+			pg = pgpus;
+			npg = npgpus;
+		}
+		if ((rc = state_events(&x, r, has_prev ? pstate : NULL, pg, npg)) < 0 ||
+		    (rc = gpu_events(&x, r, pg, npg)) < 0 ||
+		    (rc = store_agent_gpus_update(st, node_id, r->gpus, r->ngpus, pg, npg, NULL)) < 0)
 			goto cleanup;
 		cur.node_id = node_id;
 		cur.report_id = (char *)r->report_id;
@@ -960,8 +1154,9 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 		cur.cuda_driver_version = (char *)r->cuda;
 		cur.nvml_version = (char *)r->nvml;
 		cur.gpu_count = (int64_t)r->ngpus;
-		cur.gpu_count_max = has_prev && prev.gpu_count_max > cur.gpu_count ? prev.gpu_count_max
-										 : cur.gpu_count;
+		cur.gpu_count_max = has_prev && pstate->gpu_count_max > cur.gpu_count
+					    ? pstate->gpu_count_max
+					    : cur.gpu_count;
 		cur.report = r->text;
 		cur.audit_facts = vaudit_facts_extract(r->json);
 		gpu_summary(r, &cur.gpu_hottest_c, &cur.gpu_power_w);
@@ -975,6 +1170,8 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 		cur.cpu_iowait_pct = json_is_number(iv) ? json_number_value(iv) : NAN;
 		if ((rc = store_agent_state_put(st, &cur)) < 0)
 			goto cleanup;
+		if (next)
+			node_prev_fill(next, r, &cur); /* none when out of memory: read next time */
 	}
 	/* Xids are events whenever they are reported, also in a late (spooled) report. */
 	if (r->xids && (rc = xid_events(&x, r->xids)) < 0)
@@ -998,8 +1195,9 @@ cleanup:
 	return rc;
 }
 
-int ingest_report_store(struct store *st, int *out_duplicate, int64_t node_id,
-			const struct ingest_report *r)
+static int report_store(struct store *st, int *out_duplicate, int64_t node_id,
+			const struct ingest_report *r, struct prev_cache *cache,
+			struct node_prev *next)
 {
 	int fresh = 0, rc;
 
@@ -1007,7 +1205,7 @@ int ingest_report_store(struct store *st, int *out_duplicate, int64_t node_id,
 		return rc;
 	if ((rc = store_agent_report_claim(st, &fresh, r->report_id, node_id)) < 0)
 		goto fail;
-	if (fresh && (rc = store_new(st, node_id, r)) < 0)
+	if (fresh && (rc = store_new(st, node_id, r, cache, next)) < 0)
 		goto fail;
 	if ((rc = store_release(st)) < 0)
 		goto fail;
@@ -1015,7 +1213,17 @@ int ingest_report_store(struct store *st, int *out_duplicate, int64_t node_id,
 	return 0;
 fail:
 	store_rollback_to(st);
+	if (next && next->node_id) {
+		node_prev_clear(next);
+		next->node_id = 0;
+	}
 	return rc;
+}
+
+int ingest_report_store(struct store *st, int *out_duplicate, int64_t node_id,
+			const struct ingest_report *r)
+{
+	return report_store(st, out_duplicate, node_id, r, NULL, NULL);
 }
 
 /* --- batches and the commit queue ---------------------------------------------------- */
@@ -1027,8 +1235,12 @@ static void item_fail(struct ingest_item *it, int rc)
 		 kiln_error_last()[0] ? kiln_error_last() : kiln_error_name(rc));
 }
 
-int ingest_batch(struct store *st, struct ingest_item **items, size_t n)
+/* ingest_batch, with the writer's cache (or none): the entries of the committed reports
+ * replace the nodes' old ones after the commit; a failed commit drops them. */
+static int batch_run(struct store *st, struct prev_cache *cache, struct ingest_item **items,
+		     size_t n)
 {
+	static struct node_prev next[INGEST_BATCH_MAX]; /* the writer's thread only */
 	size_t i;
 	int rc;
 
@@ -1041,8 +1253,8 @@ int ingest_batch(struct store *st, struct ingest_item **items, size_t n)
 		goto fail;
 	for (i = 0; i < n; i++) {
 		kiln_error_clear();
-		rc = ingest_report_store(st, &items[i]->duplicate, items[i]->node_id,
-					 items[i]->report);
+		rc = report_store(st, &items[i]->duplicate, items[i]->node_id, items[i]->report,
+				  cache, cache ? &next[i] : NULL);
 		if (rc < 0)
 			item_fail(items[i], rc);
 		/* Recording the token's use never fails the report. */
@@ -1053,13 +1265,28 @@ int ingest_batch(struct store *st, struct ingest_item **items, size_t n)
 		store_rollback(st);
 		goto fail;
 	}
+	for (i = 0; cache && i < n; i++)
+		if (next[i].node_id)
+			prev_put(cache, &next[i]);
 	return 0;
 fail:
 	for (i = 0; i < n; i++) {
 		items[i]->duplicate = 0;
 		item_fail(items[i], rc);
+		if (cache) {
+			prev_drop(cache, items[i]->node_id);
+			if (next[i].node_id) {
+				node_prev_clear(&next[i]);
+				next[i].node_id = 0;
+			}
+		}
 	}
 	return rc;
+}
+
+int ingest_batch(struct store *st, struct ingest_item **items, size_t n)
+{
+	return batch_run(st, NULL, items, n);
 }
 
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1166,6 +1393,7 @@ static struct {
 	int running;   /* ingest_enqueue accepts items */
 	int stopping;  /* the thread ends once the queue is empty */
 	int wal_frames; /* the WAL's length after the writer's last commit */
+	struct prev_cache prev; /* the writer thread's own */
 } writer = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
 
 static void *writer_main(void *arg)
@@ -1191,7 +1419,7 @@ static void *writer_main(void *arg)
 			writer.tail = &writer.head;
 		writer.queued -= n;
 		pthread_mutex_unlock(&writer.lock);
-		ingest_batch(st, batch, n);
+		batch_run(st, &writer.prev, batch, n);
 		/* Each answer goes out only now: the commit (or its failure) is final. */
 		for (size_t i = 0; i < n; i++)
 			batch[i]->done_fn(batch[i], batch[i]->done_arg);
@@ -1268,6 +1496,7 @@ void ingest_writer_stop(void)
 	pthread_cond_signal(&writer.wake);
 	pthread_mutex_unlock(&writer.lock);
 	pthread_join(writer.thread, NULL);
+	prev_cache_free(&writer.prev);
 	store_close(writer.st);
 	writer.st = NULL;
 }

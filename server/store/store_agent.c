@@ -125,6 +125,30 @@ static int state_read(struct agent_state *o, sqlite3_stmt *s, int with_report)
 	return 0;
 }
 
+int store_agent_state_report_id(struct store *st, char *buf, size_t len, int64_t node_id)
+{
+	sqlite3_stmt *s = NULL;
+	const unsigned char *id;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_STATE_REPORT_ID,
+			      "SELECT report_id FROM node_agent_state WHERE node_id = ?1")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		id = sqlite3_column_text(s, 0);
+		snprintf(buf, len, "%s", id ? (const char *)id : "");
+	} else if (rc == SQLITE_DONE) {
+		ret = kiln_fail(KILN_ENOTFOUND, "store: node id %lld has no agent state",
+				(long long)node_id);
+	} else {
+		ret = store_fail(st, rc, "reading agent state");
+	}
+	store_stmt_done(s);
+	return ret;
+}
+
 int store_agent_state_get(struct store *st, struct agent_state *out, int64_t node_id,
 			  int with_report)
 {

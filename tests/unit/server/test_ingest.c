@@ -836,6 +836,42 @@ static void test_writer_commits(void **state)
 		ingest_report_free(r[i]);
 }
 
+/* The writer keeps each node's state in memory: a state written meanwhile by another handle
+ * (here one GPU instead of two) is noticed, not compared with the kept one. */
+static void test_writer_cache_stale(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
+	struct ingest_report *r[3] = { parsed("k1", 2), parsed("k2", 1), parsed("k3", 2) };
+	struct ingest_item it[2];
+	struct agent_state s = { 0 };
+	struct agent_gpu *g = NULL;
+	size_t ng = 0;
+	int dup = 1;
+
+	it[0] = (struct ingest_item){ .node_id = f->node, .report = r[0] };
+	it[1] = (struct ingest_item){ .node_id = f->node, .report = r[2] };
+	assert_int_equal(ingest_writer_start(f->db, 8), 0);
+	assert_int_equal(ingest_enqueue(&it[0], w_queued, w_done, &w), 0);
+	w_wait(&w, 1);
+	assert_int_equal(it[0].rc, 0);
+	assert_int_equal(ingest_report_store(f->st, &dup, f->node, r[1]), 0);
+	assert_int_equal(dup, 0);
+	assert_int_equal(ingest_enqueue(&it[1], w_queued, w_done, &w), 0);
+	w_wait(&w, 2);
+	assert_int_equal(it[1].rc, 0);
+	ingest_writer_stop();
+	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 0), 0);
+	assert_string_equal(s.report_id, "k3");
+	assert_int_equal(s.gpu_count, 2);
+	agent_state_clear(&s);
+	assert_int_equal(store_agent_gpus_get(f->st, &g, &ng, f->node), 0);
+	assert_int_equal(ng, 2);
+	agent_gpu_list_free(g, ng);
+	for (int i = 0; i < 3; i++)
+		ingest_report_free(r[i]);
+}
+
 /* A full queue refuses (KILN_EBUSY, no callback); stopping commits and answers what waits. */
 static void test_writer_queue_full_and_stop(void **state)
 {
@@ -893,6 +929,7 @@ int main(void)
 		T(test_text_kept_and_gpus_in_place),
 		T(test_writer_commits),
 		T(test_writer_queue_full_and_stop),
+		T(test_writer_cache_stale),
 	};
 #undef T
 
