@@ -81,4 +81,21 @@ check "CA file replaced: round 1 failed (exit 3), round 2 read" \
 	$([ "$rc" = 3 ] && [ "$(jq -r '.[0].power' "$WORK/moving.out")" = on ] && echo 0 || echo 1) \
 	"exit $rc, last round $(jq -c '.[0]' "$WORK/moving.out")"
 
+# 5. Two entries for one BMC trusting different CA files must not share a connection: the
+# driver spreads BMCs over 64 curl multi handles in order, so entries 1 and 65 share one
+# handle (and its connection cache). Entry 1 trusts a.pem (right), entry 65 b.pem (wrong); in
+# round 2 entry 1's connection is kept and idle, and entry 65 must still be refused.
+args=(--url "redfish://127.0.0.1:$PA" --url-ca "$WORK/a.pem")
+for _ in $(seq 2 64); do
+	args+=(--url "redfish://127.0.0.1:$PB" --url-ca "$WORK/b.pem")
+done
+args+=(--url "redfish://127.0.0.1:$PA" --url-ca "$WORK/b.pem")
+rf "${args[@]}" --repeat 2 --pause-ms 300 power-get >"$WORK/shared.out"
+first=$(jq -r '.[0].power // .[0].error' "$WORK/shared.out")
+last=$(jq -r '.[64].power // ""' "$WORK/shared.out")
+lerr=$(jq -r '.[64].error // ""' "$WORK/shared.out")
+check "one BMC, two CA files, one multi handle: the wrong CA stays refused" \
+	$([ "$first" = on ] && [ "$last" != on ] && echo "$lerr" | grep -qi certificate &&
+		echo 0 || echo 1) "entry 1 '$first', entry 65 '$last' '$lerr'"
+
 [ "$FAILS" = 0 ] && echo "all passed" || { echo "$FAILS failed"; exit 1; }

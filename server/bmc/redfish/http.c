@@ -219,7 +219,12 @@ static int trust_ca_store(CURL *h, struct redfish *rf, struct redfish_bmc *b)
 	if (curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_CAINFO, NULL) != CURLE_OK ||
-	    curl_easy_setopt(h, CURLOPT_CAPATH, NULL) != CURLE_OK ||
+	    /* curl reuses a kept connection (or TLS session) only for a request whose CA file
+	     * and CA path match; with CAINFO unset that would join BMC entries that trust
+	     * different files. The file's name as CA path keeps them apart: OpenSSL only
+	     * records a hashed-directory lookup (nothing is read), and on_ssl_ctx replaces the
+	     * store that holds it. */
+	    curl_easy_setopt(h, CURLOPT_CAPATH, ca->path) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_CA_CACHE_TIMEOUT, 0L) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx) != CURLE_OK ||
 	    curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, (void *)ca) != CURLE_OK) {
