@@ -1390,6 +1390,7 @@ static struct {
 	struct store *st;
 	struct ingest_item *head, **tail;
 	size_t queued, max;
+	size_t bytes, bytes_max; /* item.bytes of the waiting items, and their cap */
 	int running;   /* ingest_enqueue accepts items */
 	int stopping;  /* the thread ends once the queue is empty */
 	int wal_frames; /* the WAL's length after the writer's last commit */
@@ -1418,6 +1419,8 @@ static void *writer_main(void *arg)
 		if (!writer.head)
 			writer.tail = &writer.head;
 		writer.queued -= n;
+		for (size_t i = 0; i < n; i++)
+			writer.bytes -= batch[i]->bytes;
 		pthread_mutex_unlock(&writer.lock);
 		batch_run(st, &writer.prev, batch, n);
 		/* Each answer goes out only now: the commit (or its failure) is final. */
@@ -1472,6 +1475,8 @@ int ingest_writer_start(const char *db_path, size_t queue_max)
 	writer.tail = &writer.head;
 	writer.queued = 0;
 	writer.max = queue_max ? queue_max : INGEST_QUEUE_MAX;
+	writer.bytes = 0;
+	writer.bytes_max = INGEST_QUEUE_BYTES_MAX;
 	writer.stopping = 0;
 	if (pthread_create(&writer.thread, NULL, writer_main, NULL) != 0) {
 		writer.st = NULL;
@@ -1501,10 +1506,17 @@ void ingest_writer_stop(void)
 	writer.st = NULL;
 }
 
+void ingest_writer_bytes_max_set(size_t bytes_max)
+{
+	pthread_mutex_lock(&writer.lock);
+	writer.bytes_max = bytes_max ? bytes_max : INGEST_QUEUE_BYTES_MAX;
+	pthread_mutex_unlock(&writer.lock);
+}
+
 int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_done_fn done,
 		   void *arg)
 {
-	size_t waiting;
+	size_t waiting, bytes;
 
 	pthread_mutex_lock(&writer.lock);
 	if (!writer.running) {
@@ -1517,6 +1529,13 @@ int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_d
 		return kiln_fail(KILN_EBUSY, "ingest: %zu reports wait to be stored already; try again",
 				 waiting);
 	}
+	if (writer.queued > 0 && (writer.bytes >= writer.bytes_max ||
+				  item->bytes > writer.bytes_max - writer.bytes)) {
+		bytes = writer.bytes;
+		pthread_mutex_unlock(&writer.lock);
+		return kiln_fail(KILN_EBUSY, "ingest: reports of %zu bytes wait to be stored already; "
+				 "try again", bytes);
+	}
 	item->next = NULL;
 	item->done = 0;
 	item->done_fn = done;
@@ -1525,6 +1544,7 @@ int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_d
 		queued(arg);
 	*writer.tail = item;
 	writer.tail = &item->next;
+	writer.bytes += item->bytes;
 	if (writer.queued++ == 0)
 		pthread_cond_signal(&writer.wake);
 	pthread_mutex_unlock(&writer.lock);

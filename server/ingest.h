@@ -16,6 +16,7 @@
 #define INGEST_STRING_MAX 1024
 #define INGEST_BATCH_MAX 256            /* reports committed together at most */
 #define INGEST_QUEUE_MAX 1024           /* reports waiting for the writer at most */
+#define INGEST_QUEUE_BYTES_MAX (64 * 1024 * 1024) /* and the memory they hold (item.bytes) */
 #define INGEST_RETENTION_DEFAULT_S (30 * 86400)
 #define INGEST_FIELD_MAX 96
 
@@ -60,6 +61,8 @@ struct ingest_item {
 	int64_t node_id;
 	const struct ingest_report *report;
 	int64_t token_touch;       /* an agent token id whose use to record, or 0 */
+	size_t bytes;              /* memory the waiting item holds (body, copies, tree): counted
+				    * against the writer's byte cap while it waits */
 	/* results */
 	int rc;
 	int duplicate;
@@ -91,14 +94,19 @@ int ingest_submit(struct store *st, struct ingest_item *item);
  * Started once per process; stop commits what is queued, answers it and joins the thread.
  */
 int ingest_writer_start(const char *db_path, size_t queue_max);
+/* The running writer's cap on the bytes of waiting items (item.bytes summed; default
+ * INGEST_QUEUE_BYTES_MAX, 0 restores it). An item is refused when it would pass the cap
+ * and others wait; one alone is always taken. */
+void ingest_writer_bytes_max_set(size_t bytes_max);
 void ingest_writer_stop(void);
 
 /*
  * Queues item for the writer. On success queued(arg) runs first, under the queue's lock and
  * before the writer can see the item (it may be NULL), and done(item, arg) later on the
  * writer's thread, after the commit (or its failure: item->rc, item->error). Returns 0,
- * KILN_EBUSY when queue_max items wait already, KILN_ENOTFOUND when no writer runs (use
- * ingest_submit then); neither callback runs on failure.
+ * KILN_EBUSY when queue_max items wait already or item->bytes would pass the byte cap,
+ * KILN_ENOTFOUND when no writer runs (use ingest_submit then); neither callback runs on
+ * failure.
  */
 int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_done_fn done,
 		   void *arg);

@@ -910,6 +910,67 @@ static void test_writer_queue_full_and_stop(void **state)
 		ingest_report_free(r[i]);
 }
 
+/* The waiting items' bytes are capped too: past the cap KILN_EBUSY (no callback), one item
+ * alone is always taken, and the bytes count down as the writer takes items. */
+static void test_writer_queue_bytes_cap(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 1, 0 };
+	struct ingest_report *r[5] = { parsed("b1", 1), parsed("b2", 1), parsed("b3", 1),
+				       parsed("b4", 1), parsed("b5", 1) };
+	size_t bytes[5] = { 600, 1500, 600, 300, 600 };
+	struct ingest_item it[5];
+	int64_t hist = 0, seen = 0;
+
+	for (int i = 0; i < 5; i++)
+		it[i] = (struct ingest_item){ .node_id = f->node, .report = r[i], .bytes = bytes[i] };
+	assert_int_equal(ingest_writer_start(f->db, 8), 0);
+	ingest_writer_bytes_max_set(1000);
+	assert_int_equal(ingest_enqueue(&it[0], w_queued, w_done, &w), 0);
+	/* b1 is committed and the writer held in its callback: b2 (over the cap alone) waits
+	 * alone, b3 would pass the cap, b4 fits beside b2 (1,500 + 300 > 1,000: refused too). */
+	pthread_mutex_lock(&w.m);
+	while (!w.blocked)
+		pthread_cond_wait(&w.c, &w.m);
+	pthread_mutex_unlock(&w.m);
+	assert_int_equal(ingest_enqueue(&it[1], w_queued, w_done, &w), 0);
+	assert_int_equal(ingest_enqueue(&it[2], w_queued, w_done, &w), KILN_EBUSY);
+	assert_non_null(strstr(kiln_error_last(), "1500 bytes"));
+	assert_int_equal(ingest_enqueue(&it[3], w_queued, w_done, &w), KILN_EBUSY);
+	assert_int_equal(w.queued, 2);
+	pthread_mutex_lock(&w.m);
+	w.block = 0;
+	pthread_cond_broadcast(&w.c);
+	pthread_mutex_unlock(&w.m);
+	w_wait(&w, 2);
+	/* Nothing waits now: 600 + 300 fit under the cap. */
+	assert_int_equal(ingest_enqueue(&it[2], w_queued, w_done, &w), 0);
+	assert_int_equal(ingest_enqueue(&it[3], w_queued, w_done, &w), 0);
+	w_wait(&w, 4);
+	ingest_writer_stop();
+	/* A new writer starts with the default cap. */
+	assert_int_equal(ingest_writer_start(f->db, 8), 0);
+	it[4].bytes = INGEST_QUEUE_BYTES_MAX / 2;
+	w.block = 1;
+	w.blocked = 0;
+	assert_int_equal(ingest_enqueue(&it[4], w_queued, w_done, &w), 0);
+	pthread_mutex_lock(&w.m);
+	while (!w.blocked)
+		pthread_cond_wait(&w.c, &w.m);
+	w.block = 0;
+	pthread_cond_broadcast(&w.c);
+	pthread_mutex_unlock(&w.m);
+	ingest_writer_stop();
+	assert_int_equal(w.done, 5);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(it[i].rc, 0);
+	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
+	assert_int_equal(hist, 5);
+	assert_int_equal(seen, 5);
+	for (int i = 0; i < 5; i++)
+		ingest_report_free(r[i]);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -929,6 +990,7 @@ int main(void)
 		T(test_text_kept_and_gpus_in_place),
 		T(test_writer_commits),
 		T(test_writer_queue_full_and_stop),
+		T(test_writer_queue_bytes_cap),
 		T(test_writer_cache_stale),
 	};
 #undef T
