@@ -209,10 +209,19 @@ int kiln_http_apply_trust(CURL *h, const struct kiln_tls_trust *trust)
 		 * names no address). VERIFYPEER stays on so that a failed check aborts the
 		 * handshake; no CA store is loaded.
 		 */
+		char key[80];
+
+		/*
+		 * curl reuses a kept connection (or TLS session) for a request whose CA file and
+		 * CA path match, and knows nothing of the pin: a CA path naming the pin keeps
+		 * connections checked against different pins apart. OpenSSL only records it as a
+		 * hashed-directory lookup that nothing reads (the pin replaces verification).
+		 */
+		snprintf(key, sizeof(key), "kiln-pin:%s", norm);
 		if ((c = curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L)) != CURLE_OK ||
 		    (c = curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L)) != CURLE_OK ||
 		    (c = curl_easy_setopt(h, CURLOPT_CAINFO, NULL)) != CURLE_OK ||
-		    (c = curl_easy_setopt(h, CURLOPT_CAPATH, NULL)) != CURLE_OK ||
+		    (c = curl_easy_setopt(h, CURLOPT_CAPATH, key)) != CURLE_OK ||
 		    (c = curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, ssl_ctx_pin)) != CURLE_OK ||
 		    (c = curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, (void *)trust->fingerprint)) !=
 			    CURLE_OK)

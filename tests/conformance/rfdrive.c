@@ -119,6 +119,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: kiln-rfdrive --url URL [--url URL ...] [--user U] [--password P]\n"
 		"         [--system ID] [--insecure] [--ca FILE] [--url-ca FILE] [--fingerprint SHA256]\n"
+		"         [--url-fingerprint SHA256]\n"
 		"         [--timeout-ms N] [--action-timeout-ms N] [--fanout N] [--repeat N]\n"
 		"         [--on-if-off] [--persistent] [--since UNIX] [--pause-ms N]\n"
 		"         power-get | power on|off|soft|reset|cycle | boot pxe|cd|disk|bios |\n"
@@ -135,6 +136,7 @@ int main(int argc, char **argv)
 		{"insecure", no_argument, NULL, 'k'},
 		{"ca", required_argument, NULL, 'c'},
 		{"url-ca", required_argument, NULL, 'C'}, /* the CA of the --url before it */
+		{"url-fingerprint", required_argument, NULL, 'G'}, /* its pin */
 		{"fingerprint", required_argument, NULL, 'f'},
 		{"timeout-ms", required_argument, NULL, 't'},
 		{"action-timeout-ms", required_argument, NULL, 'a'},
@@ -147,7 +149,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *urls[MAX_TARGETS];
-	const char *url_cas[MAX_TARGETS] = {0};
+	const char *url_cas[MAX_TARGETS] = {0}, *url_fps[MAX_TARGETS] = {0};
 	size_t nurls = 0;
 	const char *user = "admin", *password = "password", *system = NULL;
 	const char *ca = NULL, *fp = NULL;
@@ -178,6 +180,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			url_cas[nurls - 1] = optarg;
+			break;
+		case 'G':
+			if (nurls == 0) {
+				fprintf(stderr, "kiln-rfdrive: --url-fingerprint before any --url\n");
+				return 2;
+			}
+			url_fps[nurls - 1] = optarg;
 			break;
 		case 'f': fp = optarg; break;
 		case 't': {
@@ -228,10 +237,11 @@ int main(int argc, char **argv)
 		t->node_name = names[i];
 		t->user = user;
 		t->password = password;
-		const char *t_ca = url_cas[i] ? url_cas[i] : ca;
-		t->tls_mode = insecure ? TLS_INSECURE : t_ca ? TLS_CA : fp ? TLS_FINGERPRINT : TLS_VERIFY;
+		const char *t_ca = url_cas[i] ? url_cas[i] : url_fps[i] ? NULL : ca;
+		const char *t_fp = url_fps[i] ? url_fps[i] : fp;
+		t->tls_mode = insecure ? TLS_INSECURE : t_ca ? TLS_CA : t_fp ? TLS_FINGERPRINT : TLS_VERIFY;
 		t->tls_ca_file = t_ca;
-		t->tls_fingerprint = fp;
+		t->tls_fingerprint = t_fp;
 		t->bmc_system = system;
 		t->credentials_version = 1;
 	}

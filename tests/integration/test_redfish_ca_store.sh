@@ -12,6 +12,7 @@ for b in "$SIM" "$RF"; do
 done
 [ -d "$FIX/generic" ] || { echo "SKIP: $FIX has no fixtures yet"; exit 77; }
 command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
+command -v openssl >/dev/null || { echo "SKIP: openssl is not installed"; exit 77; }
 
 WORK=$(mktemp -d)
 PIDS=()
@@ -97,5 +98,22 @@ lerr=$(jq -r '.[64].error // ""' "$WORK/shared.out")
 check "one BMC, two CA files, one multi handle: the wrong CA stays refused" \
 	$([ "$first" = on ] && [ "$last" != on ] && echo "$lerr" | grep -qi certificate &&
 		echo 0 || echo 1) "entry 1 '$first', entry 65 '$last' '$lerr'"
+
+# 6. The same with certificate pins: entry 65 pinned to b's certificate must not ride on
+# entry 1's connection to a (pinned to a's).
+fpa=$(openssl x509 -in "$WORK/a.pem" -noout -fingerprint -sha256 | cut -d= -f2)
+fpb=$(openssl x509 -in "$WORK/b.pem" -noout -fingerprint -sha256 | cut -d= -f2)
+args=(--url "redfish://127.0.0.1:$PA" --url-fingerprint "$fpa")
+for _ in $(seq 2 64); do
+	args+=(--url "redfish://127.0.0.1:$PB" --url-fingerprint "$fpb")
+done
+args+=(--url "redfish://127.0.0.1:$PA" --url-fingerprint "$fpb")
+rf "${args[@]}" --repeat 2 --pause-ms 300 power-get >"$WORK/pinned.out"
+first=$(jq -r '.[0].power // .[0].error' "$WORK/pinned.out")
+last=$(jq -r '.[64].power // ""' "$WORK/pinned.out")
+lerr=$(jq -r '.[64].error // ""' "$WORK/pinned.out")
+check "one BMC, two pins, one multi handle: the wrong pin stays refused" \
+	$([ "$first" = on ] && [ "$last" != on ] && [ -n "$lerr" ] && echo 0 || echo 1) \
+	"entry 1 '$first', entry 65 '$last' '$lerr'"
 
 [ "$FAILS" = 0 ] && echo "all passed" || { echo "$FAILS failed"; exit 1; }
