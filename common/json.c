@@ -122,6 +122,14 @@ int kiln_json_check_keys(json_t *obj, const char *const *allowed, const char **b
 	return 0;
 }
 
+void kiln_json_wipe_string(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (json_is_string(v))
+		explicit_bzero((char *)json_string_value(v), json_string_length(v));
+}
+
 char *kiln_json_dumps(const json_t *v)
 {
 	return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);

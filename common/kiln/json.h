@@ -25,6 +25,10 @@ int kiln_json_parse_object(json_t **out, const char *text, size_t len);
 /* Rejects keys of obj not in the NULL-terminated allowed list: "unknown field 'x'". */
 int kiln_json_check_keys(json_t *obj, const char *const *allowed, const char **bad_key);
 
+/* Overwrites the bytes of obj's string member key with zeros (a password before the value
+ * is released); nothing when there is no such string. */
+void kiln_json_wipe_string(json_t *obj, const char *key);
+
 /* Dumps compactly; caller frees. */
 char *kiln_json_dumps(const json_t *v);
 

@@ -565,7 +565,7 @@ static json_t *request_build(const struct bmc_target *t, const struct bmc_op *op
 		const char *a = action_name(op->action);
 
 		if (!a) {
-			json_decref(msg);
+			ipmi_wire_msg_free(msg);
 			kiln_fail(KILN_EINVAL, "ipmi: %s: unknown power action", t->node_name);
 			return NULL;
 		}
@@ -575,7 +575,7 @@ static json_t *request_build(const struct bmc_target *t, const struct bmc_op *op
 		const char *b = boot_name(op->boot);
 
 		if (!b) {
-			json_decref(msg);
+			ipmi_wire_msg_free(msg);
 			kiln_fail(KILN_EINVAL, "ipmi: %s: unknown boot device", t->node_name);
 			return NULL;
 		}
@@ -656,7 +656,7 @@ int ipmi_submit(const struct bmc_target *target, const struct bmc_op *op,
 	pthread_mutex_lock(&H.write_lock);
 	rc = H.fd == fd ? ipmi_wire_send(fd, msg) : KILN_ERROR;
 	pthread_mutex_unlock(&H.write_lock);
-	json_decref(msg);
+	ipmi_wire_msg_free(msg);
 	if (rc < 0) {
 		/* the reader notices the dead helper and fails p with the others, unless it did */
 		struct pending **pp;
@@ -680,7 +680,7 @@ int ipmi_submit(const struct bmc_target *target, const struct bmc_op *op,
 	return 0;
 
 fail_now:
-	json_decref(msg);
+	ipmi_wire_msg_free(msg);
 	p->done(p->ud, &res);
 	free(p);
 	return 0;

@@ -126,13 +126,7 @@ int ipmi_console_open(int64_t *out_cid, const struct bmc_target *target,
 	pthread_mutex_unlock(&S.lock);
 	*out_cid = cid;
 	rc = ipmi_helper_send(msg);
-	{
-		json_t *pw = json_object_get(msg, "password");
-
-		if (json_string_length(pw) > 0)
-			explicit_bzero((char *)json_string_value(pw), json_string_length(pw));
-	}
-	json_decref(msg);
+	ipmi_wire_msg_free(msg);
 	if (rc < 0) {
 		pthread_mutex_lock(&S.lock);
 		s = sol_take(cid);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "kiln/error.h"
+#include "kiln/json.h"
 
 static int write_all(int fd, const unsigned char *p, size_t n)
 {
@@ -57,6 +58,7 @@ int ipmi_wire_send(int fd, const json_t *msg)
 		return kiln_fail(KILN_ERROR, "ipmi wire: cannot encode message");
 	len = strlen(text);
 	if (len > IPMI_WIRE_MAX) {
+		explicit_bzero(text, len);
 		free(text);
 		return kiln_fail(KILN_ETOOBIG, "ipmi wire: message of %zu bytes over the cap", len);
 	}
@@ -67,8 +69,15 @@ int ipmi_wire_send(int fd, const json_t *msg)
 	rc = write_all(fd, head, sizeof(head));
 	if (rc == 0)
 		rc = write_all(fd, (const unsigned char *)text, len);
+	explicit_bzero(text, len); /* requests carry the BMC's password */
 	free(text);
 	return rc;
+}
+
+void ipmi_wire_msg_free(json_t *msg)
+{
+	kiln_json_wipe_string(msg, "password");
+	json_decref(msg);
 }
 
 int ipmi_wire_recv(int fd, json_t **out)
@@ -102,6 +111,8 @@ int ipmi_wire_recv(int fd, json_t **out)
 	}
 	*out = msg;
 cleanup:
+	if (body)
+		explicit_bzero(body, len);
 	free(body);
 	return rc;
 }

@@ -13,6 +13,9 @@
  */
 int ipmi_wire_send(int fd, const json_t *msg);
 
+/* Releases a request: its "password" member is zeroed first. Accepts NULL. */
+void ipmi_wire_msg_free(json_t *msg);
+
 /*
  * Reads one frame (blocking) into *out (a JSON object the caller decrefs).
  * Returns 0, 1 on a clean end of stream before a frame, KILN_ETOOBIG over the cap,

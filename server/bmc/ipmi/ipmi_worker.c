@@ -186,7 +186,7 @@ static void *worker_thread(void *arg)
 
 		pthread_mutex_lock(&W.lock);
 		W.busy[slot] = NULL;
-		json_decref(it->msg);
+		ipmi_wire_msg_free(it->msg);
 		free(it);
 		pthread_cond_broadcast(&W.cond);
 	}
@@ -235,7 +235,7 @@ int ipmi_worker_main(int fd, const char *state_dir, int workers)
 		if (rc != 0)
 			break; /* kilnd closed its end (or is gone): stop */
 		if (ipmi_console_request(msg)) {
-			json_decref(msg);
+			ipmi_wire_msg_free(msg);
 			continue;
 		}
 		it = calloc(1, sizeof(*it));

@@ -30,6 +30,8 @@ void rf_step_free(struct rf_step *s)
 		return;
 	free(s->method);
 	free(s->path);
+	if (s->body)
+		explicit_bzero(s->body, strlen(s->body)); /* a login body holds the password */
 	free(s->body);
 	free(s->if_match);
 	free(s);

@@ -5,6 +5,7 @@
 
 #include "bmc/redfish/internal.h"
 #include "kiln/error.h"
+#include "kiln/json.h"
 
 #define RF_RETRY_MAX 4
 #define RF_BACKOFF_MS 500
@@ -39,6 +40,7 @@ void rf_push_login(struct rf_op *op)
 		explicit_bzero(text, strlen(text));
 		free(text);
 	}
+	kiln_json_wipe_string(body, "Password");
 	json_decref(body);
 }
 

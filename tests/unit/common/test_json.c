@@ -175,6 +175,27 @@ static void test_dumps(void **state)
 	json_decref(s);
 }
 
+/* The password's bytes are zeroed where jansson keeps them; other members stay. */
+static void test_wipe_string(void **state)
+{
+	json_t *o = json_pack("{s:s, s:s, s:i}", "user", "root", "password", "calvin", "n", 3);
+	const char *pw;
+
+	(void)state;
+	assert_non_null(o);
+	pw = json_string_value(json_object_get(o, "password"));
+	kiln_json_wipe_string(o, "password");
+	assert_int_equal(json_string_length(json_object_get(o, "password")), 6);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(pw[i], 0);
+	assert_string_equal(json_string_value(json_object_get(o, "user")), "root");
+	kiln_json_wipe_string(o, "n");       /* not a string: untouched */
+	kiln_json_wipe_string(o, "missing"); /* absent: nothing */
+	kiln_json_wipe_string(NULL, "password");
+	assert_int_equal(json_integer_value(json_object_get(o, "n")), 3);
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +206,7 @@ int main(void)
 		cmocka_unit_test(test_not_object),
 		cmocka_unit_test(test_check_keys),
 		cmocka_unit_test(test_dumps),
+		cmocka_unit_test(test_wipe_string),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
