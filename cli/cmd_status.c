@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <kiln/error.h>
+#include <kiln/json_arena.h>
 #include <kiln/parse.h>
 
 #include "cli.h"
@@ -424,60 +425,10 @@ cleanup:
 
 /*
  * The answer of 10,000 nodes is ~150,000 JSON values, each a malloc (and a free when it is
- * released): about a third of the time jansson takes. While the table's answer is read and
- * used, jansson allocates from a bump arena instead (json_set_alloc_funcs) and frees nothing;
- * the arena goes as a whole once the answer is released. The CLI is single-threaded and no
- * other jansson value lives across the window.
+ * released): about a third of the time jansson takes. The table's answer is read into an
+ * arena (kiln/json_arena.h) and the arena goes as a whole once the answer is released;
+ * nothing inside the window hands jansson's memory to free() (no json_dumps).
  */
-struct arena_chunk {
-	struct arena_chunk *next;
-	size_t used, size;
-	max_align_t data[];
-};
-
-static struct arena_chunk *arena_head;
-
-static void *arena_malloc(size_t n)
-{
-	struct arena_chunk *c = arena_head;
-	size_t need = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t);
-
-	if (!c || c->size - c->used < need) {
-		size_t size = need > 65536 ? need : 65536; /* in max_align_t units: 1 MiB */
-
-		c = malloc(sizeof(*c) + size * sizeof(max_align_t));
-		if (!c)
-			return NULL;
-		c->next = arena_head;
-		c->used = 0;
-		c->size = size;
-		arena_head = c;
-	}
-	c->used += need;
-	return c->data + c->used - need;
-}
-
-static void arena_free(void *p)
-{
-	(void)p; /* the arena goes as a whole */
-}
-
-static void arena_begin(void)
-{
-	json_set_alloc_funcs(arena_malloc, arena_free);
-}
-
-static void arena_end(void)
-{
-	json_set_alloc_funcs(malloc, free);
-	while (arena_head) {
-		struct arena_chunk *next = arena_head->next;
-
-		free(arena_head);
-		arena_head = next;
-	}
-}
-
 /* Takes "--watch [S]" and "--watch=S" out of argv (the option table has no optional values). */
 static int watch_take(struct cli_ctx *ctx, int *argc, char **argv, int64_t *out_every)
 {
@@ -515,6 +466,7 @@ static int status_run(struct cli_ctx *ctx, int argc, char **argv)
 	struct status_args a = { .ctx = ctx };
 	struct cli_args pos = { 0 };
 	json_t *res = NULL;
+	struct kiln_json_arena *arena = NULL, *prev = NULL;
 	char *range = NULL, path[2048];
 	int64_t every = 0;
 	int rc, tty = isatty(STDOUT_FILENO);
@@ -551,10 +503,13 @@ static int status_run(struct cli_ctx *ctx, int argc, char **argv)
 	for (;;) {
 		json_decref(res);
 		res = NULL;
-		arena_end();
-		if (ctx->output != CLI_OUT_JSON)
-			arena_begin();
+		kiln_json_arena_free(arena);
+		arena = NULL;
+		if (ctx->output != CLI_OUT_JSON && (arena = kiln_json_arena_new()))
+			prev = kiln_json_arena_enter(arena);
 		rc = cli_api(&res, NULL, ctx, "GET", path, NULL);
+		if (arena)
+			kiln_json_arena_leave(prev);
 		if (rc < 0)
 			goto cleanup;
 		if (every && tty)
@@ -573,7 +528,7 @@ static int status_run(struct cli_ctx *ctx, int argc, char **argv)
 	}
 cleanup:
 	json_decref(res);
-	arena_end();
+	kiln_json_arena_free(arena);
 	free(range);
 	free(pos.v);
 	return rc;

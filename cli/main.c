@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 
 #include <kiln/error.h>
+#include <kiln/json_arena.h>
 
 #include "cli.h"
 
@@ -51,6 +52,7 @@ int main(int argc, char **argv)
 	struct cli_ctx ctx = { 0 };
 	int rc;
 
+	kiln_json_arena_install(); /* before any jansson value: kiln status reads into an arena */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		fprintf(stderr, "kiln: cannot initialise libcurl\n");
 		return 1;

@@ -15,6 +15,7 @@
 #include "jobs.h"
 #include "console.h"
 #include "kiln/error.h"
+#include "kiln/json_arena.h"
 #include "kiln/log.h"
 #include "poller.h"
 #include "statedir.h"
@@ -120,6 +121,7 @@ int main(int argc, char **argv)
 	int c, sig = 0, ret = 1, fd = -1, created = 0, db_existed;
 
 	kiln_log_set_ident("kilnd");
+	kiln_json_arena_install(); /* before any jansson value: agent reports parse into arenas */
 	if (kilnd_config_init(&cfg) < 0)
 		return die("configuration defaults");
 	while ((c = getopt_long(argc, argv, "", long_options, NULL)) != -1) {

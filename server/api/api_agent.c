@@ -135,9 +135,11 @@ void api_agent_report(struct api_ctx *c)
 	w->item.token_touch = c->agent_token_touch;
 	w->item.report = w->report;
 	/* What the waiting request holds, for the writer's byte cap: the body as received, its
-	 * stored copy and the parsed tree (jansson's tree of a 4.7 KB report is ~32 KB in 649
-	 * allocations: about 8 bytes per body byte with malloc's overhead). */
-	w->item.bytes = 2 * c->body_len + 8 * c->body_len;
+	 * stored copy and the parsed tree: its arena, or when there is none an estimate
+	 * (jansson's tree of a 4.7 KB report is ~32 KB in 649 allocations: about 8 bytes per
+	 * body byte with malloc's overhead). */
+	w->item.bytes = 2 * c->body_len + (c->body_tree_bytes ? c->body_tree_bytes
+							       : 8 * c->body_len);
 	/* Answered only once the report is committed (with everything queued meanwhile) by
 	 * the ingest writer; the connection waits suspended, its thread serves others. */
 	c->resumed = report_resumed;

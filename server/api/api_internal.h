@@ -35,6 +35,7 @@ struct api_ctx {
 	json_t *body;                  /* parsed request body, or NULL when empty */
 	const char *body_text;         /* that body as received (valid JSON, not NUL-terminated), */
 	size_t body_len;               /* for a handler that stores it as it is; NULL/0 when empty */
+	size_t body_tree_bytes;        /* memory of body's tree when known (an arena), else 0 */
 	unsigned status;               /* the answer the handler sets */
 	json_t *reply;
 	struct MHD_Response *response; /* a handler's own response (an upgrade), queued with
