@@ -14,6 +14,10 @@
 
 #include "kiln/json_arena.h"
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
+
 static const char doc[] =
 	"{\"schema\":\"kiln.agent.report/1\",\"report_id\":\"r1\",\"host\":{\"hostname\":\"gpu01\","
 	"\"boot_id\":\"b\"},\"gpus\":[{\"index\":0,\"uuid\":\"GPU-0\",\"temperature_c\":41.5},"
@@ -76,6 +80,10 @@ static void test_window(void **state)
 	json_decref(v);
 	json_decref(plain);
 	kiln_json_arena_free(a);
+#ifdef __SANITIZE_ADDRESS__
+	/* the tree's memory is poisoned once its arena went: a late use is an ASan error */
+	assert_true(__asan_address_is_poisoned(v));
+#endif
 	kiln_json_arena_free(NULL);
 	assert_int_equal(kiln_json_arena_bytes(NULL), 0);
 }
