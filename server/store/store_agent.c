@@ -348,19 +348,9 @@ cleanup:
 	return 0;
 }
 
-static int gpu_insert(struct store *st, int64_t node_id, const struct agent_gpu *g)
+/* Binds ?1..?15 of the GPU insert and update statements (same numbering in both). */
+static void gpu_bind(sqlite3_stmt *s, int64_t node_id, const struct agent_gpu *g)
 {
-	sqlite3_stmt *s = NULL;
-	int rc, ret;
-
-	if ((ret = store_stmt(st, &s, STMT_AGENT_GPU_INSERT,
-			      "INSERT INTO node_gpus (node_id, gpu_index, uuid, name, serial,"
-			      " pci_bus_id, memory_total_bytes, memory_used_bytes, temperature_c,"
-			      " power_draw_w, utilization_gpu_pct, ecc_volatile_uncorrected,"
-			      " ecc_aggregate_uncorrected, remapped_rows_failure, detail)"
-			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-			      " ?15)")) < 0)
-		return ret;
 	sqlite3_bind_int64(s, 1, node_id);
 	sqlite3_bind_int64(s, 2, g->index);
 	store_bind_text(s, 3, g->uuid);
@@ -376,6 +366,22 @@ static int gpu_insert(struct store *st, int64_t node_id, const struct agent_gpu 
 	bind_int_or_null(s, 13, g->ecc_aggregate_uncorrected);
 	bind_int_or_null(s, 14, g->remapped_rows_failure);
 	store_bind_text(s, 15, g->detail ? g->detail : "{}");
+}
+
+static int gpu_insert(struct store *st, int64_t node_id, const struct agent_gpu *g)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_GPU_INSERT,
+			      "INSERT INTO node_gpus (node_id, gpu_index, uuid, name, serial,"
+			      " pci_bus_id, memory_total_bytes, memory_used_bytes, temperature_c,"
+			      " power_draw_w, utilization_gpu_pct, ecc_volatile_uncorrected,"
+			      " ecc_aggregate_uncorrected, remapped_rows_failure, detail)"
+			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+			      " ?15)")) < 0)
+		return ret;
+	gpu_bind(s, node_id, g);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE)
 		ret = store_fail(st, rc, "storing a GPU");
@@ -527,21 +533,7 @@ static int gpu_update(struct store *st, int64_t node_id, const struct agent_gpu 
 			      " remapped_rows_failure = ?14, detail = ?15"
 			      " WHERE node_id = ?1 AND gpu_index = ?2")) < 0)
 		return ret;
-	sqlite3_bind_int64(s, 1, node_id);
-	sqlite3_bind_int64(s, 2, g->index);
-	store_bind_text(s, 3, g->uuid);
-	store_bind_text(s, 4, g->name);
-	store_bind_text(s, 5, g->serial);
-	store_bind_text(s, 6, g->pci_bus_id);
-	bind_int_or_null(s, 7, g->memory_total_bytes);
-	bind_int_or_null(s, 8, g->memory_used_bytes);
-	bind_real_or_null(s, 9, g->temperature_c);
-	bind_real_or_null(s, 10, g->power_draw_w);
-	bind_real_or_null(s, 11, g->utilization_gpu_pct);
-	bind_int_or_null(s, 12, g->ecc_volatile_uncorrected);
-	bind_int_or_null(s, 13, g->ecc_aggregate_uncorrected);
-	bind_int_or_null(s, 14, g->remapped_rows_failure);
-	store_bind_text(s, 15, g->detail ? g->detail : "{}");
+	gpu_bind(s, node_id, g);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE)
 		ret = store_fail(st, rc, "updating a GPU");
