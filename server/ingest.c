@@ -1297,6 +1297,22 @@ static int queue_leader;
 static int64_t retention_s = INGEST_RETENTION_DEFAULT_S;
 static int64_t last_prune;
 
+/* 1 when the history prune is due (and marks it done now). Called with queue_lock. */
+static int prune_due(struct store *st)
+{
+	if (store_now(st) - last_prune < PRUNE_INTERVAL_S)
+		return 0;
+	last_prune = store_now(st);
+	return 1;
+}
+
+/* Housekeeping after a commit; its failures fail no report (they are committed). */
+static void prune_run(struct store *st)
+{
+	ingest_prune(st, NULL);
+	store_wal_checkpoint(st);
+}
+
 void ingest_retention_set(int64_t seconds)
 {
 	pthread_mutex_lock(&queue_lock);
@@ -1364,17 +1380,11 @@ int ingest_submit(struct store *st, struct ingest_item *item)
 			batch[i]->done = 1;
 		queue_leader = 0;
 		pthread_cond_broadcast(&queue_done);
-		if (store_now(st) - last_prune >= PRUNE_INTERVAL_S) {
-			last_prune = store_now(st);
-			prune = 1;
-		}
+		prune = prune_due(st);
 	}
 	pthread_mutex_unlock(&queue_lock);
-	if (prune) {
-		/* Housekeeping failures do not fail the report: it is committed. */
-		ingest_prune(st, NULL);
-		store_wal_checkpoint(st);
-	}
+	if (prune)
+		prune_run(st);
 	if (item->rc < 0)
 		return kiln_fail(item->rc, "%s", item->error);
 	kiln_error_clear();
@@ -1427,15 +1437,10 @@ static void *writer_main(void *arg)
 		for (size_t i = 0; i < n; i++)
 			batch[i]->done_fn(batch[i], batch[i]->done_arg);
 		pthread_mutex_lock(&queue_lock);
-		if (store_now(st) - last_prune >= PRUNE_INTERVAL_S) {
-			last_prune = store_now(st);
-			prune = 1;
-		}
+		prune = prune_due(st);
 		pthread_mutex_unlock(&queue_lock);
 		if (prune) {
-			/* Housekeeping failures fail no report. */
-			ingest_prune(st, NULL);
-			store_wal_checkpoint(st);
+			prune_run(st);
 			writer.wal_frames = 0;
 		}
 		if (writer.wal_frames >= WAL_CKPT_IDLE_FRAMES) {
