@@ -228,91 +228,7 @@ static int time_parse(int64_t *out, const char *s)
 	return 0;
 }
 
-/* A part of the report's text. */
-struct span {
-	const char *start;
-	size_t len;
-};
-
-/* Past the JSON string at p (which is at its opening quote); NULL when unterminated. */
-static const char *skip_string(const char *p)
-{
-	for (p++; *p; p++) {
-		if (*p == '\\') {
-			if (!*++p)
-				return NULL;
-		} else if (*p == '"') {
-			return p + 1;
-		}
-	}
-	return NULL;
-}
-
-/* Past the compact JSON value at p (at the ',', '}' or ']' after it); NULL when the text
- * ends first. */
-static const char *skip_value(const char *p)
-{
-	int depth = 0;
-
-	do {
-		if (*p == '"') {
-			if (!(p = skip_string(p)))
-				return NULL;
-		} else if (*p == '{' || *p == '[') {
-			depth++;
-			p++;
-		} else if (*p == '}' || *p == ']') {
-			if (depth == 0)
-				return p;
-			depth--;
-			p++;
-		} else {
-			p++;
-		}
-	} while (*p && (depth > 0 || (*p != ',' && *p != '}' && *p != ']')));
-	return *p ? p : NULL;
-}
-
-/*
- * The elements of the top-level "gpus" array in text, a compact dump (json_dumps with
- * JSON_COMPACT): each is byte for byte what dumping the element alone with the same flags
- * gives. Returns the number found (at most max), or 0 when the text is not as expected.
- */
-static size_t gpu_spans(struct span *out, size_t max, const char *text)
-{
-	const char *p = text, *key;
-	size_t n = 0;
-
-	if (*p++ != '{')
-		return 0;
-	while (*p == '"') {
-		key = p;
-		if (!(p = skip_string(p)) || *p != ':')
-			return 0;
-		if (p++ - key == 6 && memcmp(key, "\"gpus\"", 6) == 0) {
-			if (*p++ != '[')
-				return 0;
-			while (*p && *p != ']' && n < max) {
-				const char *end = skip_value(p);
-
-				if (!end || *p != '{')
-					return 0;
-				out[n].start = p;
-				out[n++].len = (size_t)(end - p);
-				p = *end == ',' ? end + 1 : end;
-			}
-			return *p == ']' ? n : 0;
-		}
-		if (!(p = skip_value(p)))
-			return 0;
-		if (*p == ',')
-			p++;
-	}
-	return 0;
-}
-
-static int gpu_parse(struct check *c, struct agent_gpu *g, json_t *o, size_t i,
-		     const struct span *detail)
+static int gpu_parse(struct check *c, struct agent_gpu *g, json_t *o, size_t i)
 {
 	char pre[32];
 	const char *uuid, *name, *serial, *bus;
@@ -351,10 +267,7 @@ static int gpu_parse(struct check *c, struct agent_gpu *g, json_t *o, size_t i,
 	g->name = name ? strdup(name) : NULL;
 	g->serial = serial ? strdup(serial) : NULL;
 	g->pci_bus_id = bus ? strdup(bus) : NULL;
-	/* The GPU's object as it appears in the report's text (the same compact dump), else
-	 * dumped on its own. */
-	g->detail = detail && detail->len ? strndup(detail->start, detail->len)
-					  : json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	g->detail = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
 	if ((uuid && !g->uuid) || (name && !g->name) || (serial && !g->serial) ||
 	    (bus && !g->pci_bus_id) || !g->detail)
 		return kiln_fail(KILN_ERROR, "out of memory");
@@ -406,7 +319,6 @@ const char *ingest_report_id(const struct ingest_report *r)
 static int parse_report(struct ingest_report *r, struct check *c)
 {
 	json_t *j = r->json, *host, *nvidia, *gpus, *agent, *other;
-	struct span spans[INGEST_GPUS_MAX] = { { 0 } };
 	const char *s;
 	size_t i;
 	int rc;
@@ -465,16 +377,12 @@ static int parse_report(struct ingest_report *r, struct check *c)
 		if (!r->gpus)
 			return kiln_fail(KILN_ERROR, "out of memory");
 	}
-	/* The report's text (as received, else dumped) comes first: the GPUs' stored details
-	 * are cut out of it. */
+	/* The report's text: as received, else dumped. */
 	if (!r->text && !(r->text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10))))
 		return kiln_fail(KILN_ERROR, "out of memory");
-	if (json_array_size(gpus) > 0 &&
-	    gpu_spans(spans, INGEST_GPUS_MAX, r->text) != json_array_size(gpus))
-		memset(spans, 0, sizeof(spans));
 	for (i = 0; i < json_array_size(gpus); i++) {
 		r->ngpus = i + 1;
-		if ((rc = gpu_parse(c, &r->gpus[i], json_array_get(gpus, i), i, &spans[i])) < 0)
+		if ((rc = gpu_parse(c, &r->gpus[i], json_array_get(gpus, i), i)) < 0)
 			return rc;
 		for (size_t k = 0; k < i; k++)
 			if (r->gpus[k].index == r->gpus[i].index) {

@@ -730,7 +730,7 @@ static void test_text_kept_and_gpus_in_place(void **state)
 	body[strlen(body) - 2] = '\0';
 	assert_string_equal(s.report, body + 2);
 	agent_state_clear(&s);
-	/* The GPUs' details are still cut out of it. */
+	/* Each GPU's detail is its object. */
 	assert_int_equal(store_agent_gpus_get(f->st, &g, &ng, f->node), 0);
 	assert_int_equal(ng, 2);
 	assert_non_null(strstr(g[1].detail, "\"uuid\":\"GPU-00000001"));
