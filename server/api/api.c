@@ -350,9 +350,8 @@ static enum MHD_Result request_finish(struct call *call, const char *url, const 
 		struct kiln_json_arena *prev = NULL;
 		int rc;
 
-		/* An agent report's tree comes from an arena of its own (a report is ~650
-		 * allocations), released with the request, after its last use (on_completed). */
-		if (c->route->handler == api_agent_report && (call->arena = kiln_json_arena_new()))
+		/* released with the request, after the tree's last use (on_completed) */
+		if ((c->route->flags & ROUTE_BODY_ARENA) && (call->arena = kiln_json_arena_new()))
 			prev = kiln_json_arena_enter(call->arena);
 		rc = kiln_json_parse_object(&c->body, call->body.data, call->body.len);
 		if (call->arena) {

@@ -50,11 +50,17 @@ struct api_ctx {
 
 typedef void (*api_handler_fn)(struct api_ctx *c);
 
+/* Route flags. ROUTE_BODY_ARENA: the body's JSON tree comes from a jansson arena of the
+ * request's own (kiln/json_arena.h), released when the request completes: for bodies of
+ * hundreds of values on a hot route (an agent report). */
+#define ROUTE_BODY_ARENA 1
+
 struct api_route {
 	const char *method;
 	const char *path;  /* "/api/v1/nodes/{name}": a {x} segment is captured into param */
 	int role;          /* ROLE_NONE, ROLE_VIEWER, ROLE_OPERATOR, ROLE_ADMIN */
 	api_handler_fn handler;
+	int flags;         /* ROUTE_* */
 };
 
 extern const struct api_route api_routes[];
