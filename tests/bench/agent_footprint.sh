@@ -52,16 +52,8 @@ ROOT=$SRC/tests/fixtures/agent/roots/h100
 TCK=$(getconf CLK_TCK)
 PAGE=$(getconf PAGESIZE)
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench.XXXXXX")
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
-	done
-	if [ -n "${KILN_BENCH_KEEP:-}" ]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
+. "$SRC/tests/bench/lib.sh"
+bench_workdir footprint
 
 # --- kilnd over HTTPS -----------------------------------------------------------------------
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=kilnd-bench \

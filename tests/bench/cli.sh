@@ -36,20 +36,10 @@ if [ "$BUILD_IT" = 1 ]; then
 	cmake --build "$BUILD" -j2 --target kilnd kiln kiln-agent fake-nvml kiln-bench-ingest >/dev/null
 fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench-cli.XXXXXX")
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
-	done
-	if [ -n "${KILN_BENCH_KEEP:-}" ]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
+. "$SRC/tests/bench/lib.sh"
+bench_workdir cli
 
-FAKE_NVML_CONFIG=$SRC/tests/fake-nvml/configs/h100-8gpu.conf timeout 60 "$BUILD/bin/kiln-agent" \
-	--print --once --root "$SRC/tests/fixtures/agent/roots/h100" \
-	--nvml-lib "$BUILD/lib/fake-nvml/libnvidia-ml.so.1" >"$TMP/agent.json"
+bench_agent_report "$TMP/agent.json"
 LEAN='del(.xid_events) | .gpus |= map({index, name, uuid, serial, pci_bus_id, memory_total_bytes,
 	memory_used_bytes, utilization_gpu_pct, temperature_c, power_draw_w, ecc_volatile_uncorrected,
 	ecc_aggregate_uncorrected, remapped_rows_failure, pstate})'

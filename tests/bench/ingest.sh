@@ -50,21 +50,11 @@ if [ "$BUILD_IT" = 1 ]; then
 	cmake --build "$BUILD" -j2 --target kilnd kiln-agent fake-nvml kiln-bench-ingest >/dev/null
 fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench-ingest.XXXXXX")
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
-	done
-	if [ -n "${KILN_BENCH_KEEP:-}" ]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
+. "$SRC/tests/bench/lib.sh"
+bench_workdir ingest
 
 # The template: a real report from kiln-agent with the fake NVML's 8-GPU H100 config.
-FAKE_NVML_CONFIG=$SRC/tests/fake-nvml/configs/h100-8gpu.conf timeout 60 "$BUILD/bin/kiln-agent" \
-	--print --once --root "$SRC/tests/fixtures/agent/roots/h100" \
-	--nvml-lib "$BUILD/lib/fake-nvml/libnvidia-ml.so.1" >"$TMP/agent.json"
+bench_agent_report "$TMP/agent.json"
 case $SHAPE in
 lean) jq -c 'del(.xid_events) | .gpus |= map({index, name, uuid, serial, pci_bus_id,
 	memory_total_bytes, memory_used_bytes, utilization_gpu_pct, temperature_c, power_draw_w,

@@ -68,16 +68,8 @@ if [ "$BUILD_IT" = 1 ]; then
 	cmake --build "$BUILD" -j2 --target kilnd kiln kiln-bmcsim >/dev/null
 fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench-redfish.XXXXXX")
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do
-		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
-	done
-	if [ -n "${KILN_BENCH_KEEP:-}" ]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
+. "$SRC/tests/bench/lib.sh"
+bench_workdir redfish
 
 # Ports BASE..BASE+N-1, below 32768, spread by $$ so that parallel runs differ.
 BASE=$((20000 + ($$ % 3) * 1000))
