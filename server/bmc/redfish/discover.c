@@ -299,6 +299,8 @@ static int on_root(struct rf_op *op, const struct rf_reply *r)
 		return kiln_fail(KILN_EPROTO, "the service root links no Systems");
 	set_str(&b->vendor, json_string_value(json_object_get(root, "Vendor")));
 	b->profile = rf_profile_detect(root, NULL);
+	b->select_query = json_is_true(json_object_get(
+		json_object_get(root, "ProtocolFeaturesSupported"), "SelectQuery"));
 	const char *sessions = rf_link(json_object_get(root, "Links"), "Sessions");
 	set_str(&b->sessions, sessions);
 	if (!sessions)

@@ -253,10 +253,39 @@ void rf_power_read_system(struct rf_op *op, const json_t *sys)
 	json_object_set_new(op->data, "power_state", raw ? json_string(raw) : json_null());
 }
 
+/* A power read with $select: the answer is the few members asked for. A service that
+ * refuses the query (400, 501) or answers without PowerState gets the plain GET, now and
+ * from then on. */
+static int on_selected(struct rf_op *op, const struct rf_reply *r)
+{
+	struct redfish_bmc *b = op->bmc;
+	if (r->status == 400 || r->status == 501 ||
+	    (r->status < 300 && !json_object_get(r->json, "PowerState"))) {
+		b->select_refused = 1;
+		rf_push(op, "GET", b->system, NULL, 0, on_initial);
+		return 0;
+	}
+	if (r->status >= 300)
+		return rf_fail_reply("GET", b->system, r);
+	return on_initial(op, r);
+}
+
 int rf_power_start(struct rf_op *op)
 {
+	struct redfish_bmc *b = op->bmc;
 	if (op->op.kind == BMC_OP_POWER_GET && op->data)
 		return 0; /* read from the system resource that discovery fetched */
-	rf_push(op, "GET", op->bmc->system, NULL, 0, on_initial);
+	if (op->op.kind == BMC_OP_POWER_GET && b->select_query && !b->select_refused) {
+		/* "$" and "," are legal in a query (RFC 3986 sub-delims): written as DSP0266's
+		 * examples write them */
+		char path[1024];
+		int n = snprintf(path, sizeof(path), "%s%c$select=PowerState", b->system,
+				 strchr(b->system, '?') ? '&' : '?');
+		if (n > 0 && (size_t)n < sizeof(path)) {
+			rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, on_selected);
+			return 0;
+		}
+	}
+	rf_push(op, "GET", b->system, NULL, 0, on_initial);
 	return 0;
 }
