@@ -23,7 +23,12 @@ static const char usage[] =
 	"         [--power-delay-ms MS] [--settle-ms MS] [--session-cap N] [--session-timeout S]\n"
 	"         [--async] [--task-ms MS] [--require-etag] [--record-max N] [--hang-ms MS]\n"
 	"         [--slow-ms MS] [--drift PCT] [--ports-file FILE] [--log-level LEVEL]\n"
+	"         [--select-query on|off] [--select-quirk ignore|400]\n"
 	"Simulates N Redfish BMCs on ports PORT..PORT+N-1 (PORT 0: the kernel picks; see --ports-file).\n"
+	"$select is honoured when the service root advertises ProtocolFeaturesSupported.SelectQuery\n"
+	"  (--select-query sets that in the served root); otherwise a query parameter starting with\n"
+	"  $ (other than $skip) is answered 501, as DSP0266 asks of unsupported ones. --select-quirk:\n"
+	"  the root advertises it but the service ignores $select (whole resource) or answers 400.\n"
 	"Fault SPEC: KIND[:all|N%|ports=P,..|index=I,..][:count=N][:prob=P][:ms=M],\n"
 	"  KIND = hang | reset | slow | malformed | truncated | 412 | an HTTP status 400-599.\n"
 	"Control: GET /_sim/state, GET|DELETE /_sim/requests, POST /_sim/inject on every port.\n";
@@ -32,7 +37,8 @@ enum {
 	OPT_MOCKUP = 1000, OPT_LISTEN, OPT_COUNT, OPT_LATENCY, OPT_JITTER, OPT_TLS, OPT_CERT_OUT, OPT_USER,
 	OPT_PASSWORD, OPT_PASSWORD_FILE, OPT_PROFILE, OPT_FAULT, OPT_HOOK, OPT_POWER_DELAY, OPT_SETTLE,
 	OPT_SESSION_CAP, OPT_SESSION_TIMEOUT, OPT_ASYNC, OPT_TASK_MS, OPT_REQUIRE_ETAG, OPT_RECORD_MAX,
-	OPT_HANG_MS, OPT_SLOW_MS, OPT_DRIFT, OPT_PORTS_FILE, OPT_LOG_LEVEL, OPT_HELP,
+	OPT_HANG_MS, OPT_SLOW_MS, OPT_DRIFT, OPT_PORTS_FILE, OPT_LOG_LEVEL, OPT_HELP, OPT_SELECT_QUERY,
+	OPT_SELECT_QUIRK,
 };
 
 static const struct option options[] = {
@@ -63,6 +69,8 @@ static const struct option options[] = {
 	{ "ports-file", required_argument, NULL, OPT_PORTS_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "select-query", required_argument, NULL, OPT_SELECT_QUERY },
+	{ "select-quirk", required_argument, NULL, OPT_SELECT_QUIRK },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -105,7 +113,7 @@ int main(int argc, char **argv)
 	char host[64], password[256];
 	struct tree *tree = NULL;
 	struct sim_server *srv = NULL;
-	int rc = 0, opt, sessions_s = 1800;
+	int rc = 0, opt, sessions_s = 1800, select_query = -1;
 	enum kiln_log_level level;
 
 	kiln_log_set_ident("kiln-bmcsim");
@@ -150,6 +158,19 @@ int main(int argc, char **argv)
 			if (rc == 0)
 				kiln_log_set_level(level);
 			break;
+		case OPT_SELECT_QUERY:
+			select_query = strcmp(optarg, "on") == 0 ? 1 : strcmp(optarg, "off") == 0 ? 0 : -1;
+			if (select_query < 0)
+				rc = kiln_fail(KILN_EINVAL, "expected on or off, got '%s'", optarg);
+			break;
+		case OPT_SELECT_QUIRK:
+			if (strcmp(optarg, "ignore") == 0)
+				cfg.select_quirk = SELECT_IGNORED;
+			else if (strcmp(optarg, "400") == 0)
+				cfg.select_quirk = SELECT_REFUSED;
+			else
+				rc = kiln_fail(KILN_EINVAL, "expected ignore or 400, got '%s'", optarg);
+			break;
 		case OPT_HELP:
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
@@ -181,6 +202,12 @@ int main(int argc, char **argv)
 		log_error("%s", kiln_error_last());
 		return 1;
 	}
+	if (select_query >= 0 && tree_select_query_set(tree, select_query == 1) < 0) {
+		log_error("out of memory rewriting the service root");
+		tree_free(tree);
+		return 1;
+	}
+	cfg.select_query = tree->select_query;
 	if (!profile)
 		profile = tree_profile_guess(tree);
 	cfg.profile = sim_profile_find(profile);

@@ -554,24 +554,243 @@ static void patch_medium(struct sim_reply *out, struct bmc *b, const struct sim_
 	json_decref(doc);
 }
 
-static json_t *render_system(struct bmc *b, const struct tree_res *r, struct sim_reply *out)
+/* The system's Boot object as the BMC shows it now: the tree's, with the overlay's settings. */
+static json_t *system_boot(const struct bmc *b, const struct tree_res *r)
 {
 	const struct bmc_system *s = &b->systems[r->index];
-	json_t *doc = json_deep_copy(r->json), *boot = json_object_get(doc, "Boot");
-	char etag[32];
-	bmc_system_etag(b, r->index, etag, sizeof(etag));
-	json_object_set_new(doc, "PowerState", json_string(bmc_power_name(s->power)));
-	json_object_set_new(doc, "@odata.etag", json_string(etag));
-	if (!boot) {
-		boot = json_object();
-		json_object_set_new(doc, "Boot", boot);
-	}
+	json_t *tb = json_object_get(r->json, "Boot");
+	json_t *boot = tb ? json_deep_copy(tb) : json_object();
 	json_object_set_new(boot, "BootSourceOverrideTarget", json_string(s->boot_target));
 	json_object_set_new(boot, "BootSourceOverrideEnabled", json_string(s->boot_enabled));
 	if (s->boot_mode[0])
 		json_object_set_new(boot, "BootSourceOverrideMode", json_string(s->boot_mode));
-	out->etag = strdup(etag);
+	return boot;
+}
+
+static json_t *render_system(struct bmc *b, const struct tree_res *r)
+{
+	const struct bmc_system *s = &b->systems[r->index];
+	json_t *doc = json_deep_copy(r->json);
+	char etag[32];
+	bmc_system_etag(b, r->index, etag, sizeof(etag));
+	json_object_set_new(doc, "PowerState", json_string(bmc_power_name(s->power)));
+	json_object_set_new(doc, "@odata.etag", json_string(etag));
+	json_object_set_new(doc, "Boot", system_boot(b, r));
 	return doc;
+}
+
+/* The system's answer as text. It is rendered again only when something it shows changed
+ * (every GET used to copy, edit and serialise the whole document). */
+static void reply_system(struct sim_reply *out, struct bmc *b, const struct tree_res *r)
+{
+	struct bmc_system *s = &b->systems[r->index];
+	char boot[sizeof(s->rendered_boot)], etag[32];
+	snprintf(boot, sizeof(boot), "%s|%s|%s", s->boot_target, s->boot_enabled, s->boot_mode);
+	if (!s->rendered || s->rendered_power != s->power || s->rendered_etag_gen != s->etag_gen ||
+	    strcmp(s->rendered_boot, boot) != 0) {
+		json_t *doc = render_system(b, r);
+		char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+		json_decref(doc);
+		if (!text) {
+			redfish_error(out, 500, "Base.1.8.InternalError", "The request failed due to an internal service error.");
+			return;
+		}
+		free(s->rendered);
+		s->rendered = text;
+		s->rendered_len = strlen(text);
+		s->rendered_power = s->power;
+		s->rendered_etag_gen = s->etag_gen;
+		kiln_strlcpy(s->rendered_boot, boot, sizeof(s->rendered_boot));
+	}
+	/* a copy: the reply goes out after the latency, when the kept text may have changed */
+	out->body = malloc(s->rendered_len + 1);
+	if (!out->body) {
+		redfish_error(out, 500, "Base.1.8.InternalError", "The request failed due to an internal service error.");
+		return;
+	}
+	memcpy(out->body, s->rendered, s->rendered_len + 1);
+	out->len = s->rendered_len;
+	out->status = 200;
+	out->ctype = "application/json;charset=utf-8";
+	bmc_system_etag(b, r->index, etag, sizeof(etag));
+	out->etag = strdup(etag);
+}
+
+/* ---- $select (DSP0266): a comma-separated list of properties of the resource, "/" between
+ * the names of nested ones; the answer holds the selected properties plus the resource's
+ * @odata.context, @odata.id, @odata.type and @odata.etag. Names the resource lacks are left
+ * out; "*" is the whole resource. ---- */
+
+#define SELECT_ITEMS_MAX 64
+
+/* A member of the resource by name: a new reference, or NULL when it has none. */
+typedef json_t *(*select_member_fn)(void *ctx, const char *name);
+
+static json_t *doc_member(void *ctx, const char *name)
+{
+	return json_incref(json_object_get(ctx, name));
+}
+
+struct system_ctx {
+	struct bmc *b;
+	const struct tree_res *r;
+};
+
+/* The system's members without rendering the whole of it: the overlay's where it has them. */
+static json_t *system_member(void *ctx, const char *name)
+{
+	struct system_ctx *sc = ctx;
+	if (strcmp(name, "PowerState") == 0)
+		return json_string(bmc_power_name(sc->b->systems[sc->r->index].power));
+	if (strcmp(name, "@odata.etag") == 0) {
+		char etag[32];
+		bmc_system_etag(sc->b, sc->r->index, etag, sizeof(etag));
+		return json_string(etag);
+	}
+	if (strcmp(name, "Boot") == 0)
+		return system_boot(sc->b, sc->r);
+	return json_incref(json_object_get(sc->r->json, name));
+}
+
+static bool select_name_ok(const char *p, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)p[i]) && p[i] != '_' && p[i] != '@' && p[i] != '.' && p[i] != '#')
+			return false;
+	return true;
+}
+
+/* Copies item (a path "A/B/C") from the resource into out, creating the objects on the way;
+ * a path the resource lacks, or that runs through something not an object, adds nothing.
+ * Values are shared with the resource, never changed: an item under another selected one
+ * is skipped by the caller. */
+static int select_copy(json_t *out, const char *item, select_member_fn member, void *ctx)
+{
+	char name[256];
+	const char *slash = strchr(item, '/');
+	size_t n = slash ? (size_t)(slash - item) : strlen(item);
+	if (n >= sizeof(name))
+		return 0;
+	memcpy(name, item, n);
+	name[n] = '\0';
+	json_t *v = member(ctx, name);
+	json_t *dst = out;
+	while (v && slash) {
+		json_t *child = json_object_get(dst, name);
+		if (!child) {
+			child = json_object();
+			if (json_object_set_new(dst, name, child) < 0) {
+				json_decref(v);
+				return -1;
+			}
+		}
+		dst = child;
+		item = slash + 1;
+		slash = strchr(item, '/');
+		n = slash ? (size_t)(slash - item) : strlen(item);
+		json_t *next = NULL;
+		if (n < sizeof(name)) {
+			memcpy(name, item, n);
+			name[n] = '\0';
+			next = json_incref(json_object_get(v, name));
+		}
+		json_decref(v);
+		v = next;
+	}
+	if (!v)
+		return 0;
+	return json_object_set_new(dst, name, v) < 0 ? -1 : 0;
+}
+
+/* Fills out with the selection from the resource, or with a 400 when the list is malformed;
+ * status -1 when the list asks for everything ("*"). */
+static void reply_select(struct sim_reply *out, const char *select, select_member_fn member, void *ctx)
+{
+	static const char *const always[] = { "@odata.context", "@odata.id", "@odata.type", "@odata.etag" };
+	char buf[2048];
+	const char *items[SELECT_ITEMS_MAX];
+	size_t nitems = 0;
+	if (kiln_strlcpy(buf, select, sizeof(buf)) >= sizeof(buf))
+		goto bad;
+	for (char *p = buf; p;) {
+		char *comma = strchr(p, ',');
+		if (comma)
+			*comma = '\0';
+		while (*p == ' ')
+			p++;
+		size_t len = strlen(p);
+		while (len && p[len - 1] == ' ')
+			p[--len] = '\0';
+		if (strcmp(p, "*") == 0) {
+			out->status = -1;
+			return;
+		}
+		for (const char *q = p;;) { /* every name on the path: a property or an annotation */
+			const char *sl = strchr(q, '/');
+			if (!select_name_ok(q, sl ? (size_t)(sl - q) : strlen(q)))
+				goto bad;
+			if (!sl)
+				break;
+			q = sl + 1;
+		}
+		if (nitems == SELECT_ITEMS_MAX)
+			goto bad;
+		items[nitems++] = p;
+		p = comma ? comma + 1 : NULL;
+	}
+	json_t *doc = json_object();
+	if (!doc)
+		goto nomem;
+	for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++) {
+		json_t *v = member(ctx, always[i]);
+		if (v && json_object_set_new(doc, always[i], v) < 0)
+			goto nomem_doc;
+	}
+	for (size_t i = 0; i < nitems; i++) {
+		/* a path under another selected item is in it already */
+		bool covered = false;
+		for (size_t j = 0; j < nitems && !covered; j++) {
+			size_t lj = strlen(items[j]);
+			covered = j != i && strncmp(items[i], items[j], lj) == 0 && items[i][lj] == '/';
+		}
+		if (!covered && select_copy(doc, items[i], member, ctx) < 0)
+			goto nomem_doc;
+	}
+	reply_json(out, 200, doc);
+	return;
+bad:
+	redfish_error(out, 400, "Base.1.8.QueryParameterValueFormatError",
+		      "The value '%.200s' for the parameter $select is of a different format than the parameter can accept.",
+		      select);
+	return;
+nomem_doc:
+	json_decref(doc);
+nomem:
+	redfish_error(out, 500, "Base.1.8.InternalError", "The request failed due to an internal service error.");
+}
+
+/* $select over an answer already made (any JSON resource but the system): the body parsed,
+ * the selection made from it. */
+static void select_after(struct sim_reply *out, const char *select)
+{
+	json_t *doc = json_loadb(out->body ? out->body : out->text, out->len, 0, NULL);
+	struct sim_reply sel = { 0 };
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		return; /* not a JSON object: served as it is */
+	}
+	reply_select(&sel, select, doc_member, doc);
+	json_decref(doc);
+	if (sel.status == -1)
+		return; /* "*" */
+	free(out->body);
+	out->body = sel.body;
+	out->len = sel.len;
+	out->text = NULL;
+	out->status = sel.status;
+	out->ctype = sel.ctype;
 }
 
 static json_t *render_medium(struct bmc *b, const struct tree_res *r)
@@ -649,7 +868,9 @@ static json_t *find_entry(struct bmc *b, const char *key)
 	return NULL;
 }
 
-static void get(struct sim_reply *out, struct bmc *b, const struct sim_request *req, const char *key)
+/* Answers a GET; true when select (when not NULL) was applied already. */
+static bool get(struct sim_reply *out, struct bmc *b, const struct sim_request *req, const char *key,
+		const char *select)
 {
 	const struct tree_res *r = tree_find(b->tree, req->path);
 	json_t *doc = NULL;
@@ -660,12 +881,25 @@ static void get(struct sim_reply *out, struct bmc *b, const struct sim_request *
 		else
 			redfish_error(out, 404, "Base.1.8.ResourceMissingAtURI",
 				      "The resource at the URI '%s' was not found.", req->path);
-		return;
+		return false;
 	}
 	switch (r->kind) {
 	case RES_SYSTEM:
-		doc = render_system(b, r, out);
-		break;
+		if (select) {
+			struct system_ctx sc = { b, r };
+			char etag[32];
+			reply_select(out, select, system_member, &sc);
+			if (out->status == -1) { /* "*" */
+				out->status = 0;
+				reply_system(out, b, r);
+			} else if (out->status == 200) {
+				bmc_system_etag(b, r->index, etag, sizeof(etag));
+				out->etag = strdup(etag);
+			}
+		} else {
+			reply_system(out, b, r);
+		}
+		return true;
 	case RES_VMEDIA:
 		if (b->media[r->index].changed)
 			doc = render_medium(b, r);
@@ -680,7 +914,7 @@ static void get(struct sim_reply *out, struct bmc *b, const struct sim_request *
 	}
 	case RES_SESSIONS:
 		sessions_list(out, b, req);
-		return;
+		return false;
 	case RES_SENSORS:
 		if (b->nsensors || b->cfg->drift_pct) {
 			doc = json_deep_copy(r->json);
@@ -699,6 +933,7 @@ static void get(struct sim_reply *out, struct bmc *b, const struct sim_request *
 		out->len = r->len;
 		out->ctype = r->ctype;
 	}
+	return false;
 }
 
 static bool is_public(const char *method, const char *key)
@@ -723,19 +958,30 @@ void redfish_handle(struct sim_reply *out, struct bmc *b, const struct sim_reque
 	size_t sklen = strlen(skey);
 	bool in_sessions = strncmp(key, skey, sklen) == 0 && key[sklen] == '/' && key[sklen + 1];
 	const struct tree_res *r = NULL;
+	/* $select only where the root advertises it; the quirks: a service that advertises it
+	 * but ignores it, or refuses it */
+	const char *select = b->cfg->select_query && b->cfg->select_quirk == SELECT_HONOURED &&
+			     strcmp(req.method, "GET") == 0 ? req.select : NULL;
+	bool selected = false;
 
-	if (strcmp(key, "/redfish") == 0 && strcmp(req.method, "GET") == 0) {
+	if (req.select && b->cfg->select_query && b->cfg->select_quirk == SELECT_REFUSED) {
+		redfish_error(out, 400, "Base.1.8.QueryNotSupportedOnResource",
+			      "Querying is not supported on the requested resource.");
+	} else if (strcmp(key, "/redfish") == 0 && strcmp(req.method, "GET") == 0) {
 		reply_json(out, 200, json_pack("{s:s}", "v1", "/redfish/v1/"));
 	} else if (strcmp(key, skey) == 0 && strcmp(req.method, "POST") == 0) {
 		session_create(out, b, &req);
 	} else if (!is_public(req.method, key) && authenticate(out, b, &req) < 0) {
 		/* 401 filled */
+	} else if (req.unsupported) {
+		redfish_error(out, 501, "Base.1.8.QueryNotSupported",
+			      "The query parameter %.64s is not supported by the implementation.", req.unsupported);
 	} else if (in_sessions) {
 		session_one(out, b, &req, key + sklen + 1);
 	} else if (task_route(out, b, &req, key)) {
 		/* task or monitor */
 	} else if (strcmp(req.method, "GET") == 0) {
-		get(out, b, &req, key);
+		selected = get(out, b, &req, key, select);
 	} else if (strcmp(req.method, "POST") == 0) {
 		post(out, b, &req);
 	} else if (strcmp(req.method, "PATCH") == 0) {
@@ -755,5 +1001,7 @@ void redfish_handle(struct sim_reply *out, struct bmc *b, const struct sim_reque
 		redfish_error(out, 404, "Base.1.8.ResourceMissingAtURI",
 			      "The resource at the URI '%s' was not found.", req.path);
 	}
+	if (select && !selected && out->status == 200 && out->len)
+		select_after(out, select);
 	free(key);
 }

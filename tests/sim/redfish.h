@@ -18,6 +18,8 @@ struct sim_request {
 	const char *body;
 	size_t body_len;
 	uint64_t now;
+	const char *select;      /* $select query value or NULL */
+	const char *unsupported; /* a "$" query parameter not implemented (answered 501), or NULL */
 };
 
 /* Fills out (zeroed by the caller) with the answer to req. Never fails: errors become replies. */

@@ -308,6 +308,25 @@ static void conn_reset(struct MHD_Connection *c)
 		setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 }
 
+/* The first query parameter starting with "$" that this simulator does not implement ($skip
+ * always is, $select when the root advertises it): DSP0266 wants 501 for those. */
+struct query_scan {
+	const struct sim_config *cfg;
+	const char *unsupported;
+};
+
+static enum MHD_Result query_scan_one(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	(void)value;
+	struct query_scan *q = cls;
+	if (key[0] == '$' && strcmp(key, "$skip") != 0 && !(q->cfg->select_query && strcmp(key, "$select") == 0)) {
+		q->unsupported = key;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
 /* Redfish request, body complete: decide fault, compute the reply, delay or queue it. */
 static enum MHD_Result redfish_request(struct req *r, struct MHD_Connection *c, const char *url,
 				       const char *method)
@@ -318,13 +337,16 @@ static enum MHD_Result redfish_request(struct req *r, struct MHD_Connection *c, 
 	const char *token = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Auth-Token");
 	const char *if_match = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Match");
 	const char *skip = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "$skip");
+	const char *select = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "$select");
+	struct query_scan qs = { r->srv->cfg, NULL };
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_scan_one, &qs);
 	char path[2048];
-	if (skip)
-		snprintf(path, sizeof(path), "%s?$skip=%s", url, skip);
-	else
-		snprintf(path, sizeof(path), "%s", url);
+	snprintf(path, sizeof(path), "%s%s%s%s%s", url, skip ? "?$skip=" : "", skip ? skip : "",
+		 select ? (skip ? "&$select=" : "?$select=") : "", select ? select : "");
 
 	count_method(b, method);
+	if (select && qs.unsupported == NULL && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0))
+		b->n_selected++;
 	struct bmc_record *rec = bmc_record_add(b, method, path, auth, token != NULL, if_match, r->body.data,
 						r->body.len);
 	r->fault = bmc_fault_take(b, false);
@@ -351,7 +373,8 @@ static enum MHD_Result redfish_request(struct req *r, struct MHD_Connection *c, 
 		if (r->fault.status == 503)
 			r->reply.retry_after = 1;
 	} else {
-		struct sim_request q = { method, url, skip, auth, token, if_match, r->body.data, r->body.len, now };
+		struct sim_request q = { method, url, skip, auth, token, if_match, r->body.data, r->body.len, now,
+					 select, qs.unsupported };
 		redfish_handle(&r->reply, b, &q);
 	}
 	if (rec)

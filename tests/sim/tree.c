@@ -566,6 +566,8 @@ static void facts_read(struct tree *t)
 	if (!vendor && json_object_get(oem, "Dell"))
 		vendor = "Dell";
 	t->vendor = dup_or_null(vendor);
+	t->select_query = json_is_true(json_object_get(
+		json_object_get(root->json, "ProtocolFeaturesSupported"), "SelectQuery"));
 	const char *mgrs = link_of(root->json, "Managers");
 	struct tree_res *mc = mgrs ? tree_find(t, mgrs) : NULL;
 	const char *m0 = mc && mc->json ? json_string_value(json_object_get(
@@ -584,6 +586,34 @@ static void facts_read(struct tree *t)
 	}
 	if (!t->sessions_key)
 		t->sessions_key = tree_key("/redfish/v1/SessionService/Sessions");
+}
+
+int tree_select_query_set(struct tree *t, bool on)
+{
+	struct tree_res *root = tree_find(t, "/redfish/v1");
+	json_t *doc = root ? json_loadb(root->text, root->len, 0, NULL) : NULL;
+	json_t *pf = json_object_get(doc, "ProtocolFeaturesSupported");
+	char *text = NULL;
+	int rc = KILN_ERROR;
+	if (!json_is_object(doc))
+		goto cleanup;
+	if (!json_is_object(pf)) {
+		pf = json_object();
+		if (json_object_set_new(doc, "ProtocolFeaturesSupported", pf) < 0)
+			goto cleanup;
+	}
+	if (json_object_set_new(pf, "SelectQuery", json_boolean(on)) < 0 ||
+	    !(text = json_dumps(doc, JSON_COMPACT)))
+		goto cleanup;
+	t->bytes += strlen(text) - root->len;
+	free(root->text);
+	root->text = text;
+	root->len = strlen(text);
+	t->select_query = on;
+	rc = 0;
+cleanup:
+	json_decref(doc);
+	return rc;
 }
 
 const char *tree_profile_guess(const struct tree *t)

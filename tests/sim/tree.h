@@ -82,6 +82,7 @@ struct tree {
 	char *manager_firmware;      /* first manager's FirmwareVersion, may be NULL */
 	char *manager_model;
 	bool manager_openbmc;        /* the manager has an Oem.OpenBmc section */
+	bool select_query;           /* the root says ProtocolFeaturesSupported.SelectQuery: true */
 	size_t bytes;                /* text bytes held */
 };
 
@@ -96,6 +97,10 @@ char *tree_key(const char *path);
 /* Finds a resource by request path (any case, trailing slash optional). NULL when absent. */
 struct tree_res *tree_find(const struct tree *t, const char *path);
 const struct tree_action *tree_action_find(const struct tree *t, const char *path);
+
+/* Rewrites the service root's ProtocolFeaturesSupported.SelectQuery (the object is added when
+ * absent) and t->select_query with it. KILN_ERROR when out of memory. */
+int tree_select_query_set(struct tree *t, bool on);
 
 /* Guessed profile name: idrac9, ilo5, ilo6, openbmc or generic. */
 const char *tree_profile_guess(const struct tree *t);
