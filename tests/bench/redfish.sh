@@ -20,7 +20,10 @@
 #   --sims K kiln-bmcsim processes (default: one per 5,000 BMCs); more spread the
 #            simulators' CPU over both cores.
 #   --peer-fanout F  the second kilnd's fan-out (0: not run).
+#   --select-query on|off  kiln-bmcsim's service root advertises $select (SelectQuery) or not;
+#            default: as the mockup says (generic: not advertised).
 #   KILN_BENCH_BUILD=DIR uses that build directory instead of build-bench.
+#   KILN_BENCH_PERF=DIR records the last sweep with perf (kilnd.data, sims.data in DIR).
 #
 # Starts kiln-bmcsim processes of at most 5,000 ports each on 127.0.0.1 (ports below 32768),
 # kilnd on 127.0.0.1 with a node per BMC (TLS verified against the simulators' certificate,
@@ -33,7 +36,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${KILN_BENCH_BUILD:-$SRC/build-bench}
 N=10000 LAT=200 JIT=50 FAULT=hang:1% RT=5 ST= FANOUT= SWEEPS=3 PEER=100 CYCLE=0 BUILD_IT=1
-PER_PROC=5000 SIMS= CLI=0 DEAD=0 PEER_FANOUT=8
+PER_PROC=5000 SIMS= CLI=0 DEAD=0 PEER_FANOUT=8 SELECT=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bmcs) N=$2; shift 2 ;;
@@ -50,8 +53,9 @@ while [ $# -gt 0 ]; do
 	--cli) CLI=1; shift ;;
 	--dead) DEAD=1 CLI=1 N=1000 FAULT=hang:50% SWEEPS=2 PEER=0; shift ;;
 	--sims) SIMS=$2; shift 2 ;;
+	--select-query) SELECT=$2; shift 2 ;;
 	--no-build) BUILD_IT=0; shift ;;
-	-h | --help) sed -n "2,34p" "$0"; exit 0 ;;
+	-h | --help) sed -n "2,36p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -76,6 +80,8 @@ BASE=$((20000 + ($$ % 3) * 1000))
 [ $((BASE + N)) -lt 32768 ] || BASE=$((32767 - N))
 FAULTS=()
 [ -n "$FAULT" ] && FAULTS=(--fault "$FAULT")
+[ -n "$SELECT" ] && FAULTS+=(--select-query "$SELECT")
+SIM_PIDS=()
 for ((first = 0; first < N; first += PER_PROC)); do
 	cnt=$((N - first < PER_PROC ? N - first : PER_PROC))
 	"$BUILD/bin/kiln-bmcsim" --mockup "$SRC/tests/sim/fixtures/generic" \
@@ -83,6 +89,7 @@ for ((first = 0; first < N; first += PER_PROC)); do
 		--latency-ms "$LAT" --jitter-ms "$JIT" "${FAULTS[@]}" --record-max 0 \
 		--hang-ms 600000 --ports-file "$TMP/ports.$first" 2>"$TMP/sim.$first.log" &
 	PIDS+=("$!")
+	SIM_PIDS+=("$!")
 done
 for ((first = 0; first < N; first += PER_PROC)); do
 	for _ in $(seq 600); do [ -s "$TMP/ports.$first" ] && break; sleep 0.1; done
@@ -136,6 +143,15 @@ RANGE="rf[00000-$(printf '%05d' $((N - 1)))]"
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 rss_kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$KILND_PID/status"; }
+# cpu_ticks PID...: utime + stime of the processes together, in clock ticks
+cpu_ticks() {
+	local p t=0
+	for p in "$@"; do
+		t=$((t + $(sed 's/^.*) //' "/proc/$p/stat" | awk '{ print $12 + $13 }')))
+	done
+	echo "$t"
+}
+HZ=$(getconf CLK_TCK)
 # sweep URL AUTH RANGE OUT: one power-state sweep, through the CLI with --cli; prints ms.
 sweep() {
 	local t0 t
@@ -155,15 +171,31 @@ errors_grouped() {
 		| gsub("[0-9]+ bytes"; "N bytes")] | group_by(.) | map("  \(length) x \(.[0])") | .[]' "$1" | head -5
 }
 DEAD_OK=1
-printf '%-26s %9s %7s %7s %8s %10s %5s\n' sweep wall_ms on/off unknown errors kilnd_RSS_MiB load1
+printf '%-26s %9s %7s %7s %8s %10s %5s %9s %9s\n' sweep wall_ms on/off unknown errors kilnd_RSS_MiB load1 \
+	kilnd_cpu_s sims_cpu_s
 for ((k = 1; k <= SWEEPS; k++)); do
+	PERF_PIDS=()
+	if [ -n "${KILN_BENCH_PERF:-}" ] && [ "$k" = "$SWEEPS" ]; then
+		mkdir -p "$KILN_BENCH_PERF"
+		perf record -q -g -F 499 -o "$KILN_BENCH_PERF/kilnd.data" -p "$KILND_PID" 2>/dev/null &
+		PERF_PIDS+=("$!")
+		perf record -q -g -F 499 -o "$KILN_BENCH_PERF/sims.data" \
+			-p "$(IFS=,; echo "${SIM_PIDS[*]}")" 2>/dev/null &
+		PERF_PIDS+=("$!")
+		sleep 1
+	fi
+	kc0=$(cpu_ticks "$KILND_PID") sc0=$(cpu_ticks "${SIM_PIDS[@]}")
 	t=$(sweep "$URL" "$AUTH" "$RANGE" "$TMP/sweep$k.json")
+	for p in "${PERF_PIDS[@]}"; do kill -INT "$p"; wait "$p" 2>/dev/null || true; done
+	kc=$(($(cpu_ticks "$KILND_PID") - kc0)) sc=$(($(cpu_ticks "${SIM_PIDS[@]}") - sc0))
 	echo "$t" >"$TMP/t$k"
 	read -r ok unk err < <(jq -r '[(map(select(.power == "on" or .power == "off")) | length),
 		(map(select(.power == "unknown" and (.error | not))) | length),
 		(map(select(.error)) | length)] | @tsv' "$TMP/sweep$k.json")
-	printf '%-26s %9s %7s %7s %8s %10s %5s\n' "$([ "$k" = 1 ] && echo "1 (first)" || echo "$k (steady)")" \
-		"$t" "$ok" "$unk" "$err" "$(($(rss_kb VmRSS) / 1024))" "$(cut -d' ' -f1 /proc/loadavg)"
+	printf '%-26s %9s %7s %7s %8s %10s %5s %9s %9s\n' "$([ "$k" = 1 ] && echo "1 (first)" || echo "$k (steady)")" \
+		"$t" "$ok" "$unk" "$err" "$(($(rss_kb VmRSS) / 1024))" "$(cut -d' ' -f1 /proc/loadavg)" \
+		"$(awk -v t="$kc" -v h="$HZ" 'BEGIN { printf "%.2f", t / h }')" \
+		"$(awk -v t="$sc" -v h="$HZ" 'BEGIN { printf "%.2f", t / h }')"
 	if [ "$DEAD" = 1 ]; then
 		# the first contact runs under request_timeout, later reads under status_timeout
 		lim_ms=$((RT * 1000))
@@ -195,6 +227,7 @@ seq 0 $((N - 1)) | awk -v b="$BASE" '{ printf "url = \"https://127.0.0.1:%d/_sim
 	jq -s '{bmcs: length, sessions_max: (map(.sessions) | max),
 		sessions_over_1: (map(select(.sessions > 1)) | length),
 		get_total: (map(.requests.GET) | add), post_total: (map(.requests.POST) | add),
+		select_total: (map(.requests.selected // 0) | add),
 		connections_total: (map(.connections) | add), connections_max: (map(.connections) | max),
 		bmcs_never_asked: (map(select(.requests.GET == 0)) | length)}' >"$TMP/simstate.json"
 echo "simulators: $(jq -c . "$TMP/simstate.json")"
