@@ -267,9 +267,8 @@ static int gpu_parse(struct check *c, struct agent_gpu *g, json_t *o, size_t i)
 	g->name = name ? strdup(name) : NULL;
 	g->serial = serial ? strdup(serial) : NULL;
 	g->pci_bus_id = bus ? strdup(bus) : NULL;
-	g->detail = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
 	if ((uuid && !g->uuid) || (name && !g->name) || (serial && !g->serial) ||
-	    (bus && !g->pci_bus_id) || !g->detail)
+	    (bus && !g->pci_bus_id))
 		return kiln_fail(KILN_ERROR, "out of memory");
 	return 0;
 }
@@ -754,15 +753,42 @@ static size_t real_put(char *buf, size_t len, double v)
 	return (size_t)snprintf(buf, len, "%s", tmp);
 }
 
+/* The hottest GPU, the GPUs' power draw summed and their utilisation averaged (NAN when
+ * no GPU tells). */
+struct gpu_totals {
+	double hottest_c, power_w, utilization_avg_pct;
+};
+
+static void gpu_totals(const struct ingest_report *r, struct gpu_totals *out)
+{
+	double hot = NAN, power = NAN, util = 0;
+	size_t nutil = 0;
+
+	for (size_t i = 0; i < r->ngpus; i++) {
+		const struct agent_gpu *g = &r->gpus[i];
+
+		if (!isnan(g->temperature_c) && (isnan(hot) || g->temperature_c > hot))
+			hot = g->temperature_c;
+		if (!isnan(g->power_draw_w))
+			power = (isnan(power) ? 0 : power) + g->power_draw_w;
+		if (!isnan(g->utilization_gpu_pct)) {
+			util += g->utilization_gpu_pct;
+			nutil++;
+		}
+	}
+	out->hottest_c = hot;
+	out->power_w = power;
+	out->utilization_avg_pct = nutil ? util / (double)nutil : NAN;
+}
+
 /* The compact history row of a report; gpus_json (written directly, no JSON tree:
  * [[index, temperature_c, power_draw_w, util_pct], ...]) is set to a string the caller
  * frees. */
 static void history_fill(struct agent_history_row *h, char **gpus_json,
-			 const struct ingest_report *r)
+			 const struct ingest_report *r, const struct gpu_totals *t)
 {
-	double tmax = NAN, power = NAN, util = 0;
 	int64_t ecc = -1;
-	size_t nutil = 0, cap = 3 + r->ngpus * 96, used = 0;
+	size_t cap = 3 + r->ngpus * 96, used = 0;
 	char *arr = malloc(cap);
 
 	if (arr)
@@ -770,14 +796,6 @@ static void history_fill(struct agent_history_row *h, char **gpus_json,
 	for (size_t i = 0; i < r->ngpus; i++) {
 		const struct agent_gpu *g = &r->gpus[i];
 
-		if (!isnan(g->temperature_c) && (isnan(tmax) || g->temperature_c > tmax))
-			tmax = g->temperature_c;
-		if (!isnan(g->power_draw_w))
-			power = (isnan(power) ? 0 : power) + g->power_draw_w;
-		if (!isnan(g->utilization_gpu_pct)) {
-			util += g->utilization_gpu_pct;
-			nutil++;
-		}
 		if (g->ecc_volatile_uncorrected >= 0)
 			ecc = (ecc < 0 ? 0 : ecc) + g->ecc_volatile_uncorrected;
 		if (arr) {
@@ -797,30 +815,14 @@ static void history_fill(struct agent_history_row *h, char **gpus_json,
 		arr[used] = '\0';
 	}
 	h->gpu_count = (int64_t)r->ngpus;
-	h->temperature_max_c = tmax;
-	h->power_draw_total_w = power;
-	h->utilization_avg_pct = nutil ? util / (double)nutil : NAN;
+	h->temperature_max_c = t->hottest_c;
+	h->power_draw_total_w = t->power_w;
+	h->utilization_avg_pct = t->utilization_avg_pct;
 	h->ecc_uncorrected = ecc;
 	h->xid_count = r->xids ? (int64_t)json_array_size(r->xids) : 0;
 	*gpus_json = arr;
 }
 
-/* The hottest GPU and the GPUs' power draw summed (NAN when no GPU tells). */
-static void gpu_summary(const struct ingest_report *r, double *out_hot, double *out_power)
-{
-	double hot = NAN, power = NAN;
-
-	for (size_t i = 0; i < r->ngpus; i++) {
-		const struct agent_gpu *g = &r->gpus[i];
-
-		if (!isnan(g->temperature_c) && (isnan(hot) || g->temperature_c > hot))
-			hot = g->temperature_c;
-		if (!isnan(g->power_draw_w))
-			power = (isnan(power) ? 0 : power) + g->power_draw_w;
-	}
-	*out_hot = hot;
-	*out_power = power;
-}
 
 /* --- what the writer compares each node's next report with ----------------------------- */
 
@@ -956,13 +958,14 @@ static int node_prev_fill(struct node_prev *n, const struct ingest_report *r,
 		struct agent_gpu *g = &n->gpus[i];
 
 		*g = r->gpus[i];
-		g->uuid = g->name = g->serial = g->pci_bus_id = g->detail = NULL;
+		g->uuid = g->name = g->serial = g->pci_bus_id = NULL;
 		n->ngpus = i + 1;
 		/* as the store reads them back */
 		if (g->memory_total_bytes < 0)
 			g->memory_total_bytes = -1;
-		if (g->memory_used_bytes < 0)
-			g->memory_used_bytes = -1;
+		/* telemetry is not stored: as store_agent_gpus_get reads it back */
+		g->memory_used_bytes = -1;
+		g->temperature_c = g->power_draw_w = g->utilization_gpu_pct = NAN;
 		if (g->ecc_volatile_uncorrected < 0)
 			g->ecc_volatile_uncorrected = -1;
 		if (g->ecc_aggregate_uncorrected < 0)
@@ -972,8 +975,7 @@ static int node_prev_fill(struct node_prev *n, const struct ingest_report *r,
 		if (dup_or_null(&g->uuid, r->gpus[i].uuid) < 0 ||
 		    dup_or_null(&g->name, r->gpus[i].name) < 0 ||
 		    dup_or_null(&g->serial, r->gpus[i].serial) < 0 ||
-		    dup_or_null(&g->pci_bus_id, r->gpus[i].pci_bus_id) < 0 ||
-		    dup_or_null(&g->detail, r->gpus[i].detail ? r->gpus[i].detail : "{}") < 0)
+		    dup_or_null(&g->pci_bus_id, r->gpus[i].pci_bus_id) < 0)
 			goto fail;
 	}
 	n->valid = 1;
@@ -994,6 +996,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 	struct node_prev *hit = NULL;
 	struct agent_gpu *pgpus = NULL;
 	struct agent_history_row h = { 0 };
+	struct gpu_totals totals;
 	size_t npgpus = 0;
 	char *gpus_json = NULL;
 	int64_t now = store_now(st), rtime;
@@ -1003,6 +1006,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 
 	/* The agent's clock may run ahead: a report never counts as later than its arrival. */
 	rtime = r->time > 0 && r->time < now ? r->time : now;
+	gpu_totals(r, &totals);
 	x = (struct ctx){ st, node_id, rtime, r->boot_id ? r->boot_id : "-" };
 	if ((hit = prev_find(cache, node_id))) {
 		char id[sizeof(hit->report_id)];
@@ -1067,7 +1071,9 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 					    : cur.gpu_count;
 		cur.report = r->text;
 		cur.audit_facts = vaudit_facts_extract(r->json);
-		gpu_summary(r, &cur.gpu_hottest_c, &cur.gpu_power_w);
+		cur.gpu_hottest_c = totals.hottest_c;
+		cur.gpu_power_w = totals.power_w;
+		cur.gpu_utilization_avg_pct = totals.utilization_avg_pct;
 		/* What the health sweep reads besides the GPU rows, so that it parses no report. */
 		cur.health_facts = 1;
 		iv = json_object_get(r->json, "interval_s");
@@ -1092,7 +1098,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 	h.nvidia_status = r->status;
 	h.driver_version = r->driver;
 	h.cuda_driver_version = r->cuda;
-	history_fill(&h, &gpus_json, r);
+	history_fill(&h, &gpus_json, r, &totals);
 	h.gpus = gpus_json;
 	rc = store_agent_history_insert(st, &h);
 cleanup:

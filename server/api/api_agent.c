@@ -566,25 +566,33 @@ static json_t *str_or_null(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
+/* The GPU objects of the node's latest report (the report a's GPU rows come from); NULL
+ * with kiln_fail() set. */
+static json_t *agent_gpus_json(struct store *st, const struct agent_state *a)
+{
+	char *text = NULL;
+	json_t *report, *gpus;
+
+	if (!a->report && store_agent_report_get(st, &text, a->node_id) < 0)
+		return NULL;
+	report = json_loads(a->report ? a->report : text, 0, NULL);
+	free(text);
+	gpus = json_object_get(report, "gpus");
+	gpus = json_is_array(gpus) ? json_incref(gpus) : json_array();
+	json_decref(report);
+	if (!gpus)
+		kiln_fail(KILN_ERROR, "out of memory");
+	return gpus;
+}
+
 /* A node's agent state and GPUs as JSON (no "node" key); NULL with kiln_fail() set. */
 static json_t *agent_json(struct store *st, const struct agent_state *a)
 {
-	struct agent_gpu *g = NULL;
-	size_t ng = 0;
-	json_t *o = NULL, *gpus = NULL;
+	json_t *o = NULL, *gpus;
 	int64_t now = store_now(st);
 
-	if (store_agent_gpus_get(st, &g, &ng, a->node_id) < 0)
+	if (!(gpus = agent_gpus_json(st, a)))
 		return NULL;
-	gpus = json_array();
-	for (size_t i = 0; gpus && i < ng; i++) {
-		json_error_t err;
-		json_t *d = json_loads(g[i].detail, 0, &err);
-
-		if (!d)
-			d = json_pack("{s:I}", "index", (json_int_t)g[i].index);
-		json_array_append_new(gpus, d);
-	}
 	o = json_pack("{s:s?, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
 		      " s:o, s:o, s:I, s:I, s:o}",
 		      "report_id", a->report_id, "last_seen", (json_int_t)a->last_seen, "age_s",
@@ -599,7 +607,6 @@ static json_t *agent_json(struct store *st, const struct agent_state *a)
 		      "agent_version", str_or_null(a->agent_version), "gpu_count",
 		      (json_int_t)a->gpu_count, "gpu_count_max", (json_int_t)a->gpu_count_max, "gpus",
 		      gpus);
-	agent_gpu_list_free(g, ng);
 	if (!o)
 		kiln_fail(KILN_ERROR, "out of memory");
 	return o;
@@ -613,7 +620,7 @@ int api_agent_state_attach(struct api_ctx *c, json_t *node_obj, int64_t node_id)
 
 	if (!node_obj)
 		return 0;
-	rc = store_agent_state_get(c->st, &a, node_id, 0);
+	rc = store_agent_state_get(c->st, &a, node_id, 1);
 	if (rc == KILN_ENOTFOUND) {
 		kiln_error_clear();
 		return json_object_set_new(node_obj, "agent", json_null()) < 0 ? KILN_ERROR : 0;

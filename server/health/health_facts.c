@@ -19,23 +19,6 @@ void health_sources_clear(struct health_sources *src)
 	memset(src, 0, sizeof(*src));
 }
 
-void health_sources_gpu_summary(const struct health_sources *src, double *out_hottest_c,
-				double *out_power_w)
-{
-	double hot = NAN, power = NAN;
-
-	for (size_t i = 0; i < src->ngpus; i++) {
-		const struct agent_gpu *g = &src->gpus[i];
-
-		if (!isnan(g->temperature_c) && (isnan(hot) || g->temperature_c > hot))
-			hot = g->temperature_c;
-		if (!isnan(g->power_draw_w))
-			power = (isnan(power) ? 0 : power) + g->power_draw_w;
-	}
-	*out_hottest_c = hot;
-	*out_power_w = power;
-}
-
 /* The Xid number of an agent event's message ("Xid 79 on GPU 3: ..."), or -1. */
 static int xid_of_message(const char *msg)
 {
@@ -116,24 +99,16 @@ static int xid_facts(struct health_facts *f, struct store *st, int64_t node_id, 
 	return 0;
 }
 
-/* Whether GPU g holds memory for processes: the report's "processes" list for the GPU when
- * it has one, else memory in use. */
-static int gpu_held(const struct agent_gpu *g, json_t *report_gpus)
+/* Whether a GPU of the report holds memory for processes: its "processes" list when it
+ * has one, else memory in use. */
+static int gpu_held(json_t *o)
 {
-	size_t i;
-	json_t *o;
+	json_t *used = json_object_get(o, "memory_used_bytes"), *procs;
 
-	if (g->memory_used_bytes <= 0)
+	if (!json_is_integer(used) || json_integer_value(used) <= 0)
 		return 0;
-	json_array_foreach(report_gpus, i, o) {
-		json_t *idx = json_object_get(o, "index"), *procs;
-
-		if (!json_is_integer(idx) || json_integer_value(idx) != g->index)
-			continue;
-		procs = json_object_get(o, "processes");
-		return json_is_array(procs) ? json_array_size(procs) > 0 : 1;
-	}
-	return 1;
+	procs = json_object_get(o, "processes");
+	return json_is_array(procs) ? json_array_size(procs) > 0 : 1;
 }
 
 /* Parses the node's latest report into src->report (once; NULL when there is none). */
@@ -163,28 +138,23 @@ static int report_load(struct health_sources *src, struct store *st, int64_t nod
 static int starved_facts(struct health_facts *f, struct health_sources *src, struct store *st,
 			 int64_t node_id, const struct health_config *cfg)
 {
-	double util = 0, iowait = src->agent.cpu_iowait_pct, avg;
-	int held = 0, counted = 0, rc;
-	json_t *rgpus;
+	double iowait = src->agent.cpu_iowait_pct, avg = src->agent.gpu_utilization_avg_pct;
+	int held = 0, rc;
+	size_t i;
+	json_t *o;
 
-	for (size_t i = 0; i < src->ngpus; i++)
-		if (!isnan(src->gpus[i].utilization_gpu_pct)) {
-			util += src->gpus[i].utilization_gpu_pct;
-			counted++;
-		}
 	f->starved_now = 0;
-	if (counted == 0 || isnan(iowait))
+	if (isnan(avg) || isnan(iowait))
 		return 0;
-	avg = util / counted;
 	/* Which GPUs hold memory matters only when utilization and iowait already say starved;
-	 * then the GPUs' process lists are read from the report (the one the GPU rows came
-	 * from), not from each GPU row's stored detail. */
+	 * then the GPUs' memory and process lists are read from the latest report. */
 	if (health_starved_sample(avg, 1, iowait, cfg)) {
 		if ((rc = report_load(src, st, node_id)) < 0)
 			return rc;
-		rgpus = json_object_get(src->report, "gpus");
-		for (size_t i = 0; i < src->ngpus && !held; i++)
-			held = gpu_held(&src->gpus[i], rgpus);
+		json_array_foreach(json_object_get(src->report, "gpus"), i, o) {
+			if ((held = gpu_held(o)))
+				break;
+		}
 	}
 	f->starved_now = health_starved_sample(avg, held, iowait, cfg);
 	return 0;
@@ -241,11 +211,7 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 	rc = store_agent_gpus_get(st, &src->gpus, &src->ngpus, n->id);
 	if (rc < 0)
 		return rc;
-	{
-		double power;
-
-		health_sources_gpu_summary(src, &f->hottest_gpu_c, &power);
-	}
+	f->hottest_gpu_c = src->agent.gpu_hottest_c;
 	for (size_t i = 0; i < src->ngpus; i++)
 		if (src->gpus[i].remapped_rows_failure == 1)
 			f->remap_failure = 1;

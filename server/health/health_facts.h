@@ -27,8 +27,4 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 			const struct node *n, const struct fleet_state *state, int maintenance,
 			int64_t now, const struct health_config *cfg);
 
-/* Hottest GPU temperature and total GPU power draw from the sources (NAN when unknown). */
-void health_sources_gpu_summary(const struct health_sources *src, double *out_hottest_c,
-				double *out_power_w);
-
 #endif

@@ -181,8 +181,11 @@ struct agent_state {
 	int64_t gpu_count_max;       /* the most GPUs the node ever reported */
 	char *report;                /* the latest report (JSON text), or NULL when not read */
 	char *audit_facts;           /* put only: the report's version facts (ingest), or NULL */
-	double gpu_hottest_c;        /* put only: the hottest GPU (NAN: unknown) */
-	double gpu_power_w;          /* put only: the GPUs' power draw summed (NAN: unknown) */
+	/* The GPUs' telemetry summed up (node_agent_summary; NAN: unknown). Read back by
+	 * store_agent_state_get; the per-GPU numbers are in the report. */
+	double gpu_hottest_c;        /* the hottest GPU */
+	double gpu_power_w;          /* the GPUs' power draw summed */
+	double gpu_utilization_avg_pct; /* the GPUs' utilisation averaged */
 	/* The report's facts the health sweep reads (store_agent_state_get). health_facts 0:
 	 * not kept for this row (stored before they were), read them from the report. */
 	int health_facts;
@@ -193,7 +196,10 @@ struct agent_state {
 void agent_state_clear(struct agent_state *s); /* frees the strings; accepts NULL */
 void agent_state_list_free(struct agent_state *list, size_t count);
 
-/* One GPU's latest state (node_gpus). Unknown numbers: -1 for integers, NAN for reals. */
+/* One GPU of a report (ingest) or of node_gpus. Unknown numbers: -1 for integers, NAN for
+ * reals. node_gpus keeps what the GPU is and its error counts; the telemetry (memory used,
+ * temperature, power, utilisation) is the report's only: store_agent_gpus_get leaves it
+ * unknown (the numbers are in the node's latest report and its summary). */
 struct agent_gpu {
 	int64_t index;
 	char *uuid;
@@ -201,14 +207,14 @@ struct agent_gpu {
 	char *serial;
 	char *pci_bus_id;
 	int64_t memory_total_bytes;
+	int64_t ecc_volatile_uncorrected;
+	int64_t ecc_aggregate_uncorrected;
+	int remapped_rows_failure;   /* 1, 0, or -1 unknown */
+	/* telemetry: the report's, not stored in node_gpus */
 	int64_t memory_used_bytes;
 	double temperature_c;
 	double power_draw_w;
 	double utilization_gpu_pct;
-	int64_t ecc_volatile_uncorrected;
-	int64_t ecc_aggregate_uncorrected;
-	int remapped_rows_failure;   /* 1, 0, or -1 unknown */
-	char *detail;                /* the GPU's JSON object from the report */
 };
 
 void agent_gpu_list_free(struct agent_gpu *gpus, size_t count);
@@ -245,7 +251,10 @@ int store_agent_state_report_id(struct store *st, char *buf, size_t len, int64_t
 int store_agent_state_put(struct store *st, const struct agent_state *s);
 /* Every node's state (without the report JSON), ordered by node name. */
 int store_agent_state_list(struct store *st, struct agent_state **out, size_t *out_count);
-/* The node's GPUs by index. */
+/* The node's latest report (JSON text, the caller frees it) into *out; KILN_ENOTFOUND when
+ * the node never reported. */
+int store_agent_report_get(struct store *st, char **out, int64_t node_id);
+/* The node's GPUs by index (without telemetry: see struct agent_gpu). */
 int store_agent_gpus_get(struct store *st, struct agent_gpu **out, size_t *out_count,
 			 int64_t node_id);
 /* Replaces the node's GPUs with gpus[0..count) (atomic). */

@@ -149,6 +149,28 @@ int store_agent_state_report_id(struct store *st, char *buf, size_t len, int64_t
 	return ret;
 }
 
+int store_agent_report_get(struct store *st, char **out, int64_t node_id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	*out = NULL;
+	if ((ret = store_stmt(st, &s, STMT_AGENT_REPORT_GET,
+			      "SELECT report FROM node_agent_state WHERE node_id = ?1")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		ret = store_column_strdup(out, s, 0);
+	else if (rc == SQLITE_DONE)
+		ret = kiln_fail(KILN_ENOTFOUND, "no agent report from node id %lld",
+				(long long)node_id);
+	else
+		ret = store_fail(st, rc, "reading an agent report");
+	store_stmt_done(s);
+	return ret;
+}
+
 int store_agent_state_get(struct store *st, struct agent_state *out, int64_t node_id,
 			  int with_report)
 {
@@ -158,8 +180,11 @@ int store_agent_state_get(struct store *st, struct agent_state *out, int64_t nod
 
 	if ((ret = store_stmt(st, &s, STMT_AGENT_STATE_GET,
 			      "SELECT " STATE_COLUMNS ", a.report, a.health_facts, a.interval_s,"
-			      " a.cpu_iowait_pct FROM node_agent_state a"
-			      " JOIN nodes n ON n.id = a.node_id WHERE a.node_id = ?1")) < 0)
+			      " a.cpu_iowait_pct, m.gpu_hottest_c, m.gpu_power_w,"
+			      " m.gpu_utilization_avg_pct FROM node_agent_state a"
+			      " JOIN nodes n ON n.id = a.node_id"
+			      " LEFT JOIN node_agent_summary m ON m.node_id = a.node_id"
+			      " WHERE a.node_id = ?1")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, node_id);
 	rc = sqlite3_step(s);
@@ -173,6 +198,9 @@ int store_agent_state_get(struct store *st, struct agent_state *out, int64_t nod
 		o.health_facts = sqlite3_column_int(s, 20) != 0;
 		o.interval_s = column_int_or(s, 21, -1);
 		o.cpu_iowait_pct = column_real_or_nan(s, 22);
+		o.gpu_hottest_c = column_real_or_nan(s, 23);
+		o.gpu_power_w = column_real_or_nan(s, 24);
+		o.gpu_utilization_avg_pct = column_real_or_nan(s, 25);
 	}
 	store_stmt_done(s);
 	if (ret < 0) {
@@ -236,13 +264,15 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 	/* The narrow row `kiln status` and `kiln audit` read for every node. */
 	if ((ret = store_stmt(st, &s, STMT_AGENT_SUMMARY_PUT,
 			      "INSERT OR REPLACE INTO node_agent_summary (node_id, gpu_count_max,"
-			      " gpu_hottest_c, gpu_power_w, audit_facts) VALUES (?1, ?2, ?3, ?4, ?5)")) < 0)
+			      " gpu_hottest_c, gpu_power_w, audit_facts, gpu_utilization_avg_pct)"
+			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6)")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, a->node_id);
 	sqlite3_bind_int64(s, 2, a->gpu_count_max);
 	bind_real_or_null(s, 3, a->gpu_hottest_c);
 	bind_real_or_null(s, 4, a->gpu_power_w);
 	store_bind_text(s, 5, a->audit_facts ? a->audit_facts : a->report);
+	bind_real_or_null(s, 6, a->gpu_utilization_avg_pct);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE)
 		ret = store_fail(st, rc, "storing agent summary");
@@ -292,7 +322,6 @@ void agent_gpu_list_free(struct agent_gpu *gpus, size_t count)
 		free(gpus[i].name);
 		free(gpus[i].serial);
 		free(gpus[i].pci_bus_id);
-		free(gpus[i].detail);
 	}
 	free(gpus);
 }
@@ -307,9 +336,8 @@ int store_agent_gpus_get(struct store *st, struct agent_gpu **out, size_t *out_c
 
 	if ((ret = store_stmt(st, &s, STMT_AGENT_GPUS_GET,
 			      "SELECT gpu_index, uuid, name, serial, pci_bus_id, memory_total_bytes,"
-			      " memory_used_bytes, temperature_c, power_draw_w, utilization_gpu_pct,"
 			      " ecc_volatile_uncorrected, ecc_aggregate_uncorrected,"
-			      " remapped_rows_failure, detail FROM node_gpus WHERE node_id = ?1"
+			      " remapped_rows_failure FROM node_gpus WHERE node_id = ?1"
 			      " ORDER BY gpu_index")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, node_id);
@@ -321,18 +349,15 @@ int store_agent_gpus_get(struct store *st, struct agent_gpu **out, size_t *out_c
 		g = &list[count++];
 		g->index = sqlite3_column_int64(s, 0);
 		g->memory_total_bytes = column_int_or(s, 5, -1);
-		g->memory_used_bytes = column_int_or(s, 6, -1);
-		g->temperature_c = column_real_or_nan(s, 7);
-		g->power_draw_w = column_real_or_nan(s, 8);
-		g->utilization_gpu_pct = column_real_or_nan(s, 9);
-		g->ecc_volatile_uncorrected = column_int_or(s, 10, -1);
-		g->ecc_aggregate_uncorrected = column_int_or(s, 11, -1);
-		g->remapped_rows_failure = (int)column_int_or(s, 12, -1);
+		g->ecc_volatile_uncorrected = column_int_or(s, 6, -1);
+		g->ecc_aggregate_uncorrected = column_int_or(s, 7, -1);
+		g->remapped_rows_failure = (int)column_int_or(s, 8, -1);
+		g->memory_used_bytes = -1; /* telemetry: the report's */
+		g->temperature_c = g->power_draw_w = g->utilization_gpu_pct = NAN;
 		if ((ret = store_column_strdup(&g->uuid, s, 1)) < 0 ||
 		    (ret = store_column_strdup(&g->name, s, 2)) < 0 ||
 		    (ret = store_column_strdup(&g->serial, s, 3)) < 0 ||
-		    (ret = store_column_strdup(&g->pci_bus_id, s, 4)) < 0 ||
-		    (ret = store_column_strdup(&g->detail, s, 13)) < 0)
+		    (ret = store_column_strdup(&g->pci_bus_id, s, 4)) < 0)
 			goto cleanup;
 	}
 	if (rc != SQLITE_DONE)
@@ -348,7 +373,7 @@ cleanup:
 	return 0;
 }
 
-/* Binds ?1..?15 of the GPU insert and update statements (same numbering in both). */
+/* Binds ?1..?10 of the GPU insert and update statements (same numbering in both). */
 static void gpu_bind(sqlite3_stmt *s, int64_t node_id, const struct agent_gpu *g)
 {
 	sqlite3_bind_int64(s, 1, node_id);
@@ -358,14 +383,9 @@ static void gpu_bind(sqlite3_stmt *s, int64_t node_id, const struct agent_gpu *g
 	store_bind_text(s, 5, g->serial);
 	store_bind_text(s, 6, g->pci_bus_id);
 	bind_int_or_null(s, 7, g->memory_total_bytes);
-	bind_int_or_null(s, 8, g->memory_used_bytes);
-	bind_real_or_null(s, 9, g->temperature_c);
-	bind_real_or_null(s, 10, g->power_draw_w);
-	bind_real_or_null(s, 11, g->utilization_gpu_pct);
-	bind_int_or_null(s, 12, g->ecc_volatile_uncorrected);
-	bind_int_or_null(s, 13, g->ecc_aggregate_uncorrected);
-	bind_int_or_null(s, 14, g->remapped_rows_failure);
-	store_bind_text(s, 15, g->detail ? g->detail : "{}");
+	bind_int_or_null(s, 8, g->ecc_volatile_uncorrected);
+	bind_int_or_null(s, 9, g->ecc_aggregate_uncorrected);
+	bind_int_or_null(s, 10, g->remapped_rows_failure);
 }
 
 static int gpu_insert(struct store *st, int64_t node_id, const struct agent_gpu *g)
@@ -375,11 +395,9 @@ static int gpu_insert(struct store *st, int64_t node_id, const struct agent_gpu 
 
 	if ((ret = store_stmt(st, &s, STMT_AGENT_GPU_INSERT,
 			      "INSERT INTO node_gpus (node_id, gpu_index, uuid, name, serial,"
-			      " pci_bus_id, memory_total_bytes, memory_used_bytes, temperature_c,"
-			      " power_draw_w, utilization_gpu_pct, ecc_volatile_uncorrected,"
-			      " ecc_aggregate_uncorrected, remapped_rows_failure, detail)"
-			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-			      " ?15)")) < 0)
+			      " pci_bus_id, memory_total_bytes, ecc_volatile_uncorrected,"
+			      " ecc_aggregate_uncorrected, remapped_rows_failure)"
+			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")) < 0)
 		return ret;
 	gpu_bind(s, node_id, g);
 	rc = sqlite3_step(s);
@@ -496,28 +514,19 @@ static int str_same(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-static int real_same(double a, double b)
-{
-	return (isnan(a) && isnan(b)) || a == b;
-}
-
-/* The row g would write equals the stored row p (read back: -1 for NULL integers). */
+/* The row g would write equals the stored row p (read back: -1 for NULL integers); the
+ * telemetry is not compared: it is not stored. */
 static int gpu_same(const struct agent_gpu *g, const struct agent_gpu *p)
 {
 	return g->index == p->index && str_same(g->uuid, p->uuid) && str_same(g->name, p->name) &&
 	       str_same(g->serial, p->serial) && str_same(g->pci_bus_id, p->pci_bus_id) &&
 	       (g->memory_total_bytes < 0 ? -1 : g->memory_total_bytes) == p->memory_total_bytes &&
-	       (g->memory_used_bytes < 0 ? -1 : g->memory_used_bytes) == p->memory_used_bytes &&
-	       real_same(g->temperature_c, p->temperature_c) &&
-	       real_same(g->power_draw_w, p->power_draw_w) &&
-	       real_same(g->utilization_gpu_pct, p->utilization_gpu_pct) &&
 	       (g->ecc_volatile_uncorrected < 0 ? -1 : g->ecc_volatile_uncorrected) ==
 		       p->ecc_volatile_uncorrected &&
 	       (g->ecc_aggregate_uncorrected < 0 ? -1 : g->ecc_aggregate_uncorrected) ==
 		       p->ecc_aggregate_uncorrected &&
 	       (g->remapped_rows_failure < 0 ? -1 : g->remapped_rows_failure) ==
-		       p->remapped_rows_failure &&
-	       str_same(g->detail ? g->detail : "{}", p->detail);
+		       p->remapped_rows_failure;
 }
 
 static int gpu_update(struct store *st, int64_t node_id, const struct agent_gpu *g)
@@ -527,10 +536,8 @@ static int gpu_update(struct store *st, int64_t node_id, const struct agent_gpu 
 
 	if ((ret = store_stmt(st, &s, STMT_AGENT_GPU_UPDATE,
 			      "UPDATE node_gpus SET uuid = ?3, name = ?4, serial = ?5, pci_bus_id = ?6,"
-			      " memory_total_bytes = ?7, memory_used_bytes = ?8, temperature_c = ?9,"
-			      " power_draw_w = ?10, utilization_gpu_pct = ?11,"
-			      " ecc_volatile_uncorrected = ?12, ecc_aggregate_uncorrected = ?13,"
-			      " remapped_rows_failure = ?14, detail = ?15"
+			      " memory_total_bytes = ?7, ecc_volatile_uncorrected = ?8,"
+			      " ecc_aggregate_uncorrected = ?9, remapped_rows_failure = ?10"
 			      " WHERE node_id = ?1 AND gpu_index = ?2")) < 0)
 		return ret;
 	gpu_bind(s, node_id, g);

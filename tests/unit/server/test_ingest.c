@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include <sqlite3.h>
 
+#include "health/health_facts.h"
 #include "ingest.h"
 #include "kiln/error.h"
 #include "store/store.h"
@@ -209,10 +211,17 @@ static void test_valid_report_stored(void **state)
 	assert_int_equal(g[3].index, 3);
 	assert_string_equal(g[3].name, "NVIDIA H100 80GB HBM3");
 	assert_int_equal(g[3].memory_total_bytes, 85520809984LL);
-	assert_true(g[3].temperature_c > 42.9 && g[3].temperature_c < 43.1);
+	assert_string_equal(g[3].uuid, "GPU-00000003-aaaa-bbbb-cccc-dddddddddddd");
 	assert_int_equal(g[3].remapped_rows_failure, 0);
-	assert_non_null(strstr(g[3].detail, "\"uuid\":\"GPU-00000003"));
+	/* The telemetry is the report's, summed up in the state: not in the GPU rows. */
+	assert_true(isnan(g[3].temperature_c));
+	assert_int_equal(g[3].memory_used_bytes, -1);
 	agent_gpu_list_free(g, ng);
+	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 0), 0);
+	assert_true(s.gpu_hottest_c > 46.9 && s.gpu_hottest_c < 47.1);   /* 40 + 7 */
+	assert_true(s.gpu_power_w > 563.9 && s.gpu_power_w < 564.1);     /* 8 x 70.5 */
+	assert_true(s.gpu_utilization_avg_pct > 11.9 && s.gpu_utilization_avg_pct < 12.1);
+	agent_state_clear(&s);
 
 	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
 	assert_int_equal(hist, 1);
@@ -730,25 +739,30 @@ static void test_text_kept_and_gpus_in_place(void **state)
 	body[strlen(body) - 2] = '\0';
 	assert_string_equal(s.report, body + 2);
 	agent_state_clear(&s);
-	/* Each GPU's detail is its object. */
 	assert_int_equal(store_agent_gpus_get(f->st, &g, &ng, f->node), 0);
 	assert_int_equal(ng, 2);
-	assert_non_null(strstr(g[1].detail, "\"uuid\":\"GPU-00000001"));
+	assert_non_null(strstr(g[1].uuid, "GPU-00000001"));
 	assert_string_equal(db_text(f, "SELECT gpus FROM agent_history", buf, sizeof(buf)),
 			    "[[0,40.0,70.5,12.0],[1,41.0,70.5,12.0]]");
 
-	/* Unchanged rows are not written; a changed one is updated in place. */
+	/* Unchanged rows are not written, nor rows whose telemetry alone changed; a changed
+	 * one is updated in place. */
 	assert_int_equal(store_agent_gpus_update(f->st, f->node, g, ng, g, ng, &written), 0);
 	assert_int_equal(written, 0);
 	assert_int_equal(store_agent_gpus_get(f->st, &g2, &ng2, f->node), 0); /* as stored */
 	g[1].temperature_c = 77.5;
+	g[1].utilization_gpu_pct = 99;
+	g[1].memory_used_bytes = 5;
+	assert_int_equal(store_agent_gpus_update(f->st, f->node, g, ng, g2, ng2, &written), 0);
+	assert_int_equal(written, 0);
+	g[1].ecc_aggregate_uncorrected = 3;
 	assert_int_equal(store_agent_gpus_update(f->st, f->node, g, ng, g2, ng2, &written), 0);
 	assert_int_equal(written, 1);
 	agent_gpu_list_free(g2, ng2);
 	assert_int_equal(store_agent_gpus_get(f->st, &g2, &ng2, f->node), 0);
 	assert_int_equal(ng2, 2);
-	assert_true(g2[1].temperature_c > 77.4 && g2[1].temperature_c < 77.6);
-	assert_true(g2[0].temperature_c > 39.9 && g2[0].temperature_c < 40.1);
+	assert_int_equal(g2[1].ecc_aggregate_uncorrected, 3);
+	assert_true(isnan(g2[1].temperature_c));
 	/* Another set of GPUs replaces the rows. */
 	assert_int_equal(store_agent_gpus_update(f->st, f->node, g, 1, g2, ng2, &written), 0);
 	agent_gpu_list_free(g2, ng2);
@@ -971,6 +985,54 @@ static void test_writer_queue_bytes_cap(void **state)
 		ingest_report_free(r[i]);
 }
 
+/* What the health sweep reads after ingest: the hottest GPU and the utilisation from the
+ * state's summary, the memory and process lists from the report (the GPU rows keep none). */
+static void test_health_facts_after_ingest(void **state)
+{
+	struct fx *f = *state;
+	struct health_config cfg;
+	struct health_facts hf;
+	struct health_sources src;
+	struct node n = { 0 };
+	json_t *r = mkreport("r1", 4);
+
+	health_config_defaults(&cfg);
+	n.id = f->node;
+	n.name = "gpu01";
+	json_object_set_new(gpu(r, 2), "temperature_c", json_real(93.5));
+	for (size_t i = 0; i < 4; i++)
+		json_object_set_new(gpu(r, i), "utilization_gpu_pct", json_real(2.0 + (double)i));
+	set_path(r, "host", "cpu_iowait_pct", json_real(35.0));
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(health_facts_gather(&hf, &src, f->st, &n, NULL, 0, fake_now, &cfg), 0);
+	assert_true(hf.hottest_gpu_c > 93.4 && hf.hottest_gpu_c < 93.6);
+	assert_int_equal(hf.starved_now, 1); /* 3.5 % average, 35 % iowait, memory held */
+	health_sources_clear(&src);
+
+	/* The same numbers, but every GPU says it runs no process: not starved. */
+	fake_now += 30;
+	r = mkreport("r2", 4);
+	for (size_t i = 0; i < 4; i++) {
+		json_object_set_new(gpu(r, i), "utilization_gpu_pct", json_real(2.0));
+		json_object_set_new(gpu(r, i), "processes", json_array());
+	}
+	set_path(r, "host", "cpu_iowait_pct", json_real(35.0));
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(health_facts_gather(&hf, &src, f->st, &n, NULL, 0, fake_now, &cfg), 0);
+	assert_true(hf.hottest_gpu_c > 42.9 && hf.hottest_gpu_c < 43.1); /* 40 + 3 */
+	assert_int_equal(hf.starved_now, 0);
+	health_sources_clear(&src);
+
+	/* Busy GPUs: not starved whatever the iowait. */
+	fake_now += 30;
+	r = mkreport("r3", 4);
+	set_path(r, "host", "cpu_iowait_pct", json_real(35.0));
+	assert_int_equal(ingest(f, f->node, r, NULL), 0); /* 12 % each */
+	assert_int_equal(health_facts_gather(&hf, &src, f->st, &n, NULL, 0, fake_now, &cfg), 0);
+	assert_int_equal(hf.starved_now, 0);
+	health_sources_clear(&src);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -992,6 +1054,7 @@ int main(void)
 		T(test_writer_queue_full_and_stop),
 		T(test_writer_queue_bytes_cap),
 		T(test_writer_cache_stale),
+		T(test_health_facts_after_ingest),
 	};
 #undef T
 

@@ -237,6 +237,49 @@ static void test_bad_lists(void **state)
 	sqlite3_close(db);
 }
 
+/* 011: a database of 010 with GPU rows keeps their identity and ECC counts, loses their
+ * telemetry and detail, and its summary gets the utilisation the rows held. */
+static void test_gpu_telemetry_moved(void **state)
+{
+	struct tmp *t = *state;
+	sqlite3 *db = NULL;
+	unsigned upto10 = 0;
+	int v = -1;
+
+	while (upto10 < kiln_migrations_count && kiln_migrations[upto10].number <= 10)
+		upto10++;
+	assert_int_equal(kiln_migrations[upto10 - 1].number, 10);
+	assert_int_equal(sqlite3_open(t->db, &db), SQLITE_OK);
+	assert_int_equal(migrate_apply(db, kiln_migrations, upto10), 0);
+	exec_ok(db, "INSERT INTO nodes (id, name, created_at, updated_at) VALUES (1, 'gpu01', 1, 1),"
+		    " (2, 'gpu02', 1, 1);"
+		    "INSERT INTO node_agent_state (node_id, report_id, last_seen, report_time,"
+		    " gpu_count, gpu_count_max, report) VALUES (1, 'r1', 10, 10, 2, 2, '{}'),"
+		    " (2, 'r2', 10, 10, 0, 0, '{}');"
+		    "INSERT INTO node_agent_summary (node_id, gpu_count_max, gpu_hottest_c,"
+		    " gpu_power_w, audit_facts) VALUES (1, 2, 60, 500, '{}'), (2, 0, NULL, NULL, '{}');"
+		    "INSERT INTO node_gpus (node_id, gpu_index, uuid, memory_total_bytes,"
+		    " memory_used_bytes, temperature_c, power_draw_w, utilization_gpu_pct,"
+		    " ecc_aggregate_uncorrected, detail) VALUES"
+		    " (1, 0, 'GPU-a', 80, 5, 50, 250, 20, 3, '{}'),"
+		    " (1, 1, 'GPU-b', 80, 6, 60, 250, 40, 0, '{}');");
+	assert_int_equal(migrate_apply(db, kiln_migrations, kiln_migrations_count), 0);
+	assert_int_equal(migrate_version(db, &v), 0);
+	assert_int_equal(v, kiln_migrations[kiln_migrations_count - 1].number);
+	assert_int_equal(query_int(db, "SELECT gpu_utilization_avg_pct FROM node_agent_summary"
+				       " WHERE node_id = 1"), 30);
+	assert_int_equal(query_int(db, "SELECT gpu_utilization_avg_pct IS NULL"
+				       " FROM node_agent_summary WHERE node_id = 2"), 1);
+	assert_int_equal(query_int(db, "SELECT count(*) FROM node_gpus WHERE node_id = 1"
+				       " AND uuid IN ('GPU-a', 'GPU-b')"), 2);
+	assert_int_equal(query_int(db, "SELECT ecc_aggregate_uncorrected FROM node_gpus"
+				       " WHERE uuid = 'GPU-a'"), 3);
+	assert_int_equal(query_int(db, "SELECT count(*) FROM pragma_table_info('node_gpus')"
+				       " WHERE name IN ('memory_used_bytes', 'temperature_c',"
+				       " 'power_draw_w', 'utilization_gpu_pct', 'detail')"), 0);
+	sqlite3_close(db);
+}
+
 static void test_embedded_list_in_order(void **state)
 {
 	(void)state;
@@ -260,6 +303,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failing_migration_rolls_back, tmp_setup,
 						tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_lists, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_gpu_telemetry_moved, tmp_setup, tmp_teardown),
 		cmocka_unit_test(test_embedded_list_in_order),
 	};
 
