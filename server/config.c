@@ -63,6 +63,10 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "duration (2s, 1m) or milliseconds (1500ms), 0 to 600 s."),
 	KEY("bmc", "action_timeout", KILN_CFG_DURATION, bmc_action_timeout, 5, 3600, NULL, "120s",
 	    "How long a power action may take to be confirmed by reading the state back."),
+	KEY("bmc", "ipmi_session_idle", KILN_CFG_DURATION, bmc_ipmi_session_idle, 0, 50, NULL, "20s",
+	    "An IPMI BMC's RMCP+ session is kept open after a request for the next one to the "
+	    "same BMC, and closed once idle this long (BMCs end idle sessions after ~60 s); "
+	    "0: a session per request, closed after it."),
 	KEY("power", "batch", KILN_CFG_INT, power_batch, 0, 100000, NULL, "0",
 	    "Power actions over a range go this many nodes at a time, batch after batch (kiln "
 	    "power --batch, POST /power \"batch\"); 0: all at once under [bmc] fanout."),

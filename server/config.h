@@ -29,6 +29,7 @@ struct kilnd_config {
 	int64_t bmc_connect_timeout;
 	int64_t bmc_request_timeout;
 	int64_t bmc_action_timeout;
+	int64_t bmc_ipmi_session_idle; /* seconds a kept IPMI session may idle; 0: none kept */
 	int64_t bmc_status_timeout; /* milliseconds, 0: bmc_request_timeout */
 	char *bmc_status_timeout_text; /* as configured ("2s", "1500ms"): parsed into the above */
 	/* [power] pacing of power actions over a range */

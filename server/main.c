@@ -201,7 +201,11 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	/* libfreeipmi waits with select(): its helper forks now, while kilnd holds few files. */
 	{
-		struct ipmi_helper_config icfg = { .state_dir = state_dir };
+		struct ipmi_helper_config icfg = {
+			.state_dir = state_dir,
+			.session_idle_ms = cfg.bmc_ipmi_session_idle > 0
+						   ? (long)cfg.bmc_ipmi_session_idle * 1000 : -1,
+		};
 
 		if (ipmi_helper_start(&icfg) < 0) {
 			ret = die("IPMI helper");

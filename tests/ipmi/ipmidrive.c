@@ -84,6 +84,24 @@ static size_t targets_load(struct target_line *t, const char *path, const char *
 	return n;
 }
 
+/*
+ * Reads the targets' password files again (a test changes one between rounds); a target
+ * whose password changed gets a new credentials version, as kilnd gives a node.
+ */
+static void passwords_reload(struct target_line *t, struct bmc_target *targets, size_t n,
+			     const char *path, const char *password)
+{
+	static struct target_line fresh[MAX_TARGETS];
+	size_t m = targets_load(fresh, path, password);
+
+	for (size_t i = 0; i < n && i < m; i++) {
+		if (strcmp(t[i].password, fresh[i].password) == 0)
+			continue;
+		kiln_strlcpy(t[i].password, fresh[i].password, sizeof(t[i].password));
+		targets[i].credentials_version++;
+	}
+}
+
 static void on_done(void *ud, const struct bmc_result *res)
 {
 	size_t i = (size_t)(uintptr_t)ud;
@@ -110,9 +128,13 @@ static void usage(void)
 		"  [--workarounds LIST] [--cipher N] [--privilege P] [--timeout-ms N]\n"
 		"  [--action-timeout-ms N] [--workers N] [--open-fds N] [--rounds N]\n"
 		"  [--between CMD] [--kill-helper-ms N] [--since N] [--on-if-off] [--persistent]\n"
+		"  [--session-idle-ms N (0: no kept sessions)] [--first OP (round 1's operation)]\n"
+		"  [--after-each CMD]\n"
 		"  power-status | power on|off|soft|reset|cycle | boot pxe|cd|disk|bios |\n"
 		"  sensors | sel | inventory\n"
-		"Prints {\"rounds\":[{\"elapsed_ms\",\"results\":[{\"node\",...}]}],...}.\n");
+		"Prints {\"rounds\":[{\"elapsed_ms\",\"results\":[{\"node\",...}]}],...}.\n"
+		"--between runs after the first round, --after-each after each round but the last;\n"
+		"password files are read again before each round.\n");
 	exit(2);
 }
 
@@ -180,14 +202,18 @@ int main(int argc, char **argv)
 		{"since", required_argument, NULL, 's'},
 		{"on-if-off", no_argument, NULL, 'o'},
 		{"persistent", no_argument, NULL, 'P'},
+		{"session-idle-ms", required_argument, NULL, 'I'},
+		{"first", required_argument, NULL, 'f'},
+		{"after-each", required_argument, NULL, 'E'},
 		{NULL, 0, NULL, 0},
 	};
 	static struct target_line lines[MAX_TARGETS];
 	const char *state_dir = NULL, *targets_path = NULL, *pwfile = NULL, *user = "admin";
 	const char *workarounds = NULL, *privilege = "admin", *between = NULL;
 	struct ipmi_limits limits = {5000, 60000};
-	struct ipmi_helper_config hc = {NULL, 0};
-	struct bmc_op op;
+	struct ipmi_helper_config hc = {NULL, 0, 0};
+	struct bmc_op op, first_op;
+	const char *first = NULL, *after_each = NULL;
 	struct bmc_target *targets;
 	char password[128] = "";
 	int cipher = 3, open_fds = 0, rounds = 1, kill_ms = -1, opt, maxfd = -1;
@@ -210,7 +236,9 @@ int main(int argc, char **argv)
 		case 'b': between = optarg; break;
 		case 'o': op.on_if_off = 1; break;
 		case 'P': op.persistent = 1; break;
-		case 'C': case 'T': case 'A': case 'w': case 'F': case 'r': case 'K': case 's':
+		case 'f': first = optarg; break;
+		case 'E': after_each = optarg; break;
+		case 'C': case 'T': case 'A': case 'w': case 'F': case 'r': case 'K': case 's': case 'I':
 			if (kiln_parse_int64(&v, optarg, 0, INT32_MAX) < 0) {
 				fprintf(stderr, "kiln-ipmidrive: %s\n", kiln_error_last());
 				return 2;
@@ -223,6 +251,7 @@ int main(int argc, char **argv)
 			if (opt == 'r') rounds = (int)v;
 			if (opt == 'K') kill_ms = (int)v;
 			if (opt == 's') since = v;
+			if (opt == 'I') hc.session_idle_ms = v > 0 ? (long)v : -1;
 			break;
 		default:
 			usage();
@@ -231,6 +260,9 @@ int main(int argc, char **argv)
 	if (!state_dir || !targets_path || !pwfile || parse_op(&op, argc - optind, argv + optind) < 0)
 		usage();
 	op.sel_since = since;
+	first_op = op;
+	if (first && parse_op(&first_op, 1, (char **)&first) < 0)
+		usage();
 	if (read_line_file(password, sizeof(password), pwfile) < 0) {
 		fprintf(stderr, "kiln-ipmidrive: cannot read %s\n", pwfile);
 		return 2;
@@ -276,10 +308,13 @@ int main(int argc, char **argv)
 		long t0 = now_ms();
 		json_t *results = json_array();
 
+		if (r > 0)
+			passwords_reload(lines, targets, n, targets_path, password);
 		R.left = n;
 		for (size_t i = 0; i < n; i++) {
 			R.results[i] = NULL;
-			if (ipmi_submit(&targets[i], &op, &limits, on_done, (void *)(uintptr_t)i) < 0) {
+			if (ipmi_submit(&targets[i], r == 0 ? &first_op : &op, &limits, on_done,
+					(void *)(uintptr_t)i) < 0) {
 				/* nothing was sent for a bad target: stop before waiting on it */
 				fprintf(stderr, "kiln-ipmidrive: %s\n", kiln_error_last());
 				json_decref(results);
@@ -317,9 +352,11 @@ int main(int argc, char **argv)
 		}
 		json_array_append_new(rounds_out, json_pack("{s:I, s:o}", "elapsed_ms",
 							    (json_int_t)(now_ms() - t0), "results", results));
-		if (r == 0 && between && rounds > 1) {
-			if (system(between) != 0)
-				fprintf(stderr, "kiln-ipmidrive: --between command failed\n");
+		{
+			const char *cmd = r == 0 && between ? between : after_each;
+
+			if (cmd && r < rounds - 1 && system(cmd) != 0)
+				fprintf(stderr, "kiln-ipmidrive: --between/--after-each command failed\n");
 		}
 	}
 	out = json_pack("{s:o, s:i, s:b}", "rounds", rounds_out, "max_fd", maxfd,

@@ -26,7 +26,11 @@ ipmisim_require() {
 }
 
 ipmisim_cleanup() {
-	local pid
+	local pid f
+	# simulators started again by ipmisim_restart (maybe from another shell) left their pid
+	for f in "${IPMISIM_DIRS[@]/%//sim.pid}"; do
+		[ -s "$f" ] && kill "$(cat "$f")" 2> /dev/null
+	done
 	for pid in "${IPMISIM_PIDS[@]}"; do
 		kill "$pid" 2> /dev/null
 	done
@@ -94,6 +98,7 @@ ipmisim_start() {
 		(cd "$dir" && exec ipmi_sim -c lan.conf -f "$IPMISIM_KIT/node.emu" -s state -n \
 			> "$dir/sim.log" 2>&1 < /dev/null) &
 		IPMISIM_PIDS+=("$!")
+		echo "$!" > "$dir/sim.pid"
 		IPMISIM_PORTS+=("$port")
 		IPMISIM_DIRS+=("$dir")
 	done
@@ -152,4 +157,60 @@ ipmisim_drive() {
 ipmisim_sel_inject() {
 	ipmisim_ipmitool "$1" raw 0x0a 0x44 0x00 0x00 0x02 0x00 0x00 0x00 0x00 0x20 0x00 0x04 \
 		0x01 0x01 0x01 0x57 0x00 0x00 > /dev/null
+}
+
+# Stops simulated BMC $1 and starts it again on the same port with the same state: its
+# sessions are gone. Works from another shell too (an --between command that sourced this
+# file and set IPMISIM_PORTS and IPMISIM_DIRS): the new pid goes to DIR/sim.pid.
+ipmisim_restart() {
+	local i=$1 dir=${IPMISIM_DIRS[$1]} old waited=0
+	old=$(cat "$dir/sim.pid")
+	kill "$old" 2> /dev/null
+	while kill -0 "$old" 2> /dev/null || ! ipmisim_port_free "${IPMISIM_PORTS[$i]}"; do
+		waited=$((waited + 1))
+		[ "$waited" -lt 100 ] || { echo "ipmi_sim $i did not stop"; return 1; }
+		sleep 0.05
+	done
+	(cd "$dir" && exec ipmi_sim -c lan.conf -f "$IPMISIM_KIT/node.emu" -s state -n \
+		>> "$dir/sim.log" 2>&1 < /dev/null) &
+	echo "$!" > "$dir/sim.pid"
+	waited=0
+	while ipmisim_port_free "${IPMISIM_PORTS[$i]}"; do
+		waited=$((waited + 1))
+		[ "$waited" -lt 100 ] || { echo "ipmi_sim $i did not listen again"; return 1; }
+		sleep 0.05
+	done
+}
+
+# Puts a kiln-udpcount relay in front of simulated BMC $1: IPMISIM_RELAY[$1] is its port,
+# DIR/count its counters (ipmisim_opens), DIR/drop its drop file (see kiln-udpcount).
+IPMISIM_RELAY=()
+ipmisim_relay() {
+	local i=$1 dir=${IPMISIM_DIRS[$1]} port waited=0
+	port=$(ipmisim_pick_ports 1) || return 1
+	"$KILN_BIN/kiln-udpcount" --listen "$port" --to "${IPMISIM_PORTS[$i]}" \
+		--out "$dir/count" --drop-file "$dir/drop" &
+	IPMISIM_PIDS+=("$!")
+	IPMISIM_RELAY[$i]=$port
+	while [ ! -s "$dir/count" ]; do
+		waited=$((waited + 1))
+		[ "$waited" -lt 100 ] || { echo "kiln-udpcount for $i did not start"; return 1; }
+		sleep 0.05
+	done
+}
+
+# RMCP+ sessions opened through BMC $1's relay so far (Open Session Requests).
+ipmisim_opens() {
+	awk '$1 == "opens" { print $2 }' "${IPMISIM_DIRS[$1]}/count"
+}
+
+# Client sockets seen by BMC $1's relay so far: every session kiln starts to open uses a
+# new one, also when the BMC never gets as far as an Open Session Request.
+ipmisim_sockets() {
+	awk '$1 == "clients" { print $2 }' "${IPMISIM_DIRS[$1]}/count"
+}
+
+# Sessions active on BMC $1 as it reports them (Get Session Info), this query's own included.
+ipmisim_active() {
+	ipmisim_ipmitool "$1" session info active | awk -F: '/active sessions/ { gsub(/ /, "", $2); print $2 }'
 }

@@ -8,13 +8,15 @@
  * libfreeipmi waits with select(), which breaks once a descriptor number reaches 1024, and
  * kilnd holds thousands of sockets. Every IPMI call therefore runs in a helper process forked
  * by ipmi_helper_start() while kilnd is still small, and reached over a socketpair. The
- * helper runs a bounded pool of worker threads, one operation at a time per BMC. If the
+ * helper runs a bounded pool of worker threads, one operation at a time per BMC, and keeps
+ * each BMC's RMCP+ session open after a job for the next one (ipmi_sessions.h). If the
  * helper dies, the requests in flight fail with "ipmi helper died" and a fresh helper is
  * started for the next ones.
  */
 struct ipmi_helper_config {
 	const char *state_dir; /* SDR caches go under STATE/ipmi/sdr/ */
 	int workers;           /* worker threads in the helper; 0: 64 */
+	long session_idle_ms;  /* a kept session idle this long is closed; 0: 20 s; < 0: none kept */
 };
 
 /*

@@ -116,7 +116,7 @@ static int send_fd(int sock, int fd, pid_t pid)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(payload) ? 0 : -1;
 }
 
-static void launcher_main(int ctl, const char *state_dir, int workers)
+static void launcher_main(int ctl, const char *state_dir, int workers, long session_idle_ms)
 {
 	signal(SIGCHLD, SIG_IGN); /* helpers are reaped by the kernel */
 	for (;;) {
@@ -138,7 +138,7 @@ static void launcher_main(int ctl, const char *state_dir, int workers)
 			close(ctl);
 			close(sv[0]);
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			_exit(ipmi_worker_main(sv[1], state_dir, workers));
+			_exit(ipmi_worker_main(sv[1], state_dir, workers, session_idle_ms));
 		}
 		if (pid < 0 || send_fd(ctl, sv[0], pid) < 0) {
 			if (pid > 0)
@@ -373,7 +373,7 @@ int ipmi_helper_start(const struct ipmi_helper_config *cfg)
 		close(sv[0]);
 		child_signals();
 		close_all_but(ctl);
-		launcher_main(ctl, cfg->state_dir, cfg->workers);
+		launcher_main(ctl, cfg->state_dir, cfg->workers, cfg->session_idle_ms);
 		_exit(0);
 	}
 	close(sv[1]);
@@ -401,6 +401,18 @@ fail:
 	return rc;
 }
 
+/* How long kilnd's stop waits for the helper to close its kept sessions. */
+#define HELPER_STOP_WAIT_MS 3000
+
+/* Waits until process pid is gone (the launcher's child: reaped by the kernel) or ms pass. */
+static void helper_wait_exit(pid_t pid, long ms)
+{
+	struct timespec step = {0, 10 * 1000000L};
+
+	for (long waited = 0; waited < ms && kill(pid, 0) == 0; waited += 10)
+		nanosleep(&step, NULL);
+}
+
 void ipmi_helper_stop(void)
 {
 	if (!H.started)
@@ -416,8 +428,12 @@ void ipmi_helper_stop(void)
 		close(H.fd);
 	}
 	H.fd = -1;
-	if (H.helper_pid > 0)
+	/* the helper closes its kept sessions once it sees the socket closed: give it that
+	 * time (bounded), then end it; the launcher goes last, as its exit kills the helper */
+	if (H.helper_pid > 0) {
+		helper_wait_exit(H.helper_pid, HELPER_STOP_WAIT_MS);
 		kill(H.helper_pid, SIGTERM);
+	}
 	H.helper_pid = 0;
 	close(H.launcher_fd);
 	H.launcher_fd = -1;

@@ -7,6 +7,7 @@
 
 #include <freeipmi/freeipmi.h>
 
+#include "bmc/ipmi/ipmi_sessions.h"
 #include "kiln/error.h"
 
 /* Poll interval while a power action's outcome is read back. */
@@ -29,6 +30,18 @@ static void sleep_ms(long ms)
 	while (nanosleep(&ts, &ts) != 0)
 		;
 }
+
+/*
+ * One job's session: the context, and what the job did on it. A job on a kept session
+ * whose session turns out to be gone is run again once on a fresh one, but only while
+ * nothing was sent that must not be sent twice (sent: a chassis control, which may have
+ * reached the BMC even when no answer came back).
+ */
+struct sess {
+	ipmi_ctx_t ctx;
+	int sent; /* a power action was sent */
+	int cc;   /* completion code of the failed command; -1 when none came */
+};
 
 /* Maps a libfreeipmi error number onto a kiln code. */
 static int code_of(int errnum)
@@ -59,18 +72,6 @@ static int code_of(int errnum)
 	}
 }
 
-/* Fails with the context's error, and the completion code's text when that is the cause. */
-static int cmd_fail(ipmi_ctx_t ctx, fiid_obj_t rs, uint8_t netfn, const char *what)
-{
-	int errnum = ipmi_ctx_errnum(ctx);
-	char ccmsg[128];
-
-	if (errnum == IPMI_ERR_BAD_COMPLETION_CODE && rs &&
-	    ipmi_completion_code_strerror_cmd_r(rs, netfn, ccmsg, sizeof(ccmsg)) == 0)
-		return kiln_fail(code_of(errnum), "%s: %s", what, ccmsg);
-	return kiln_fail(code_of(errnum), "%s: %s", what, ipmi_ctx_errormsg(ctx));
-}
-
 /* The completion code in an answer, or -1 when no answer came. */
 static int completion_code(fiid_obj_t rs)
 {
@@ -79,6 +80,19 @@ static int completion_code(fiid_obj_t rs)
 	if (!rs || fiid_obj_get(rs, "comp_code", &cc) <= 0)
 		return -1;
 	return (int)cc;
+}
+
+/* Fails with the context's error, and the completion code's text when that is the cause. */
+static int cmd_fail(struct sess *s, fiid_obj_t rs, uint8_t netfn, const char *what)
+{
+	int errnum = ipmi_ctx_errnum(s->ctx);
+	char ccmsg[128];
+
+	s->cc = errnum == IPMI_ERR_BAD_COMPLETION_CODE ? completion_code(rs) : -1;
+	if (errnum == IPMI_ERR_BAD_COMPLETION_CODE && rs &&
+	    ipmi_completion_code_strerror_cmd_r(rs, netfn, ccmsg, sizeof(ccmsg)) == 0)
+		return kiln_fail(code_of(errnum), "%s: %s", what, ccmsg);
+	return kiln_fail(code_of(errnum), "%s: %s", what, ipmi_ctx_errormsg(s->ctx));
 }
 
 static int session_open(ipmi_ctx_t *out, const struct ipmi_job *job)
@@ -110,16 +124,8 @@ static int session_open(ipmi_ctx_t *out, const struct ipmi_job *job)
 	return 0;
 }
 
-static void session_close(ipmi_ctx_t ctx)
-{
-	if (!ctx)
-		return;
-	ipmi_ctx_close(ctx);
-	ipmi_ctx_destroy(ctx);
-}
-
 /* Reads the power state: 1 on, 0 off, or a negative code. */
-static int power_read(ipmi_ctx_t ctx)
+static int power_read(struct sess *s)
 {
 	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_chassis_status_rs);
 	uint64_t on = 0;
@@ -127,8 +133,8 @@ static int power_read(ipmi_ctx_t ctx)
 
 	if (!rs)
 		return kiln_fail(KILN_ERROR, "out of memory");
-	if (ipmi_cmd_get_chassis_status(ctx, rs) < 0)
-		rc = cmd_fail(ctx, rs, IPMI_NET_FN_CHASSIS_RQ, "get chassis status");
+	if (ipmi_cmd_get_chassis_status(s->ctx, rs) < 0)
+		rc = cmd_fail(s, rs, IPMI_NET_FN_CHASSIS_RQ, "get chassis status");
 	else if (fiid_obj_get(rs, "current_power_state.power_is_on", &on) < 0)
 		rc = kiln_fail(KILN_EPROTO, "get chassis status: no power state in the answer");
 	else
@@ -137,24 +143,25 @@ static int power_read(ipmi_ctx_t ctx)
 	return rc;
 }
 
-static int chassis_control(ipmi_ctx_t ctx, uint8_t control, const char *what)
+static int chassis_control(struct sess *s, uint8_t control, const char *what)
 {
 	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_chassis_control_rs);
 	int rc = 0;
 
 	if (!rs)
 		return kiln_fail(KILN_ERROR, "out of memory");
-	if (ipmi_cmd_chassis_control(ctx, control, rs) < 0)
-		rc = cmd_fail(ctx, rs, IPMI_NET_FN_CHASSIS_RQ, what);
+	s->sent = 1; /* from here the BMC may act on it, answer or not */
+	if (ipmi_cmd_chassis_control(s->ctx, control, rs) < 0)
+		rc = cmd_fail(s, rs, IPMI_NET_FN_CHASSIS_RQ, what);
 	fiid_obj_destroy(rs);
 	return rc;
 }
 
 /* Polls until the power state is want (1/0) or deadline passes: 1 reached, 0 not, <0 error. */
-static int power_wait(ipmi_ctx_t ctx, int want, long deadline)
+static int power_wait(struct sess *s, int want, long deadline)
 {
 	for (;;) {
-		int p = power_read(ctx);
+		int p = power_read(s);
 
 		if (p < 0)
 			return p;
@@ -178,9 +185,9 @@ static json_t *power_data(int on, const char *action, const char *result)
 	return data;
 }
 
-static int do_power_get(json_t **out, ipmi_ctx_t ctx)
+static int do_power_get(json_t **out, struct sess *s)
 {
-	int p = power_read(ctx);
+	int p = power_read(s);
 
 	if (p < 0)
 		return p;
@@ -188,13 +195,13 @@ static int do_power_get(json_t **out, ipmi_ctx_t ctx)
 	return 0;
 }
 
-static int do_power_action(json_t **out, ipmi_ctx_t ctx, const struct ipmi_job *job)
+static int do_power_action(json_t **out, struct sess *s, const struct ipmi_job *job)
 {
 	const char *action = job->action;
 	long deadline;
 	int before, p, rc;
 
-	before = power_read(ctx);
+	before = power_read(s);
 	if (before < 0)
 		return before;
 	if (!before && (strcmp(action, "cycle") == 0 || strcmp(action, "reset") == 0)) {
@@ -211,10 +218,10 @@ static int do_power_action(json_t **out, ipmi_ctx_t ctx, const struct ipmi_job *
 			: strcmp(action, "off") == 0 ? IPMI_CHASSIS_CONTROL_POWER_DOWN
 						     : IPMI_CHASSIS_CONTROL_INITIATE_SOFT_SHUTDOWN;
 
-		rc = chassis_control(ctx, control, "chassis control");
+		rc = chassis_control(s, control, "chassis control");
 		if (rc < 0)
 			return rc;
-		p = power_wait(ctx, want, deadline);
+		p = power_wait(s, want, deadline);
 		if (p < 0)
 			return p;
 		if (!p)
@@ -225,10 +232,10 @@ static int do_power_action(json_t **out, ipmi_ctx_t ctx, const struct ipmi_job *
 	}
 	if (strcmp(action, "reset") == 0) {
 		/* A hard reset leaves the power on: the BMC's completion code is the evidence. */
-		rc = chassis_control(ctx, IPMI_CHASSIS_CONTROL_HARD_RESET, "chassis control (reset)");
+		rc = chassis_control(s, IPMI_CHASSIS_CONTROL_HARD_RESET, "chassis control (reset)");
 		if (rc < 0)
 			return rc;
-		p = power_read(ctx);
+		p = power_read(s);
 		if (p < 0)
 			return p;
 		*out = power_data(p, job->action, "acknowledged");
@@ -236,7 +243,7 @@ static int do_power_action(json_t **out, ipmi_ctx_t ctx, const struct ipmi_job *
 		return 0;
 	}
 	/* cycle: off must be seen, then on again; a BMC too fast to watch is taken at its word */
-	rc = chassis_control(ctx, IPMI_CHASSIS_CONTROL_POWER_CYCLE, "chassis control (cycle)");
+	rc = chassis_control(s, IPMI_CHASSIS_CONTROL_POWER_CYCLE, "chassis control (cycle)");
 	if (rc < 0)
 		return rc;
 	{
@@ -244,14 +251,14 @@ static int do_power_action(json_t **out, ipmi_ctx_t ctx, const struct ipmi_job *
 
 		if (off_deadline > deadline)
 			off_deadline = deadline;
-		p = power_wait(ctx, 0, off_deadline);
+		p = power_wait(s, 0, off_deadline);
 		if (p < 0)
 			return p;
 		if (!p) {
 			*out = power_data(1, job->action, "acknowledged");
 			return 0;
 		}
-		p = power_wait(ctx, 1, deadline);
+		p = power_wait(s, 1, deadline);
 		if (p < 0)
 			return p;
 		if (!p)
@@ -262,7 +269,7 @@ static int do_power_action(json_t **out, ipmi_ctx_t ctx, const struct ipmi_job *
 	return 0;
 }
 
-static int do_boot_set(json_t **out, ipmi_ctx_t ctx, const struct ipmi_job *job)
+static int do_boot_set(json_t **out, struct sess *s, const struct ipmi_job *job)
 {
 	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_set_system_boot_options_rs);
 	uint8_t device;
@@ -285,15 +292,15 @@ static int do_boot_set(json_t **out, ipmi_ctx_t ctx, const struct ipmi_job *job)
 	 */
 	fiid_obj_clear(rs);
 	if (ipmi_cmd_set_system_boot_options_set_in_progress(
-		    ctx, IPMI_SYSTEM_BOOT_OPTIONS_PARAMETER_VALID_UNLOCKED,
+		    s->ctx, IPMI_SYSTEM_BOOT_OPTIONS_PARAMETER_VALID_UNLOCKED,
 		    IPMI_SYSTEM_BOOT_OPTION_SET_IN_PROGRESS, rs) < 0 &&
 	    completion_code(rs) <= 0) {
-		rc = cmd_fail(ctx, rs, IPMI_NET_FN_CHASSIS_RQ, "set boot options (set in progress)");
+		rc = cmd_fail(s, rs, IPMI_NET_FN_CHASSIS_RQ, "set boot options (set in progress)");
 		goto cleanup;
 	}
 	fiid_obj_clear(rs);
 	if (ipmi_cmd_set_system_boot_options_boot_flags(
-		    ctx, IPMI_SYSTEM_BOOT_OPTIONS_PARAMETER_VALID_UNLOCKED,
+		    s->ctx, IPMI_SYSTEM_BOOT_OPTIONS_PARAMETER_VALID_UNLOCKED,
 		    IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_BOOT_TYPE_PC_COMPATIBLE,
 		    job->persistent ? IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID_PERSISTENTLY
 				    : IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_VALID_FOR_NEXT_BOOT,
@@ -302,11 +309,11 @@ static int do_boot_set(json_t **out, ipmi_ctx_t ctx, const struct ipmi_job *job)
 		    IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAG_FIRMWARE_BIOS_VERBOSITY_DEFAULT, 0,
 		    IPMI_SYSTEM_BOOT_OPTION_BOOT_FLAGS_SET_MUX_TO_RECOMENDED_AT_END_OF_POST, 0, 0,
 		    rs) < 0) {
-		rc = cmd_fail(ctx, rs, IPMI_NET_FN_CHASSIS_RQ, "set boot flags");
+		rc = cmd_fail(s, rs, IPMI_NET_FN_CHASSIS_RQ, "set boot flags");
 		goto cleanup;
 	}
 	(void)ipmi_cmd_set_system_boot_options_set_in_progress(
-		ctx, IPMI_SYSTEM_BOOT_OPTIONS_PARAMETER_VALID_UNLOCKED,
+		s->ctx, IPMI_SYSTEM_BOOT_OPTIONS_PARAMETER_VALID_UNLOCKED,
 		IPMI_SYSTEM_BOOT_OPTION_SET_COMPLETE, rs);
 	*out = json_pack("{s:s, s:b}", "boot", job->boot, "persistent", job->persistent);
 cleanup:
@@ -459,7 +466,7 @@ static json_t *fru_json(const struct fru_info *fi)
 	return o;
 }
 
-static int do_inventory(json_t **out, ipmi_ctx_t ctx)
+static int do_inventory(json_t **out, struct sess *s)
 {
 	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_device_id_rs);
 	uint64_t mfr = 0, product = 0, major = 0, minor = 0, vmaj = 0, vmin = 0;
@@ -470,8 +477,8 @@ static int do_inventory(json_t **out, ipmi_ctx_t ctx)
 
 	if (!rs)
 		return kiln_fail(KILN_ERROR, "out of memory");
-	if (ipmi_cmd_get_device_id(ctx, rs) < 0) {
-		rc = cmd_fail(ctx, rs, IPMI_NET_FN_APP_RQ, "get device id");
+	if (ipmi_cmd_get_device_id(s->ctx, rs) < 0) {
+		rc = cmd_fail(s, rs, IPMI_NET_FN_APP_RQ, "get device id");
 		goto cleanup;
 	}
 	if (fiid_obj_get(rs, "manufacturer_id.id", &mfr) < 0 ||
@@ -490,7 +497,7 @@ static int do_inventory(json_t **out, ipmi_ctx_t ctx)
 		snprintf(mfrname, sizeof(mfrname), "IANA %u", (unsigned)mfr);
 	/* FRU names the machine; the product area speaks for it before the board's. BIOS
 	 * version is not in FRU. */
-	fru_read(ctx, &fi);
+	fru_read(s->ctx, &fi);
 	data = json_object();
 	json_object_set_new(data, "manufacturer",
 			    fru_pick(fi.product_manufacturer, fi.board_manufacturer[0]
@@ -512,29 +519,80 @@ cleanup:
 	return rc;
 }
 
+static int job_dispatch(json_t **out, struct sess *s, const struct ipmi_job *job)
+{
+	if (strcmp(job->op, "power_get") == 0)
+		return do_power_get(out, s);
+	if (strcmp(job->op, "power_action") == 0)
+		return do_power_action(out, s, job);
+	if (strcmp(job->op, "boot_set") == 0)
+		return do_boot_set(out, s, job); /* absolute values: sending them twice is harmless */
+	if (strcmp(job->op, "inventory") == 0)
+		return do_inventory(out, s);
+	return kiln_fail(KILN_EINVAL, "unknown operation '%.32s'", job->op);
+}
+
+/*
+ * Does the failure say that the session is gone (the BMC restarted, timed it out or
+ * forgot it)? BMCs mostly drop messages for an unknown session, so the command times
+ * out; some answer at the RMCP+ level, or with 0x87/0x88 (invalid session id/handle: no
+ * command kiln sends defines these codes for anything else) or 0xD4 (a forgotten session's
+ * privilege).
+ */
+static int session_lost(const struct sess *s)
+{
+	switch (ipmi_ctx_errnum(s->ctx)) {
+	case IPMI_ERR_SESSION_TIMEOUT:
+	case IPMI_ERR_MESSAGE_TIMEOUT:
+	case IPMI_ERR_CONNECTION_TIMEOUT:
+	case IPMI_ERR_BAD_RMCPPLUS_STATUS_CODE:
+	case IPMI_ERR_SYSTEM_ERROR:
+	case IPMI_ERR_DRIVER_TIMEOUT:
+		return 1;
+	case IPMI_ERR_BAD_COMPLETION_CODE:
+		return s->cc == 0x87 || s->cc == 0x88 || s->cc == 0xD4;
+	default:
+		return 0;
+	}
+}
+
+/* May the session serve another job? Only when its last command was answered. */
+static int session_reusable(const struct sess *s)
+{
+	int errnum = ipmi_ctx_errnum(s->ctx);
+
+	return errnum == IPMI_ERR_SUCCESS ||
+	       (errnum == IPMI_ERR_BAD_COMPLETION_CODE && !session_lost(s));
+}
+
 int ipmi_job_run(json_t **out, const struct ipmi_job *job)
 {
-	ipmi_ctx_t ctx = NULL;
-	int rc;
+	struct sess s = {NULL, 0, -1};
+	int reused, rc;
 
 	if (strcmp(job->op, "sensors") == 0)
 		return ipmi_monitor_sensors(out, job);
 	if (strcmp(job->op, "sel") == 0)
 		return ipmi_monitor_sel(out, job);
 
-	rc = session_open(&ctx, job);
-	if (rc < 0)
+	s.ctx = ipmi_sessions_take(job);
+	reused = s.ctx != NULL;
+	if (!reused && (rc = session_open(&s.ctx, job)) < 0)
 		return rc;
-	if (strcmp(job->op, "power_get") == 0)
-		rc = do_power_get(out, ctx);
-	else if (strcmp(job->op, "power_action") == 0)
-		rc = do_power_action(out, ctx, job);
-	else if (strcmp(job->op, "boot_set") == 0)
-		rc = do_boot_set(out, ctx, job);
-	else if (strcmp(job->op, "inventory") == 0)
-		rc = do_inventory(out, ctx);
+	rc = job_dispatch(out, &s, job);
+	if (rc < 0 && reused && !s.sent && session_lost(&s)) {
+		/* the kept session went away while idle: once more on a fresh one */
+		ipmi_session_close(s.ctx);
+		s.ctx = NULL;
+		s.cc = -1;
+		kiln_error_clear();
+		if ((rc = session_open(&s.ctx, job)) < 0)
+			return rc;
+		rc = job_dispatch(out, &s, job);
+	}
+	if (session_reusable(&s))
+		ipmi_sessions_put(job, s.ctx);
 	else
-		rc = kiln_fail(KILN_EINVAL, "unknown operation '%.32s'", job->op);
-	session_close(ctx);
+		ipmi_session_close(s.ctx);
 	return rc;
 }

@@ -13,6 +13,7 @@
 
 #include "bmc/ipmi/ipmi_console.h"
 #include "bmc/ipmi/ipmi_ops.h"
+#include "bmc/ipmi/ipmi_sessions.h"
 #include "bmc/ipmi/ipmi_wire.h"
 #include "kiln/error.h"
 #include "kiln/parse.h"
@@ -194,7 +195,7 @@ static void *worker_thread(void *arg)
 	return NULL;
 }
 
-int ipmi_worker_main(int fd, const char *state_dir, int workers)
+int ipmi_worker_main(int fd, const char *state_dir, int workers, long session_idle_ms)
 {
 	W.fd = fd;
 	W.nworkers = workers > 0 ? workers : 64;
@@ -212,6 +213,8 @@ int ipmi_worker_main(int fd, const char *state_dir, int workers)
 		fprintf(stderr, "kilnd ipmi helper: %s\n", kiln_error_last());
 		return 1;
 	}
+	if (ipmi_sessions_start(session_idle_ms == 0 ? IPMI_SESSIONS_IDLE_MS : session_idle_ms) < 0)
+		fprintf(stderr, "kilnd ipmi helper: no session expiry thread; sessions are not kept\n");
 	for (int i = 0; i < W.nworkers; i++) {
 		pthread_t t;
 		pthread_attr_t attr;
@@ -251,7 +254,9 @@ int ipmi_worker_main(int fd, const char *state_dir, int workers)
 		pthread_cond_broadcast(&W.cond);
 		pthread_mutex_unlock(&W.lock);
 	}
-	/* jobs in flight are abandoned: kilnd has already failed them */
+	/* jobs in flight are abandoned: kilnd has already failed them; their sessions are not
+	 * kept (a put after the stop closes), the BMC times out those still in use */
 	ipmi_console_shutdown();
+	ipmi_sessions_stop();
 	return 0;
 }
