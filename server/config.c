@@ -63,6 +63,9 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "duration (2s, 1m) or milliseconds (1500ms), 0 to 600 s."),
 	KEY("bmc", "action_timeout", KILN_CFG_DURATION, bmc_action_timeout, 5, 3600, NULL, "120s",
 	    "How long a power action may take to be confirmed by reading the state back."),
+	KEY("bmc", "redfish_threads", KILN_CFG_INT, bmc_redfish_threads, 0, 16, NULL, "0",
+	    "Threads that run the Redfish requests (TLS and HTTP work), each holding its share "
+	    "of the BMCs; 0: one per CPU core, at most 16."),
 	KEY("bmc", "ipmi_session_idle", KILN_CFG_DURATION, bmc_ipmi_session_idle, 0, 50, NULL, "20s",
 	    "An IPMI BMC's RMCP+ session is kept open after a request for the next one to the "
 	    "same BMC, and closed once idle this long (BMCs end idle sessions after ~60 s); "

@@ -297,6 +297,7 @@ int main(int argc, char **argv)
 			.request_timeout_ms = (long)cfg.bmc_request_timeout * 1000,
 			.action_timeout_ms = (long)cfg.bmc_action_timeout * 1000,
 			.status_timeout_ms = (long)cfg.bmc_status_timeout,
+			.redfish_loops = cfg.bmc_redfish_threads,
 			.state_dir = sd->path,
 		};
 		struct poller_options popt = { .db_path = db_path, .key = &sd->key };

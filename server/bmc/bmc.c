@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bmc/bmc.h"
 #include "bmc/ipmi/ipmi.h"
@@ -31,6 +32,7 @@ struct bmc_node {
 	char *key;                  /* what the driver state was built from */
 	int64_t credentials_version;
 	struct redfish_bmc *rf;
+	int loop;                   /* which Redfish loop holds rf (fixed for the node's life) */
 	struct bmc_job *head, *tail;
 	int busy, ready;
 	int slow;                   /* its last operation timed out: a batch starts it first */
@@ -39,7 +41,9 @@ struct bmc_node {
 struct bmc_engine {
 	struct bmc_engine_config cfg;
 	pthread_mutex_t lock;
-	struct redfish *rf;
+	/* Redfish loops, one thread each; a node's BMC stays on the loop it was given */
+	struct redfish *rf[BMC_REDFISH_LOOPS_MAX];
+	int nrf, next_loop;
 	struct bmc_node *buckets[BMC_BUCKETS];
 	struct bmc_node *ready_head, *ready_tail;
 	int running;
@@ -150,6 +154,9 @@ static struct bmc_node *node_get(struct bmc_engine *e, int64_t id)
 	if (!n)
 		return NULL;
 	n->node_id = id;
+	n->loop = e->next_loop++ % e->nrf;
+	if (e->next_loop >= e->nrf)
+		e->next_loop = 0;
 	n->hnext = e->buckets[h];
 	e->buckets[h] = n;
 	return n;
@@ -243,12 +250,12 @@ static void job_start(struct bmc_engine *e, struct bmc_job *j)
 	}
 	if (!n->rf || !n->key || strcmp(n->key, key) != 0 ||
 	    n->credentials_version != j->target.credentials_version) {
-		redfish_bmc_retire(e->rf, n->rf); /* logs out the old session */
+		redfish_bmc_retire(e->rf[n->loop], n->rf); /* logs out the old session */
 		n->rf = NULL;
 		key_free(n->key);
 		n->key = NULL;
 		kiln_error_clear();
-		if ((rc = redfish_bmc_new(e->rf, &n->rf, &j->target)) < 0) {
+		if ((rc = redfish_bmc_new(e->rf[n->loop], &n->rf, &j->target)) < 0) {
 			key_free(key);
 			job_fail(j, rc, kiln_error_last());
 			return;
@@ -259,7 +266,7 @@ static void job_start(struct bmc_engine *e, struct bmc_job *j)
 		key_free(key);
 	}
 	kiln_error_clear();
-	if ((rc = redfish_submit(e->rf, n->rf, &j->op, job_done, j)) < 0)
+	if ((rc = redfish_submit(e->rf[n->loop], n->rf, &j->op, job_done, j)) < 0)
 		job_fail(j, rc, kiln_error_last());
 }
 
@@ -282,18 +289,29 @@ int bmc_engine_start(struct bmc_engine **out, const struct bmc_engine_config *cf
 	if (e->cfg.fanout <= 0)
 		e->cfg.fanout = 2048;
 	pthread_mutex_init(&e->lock, NULL);
+	/* One Redfish loop per core (TLS and HTTP work is CPU-bound past a few thousand BMCs),
+	 * sharing the descriptor and handshake budgets. */
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	e->nrf = e->cfg.redfish_loops > 0 ? e->cfg.redfish_loops : cores > 0 ? (int)cores : 1;
+	if (e->nrf > BMC_REDFISH_LOOPS_MAX)
+		e->nrf = BMC_REDFISH_LOOPS_MAX;
 	struct redfish_config rc = {
 		.max_inflight = e->cfg.fanout,
 		.connect_timeout_ms = e->cfg.connect_timeout_ms,
 		.request_timeout_ms = e->cfg.request_timeout_ms,
 		.action_timeout_ms = e->cfg.action_timeout_ms,
 		.status_timeout_ms = e->cfg.status_timeout_ms,
+		.share = e->nrf,
 	};
-	int err = redfish_start(&e->rf, &rc);
-	if (err < 0) {
-		pthread_mutex_destroy(&e->lock);
-		free(e);
-		return err;
+	for (int i = 0; i < e->nrf; i++) {
+		int err = redfish_start(&e->rf[i], &rc);
+		if (err < 0) {
+			while (i-- > 0)
+				redfish_stop(e->rf[i]);
+			pthread_mutex_destroy(&e->lock);
+			free(e);
+			return err;
+		}
 	}
 	*out = e;
 	return 0;
@@ -329,8 +347,12 @@ void bmc_engine_stop(struct bmc_engine *e)
 			j->done(j->ud, &res);
 		job_free(j);
 	}
-	/* fails what runs, deletes every session, frees every driver state */
-	redfish_stop(e->rf);
+	/* fails what runs, deletes every session, frees every driver state: the loops log
+	 * out of their BMCs at the same time */
+	for (int i = 0; i < e->nrf; i++)
+		redfish_stop_begin(e->rf[i]);
+	for (int i = 0; i < e->nrf; i++)
+		redfish_stop(e->rf[i]);
 
 	for (size_t h = 0; h < BMC_BUCKETS; h++) {
 		struct bmc_node *n = e->buckets[h];

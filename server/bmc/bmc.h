@@ -80,7 +80,11 @@ struct bmc_engine_config {
 	long action_timeout_ms;   /* how long a power action's confirmation may take */
 	long status_timeout_ms;   /* a power-state read of a known BMC; 0: request_timeout_ms */
 	const char *state_dir;    /* SDR caches, console logs */
+	int redfish_loops;        /* Redfish loop threads; 0: one per online core (at most
+				   * BMC_REDFISH_LOOPS_MAX) */
 };
+
+#define BMC_REDFISH_LOOPS_MAX 16
 
 int bmc_engine_start(struct bmc_engine **out, const struct bmc_engine_config *cfg);
 /* Stops the engine: fails what is queued, logs out of every BMC session. Accepts NULL. */

@@ -43,11 +43,13 @@ trap on_exit EXIT
 
 T=$KILN_TEST_TMP
 # The poller stays out of the way (its reads would move the request counters); actions and
-# reads here are the API's own. A hung BMC costs request_timeout.
+# reads here are the API's own. A hung BMC costs request_timeout. Three Redfish loops
+# whatever the cores: the nodes are spread over them, each BMC staying on its loop.
 cat >"$T/kilnd.conf" <<EOF
 [http]
 threads = 4
 [bmc]
+redfish_threads = 3
 connect_timeout = 2s
 request_timeout = 3s
 action_timeout = 30s

@@ -744,8 +744,12 @@ int redfish_start(struct redfish **out, const struct redfish_config *cfg)
 		rf->cfg.max_body = 16u << 20;
 	if (rf->cfg.status_timeout_ms <= 0 || rf->cfg.status_timeout_ms > rf->cfg.request_timeout_ms)
 		rf->cfg.status_timeout_ms = rf->cfg.request_timeout_ms;
+	if (rf->cfg.share < 1)
+		rf->cfg.share = 1;
 	if (rf->cfg.max_handshakes <= 0)
-		rf->cfg.max_handshakes = RF_HANDSHAKES_DEFAULT;
+		rf->cfg.max_handshakes = RF_HANDSHAKES_DEFAULT / rf->cfg.share < 8
+						 ? 8
+						 : RF_HANDSHAKES_DEFAULT / rf->cfg.share;
 	if (rf->cfg.max_connections <= 0) {
 		/* a kept TLS connection is a descriptor and ~72 kB: keep them for a fleet that
 		 * fits in three quarters of the descriptors (the soft limit raised to the hard
@@ -761,7 +765,7 @@ int redfish_start(struct redfish **out, const struct redfish_config *cfg)
 			}
 			lim = rl.rlim_cur;
 		}
-		lim = lim / 4 * 3;
+		lim = lim / 4 * 3 / (rlim_t)rf->cfg.share;
 		rf->cfg.max_connections = lim > RF_CONNECTIONS_MAX ? RF_CONNECTIONS_MAX
 								   : lim < 64 ? 64 : (int)lim;
 	}
@@ -813,15 +817,22 @@ int redfish_start(struct redfish **out, const struct redfish_config *cfg)
 	return 0;
 }
 
+void redfish_stop_begin(struct redfish *rf)
+{
+	if (!rf || !rf->thread_started)
+		return;
+	pthread_mutex_lock(&rf->lock);
+	rf->stopping = 1;
+	pthread_mutex_unlock(&rf->lock);
+	loop_wake(rf);
+}
+
 void redfish_stop(struct redfish *rf)
 {
 	if (!rf)
 		return;
 	if (rf->thread_started) {
-		pthread_mutex_lock(&rf->lock);
-		rf->stopping = 1;
-		pthread_mutex_unlock(&rf->lock);
-		loop_wake(rf);
+		redfish_stop_begin(rf);
 		pthread_join(rf->thread, NULL);
 	}
 	while (rf->bmcs) {

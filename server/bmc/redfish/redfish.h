@@ -19,6 +19,8 @@ struct redfish_config {
 	int max_connections;       /* kept-alive connections; 0: half the open-file limit */
 	int max_handshakes;        /* requests on a new TLS connection in flight at once; 0: 64 */
 	size_t max_body;           /* hard cap on a response body */
+	int share;                 /* loops sharing the process (0, 1: alone): the defaults of
+				    * max_connections and max_handshakes are divided among them */
 };
 
 int redfish_start(struct redfish **out, const struct redfish_config *cfg);
@@ -29,6 +31,9 @@ int redfish_start(struct redfish **out, const struct redfish_config *cfg);
  * Accepts NULL.
  */
 void redfish_stop(struct redfish *rf);
+/* Tells the loop to stop without waiting for it (redfish_stop then waits), so that several
+ * loops log out of their BMCs at once. Accepts NULL. */
+void redfish_stop_begin(struct redfish *rf);
 
 /*
  * Copies what it needs of target. KILN_EINVAL when the target is not a Redfish one. The
