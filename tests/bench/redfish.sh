@@ -20,6 +20,7 @@
 #   --sims K kiln-bmcsim processes (default: one per 5,000 BMCs); more spread the
 #            simulators' CPU over both cores.
 #   --peer-fanout F  the second kilnd's fan-out (0: not run).
+#   --redfish-threads T  kilnd's [bmc] redfish_threads (default: kilnd's own, one per core).
 #   --select-query on|off  kiln-bmcsim's service root advertises $select (SelectQuery) or not;
 #            default: as the mockup says (generic: not advertised).
 #   KILN_BENCH_BUILD=DIR uses that build directory instead of build-bench.
@@ -36,7 +37,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${KILN_BENCH_BUILD:-$SRC/build-bench}
 N=10000 LAT=200 JIT=50 FAULT=hang:1% RT=5 ST= FANOUT= SWEEPS=3 PEER=100 CYCLE=0 BUILD_IT=1
-PER_PROC=5000 SIMS= CLI=0 DEAD=0 PEER_FANOUT=8 SELECT=
+PER_PROC=5000 SIMS= CLI=0 DEAD=0 PEER_FANOUT=8 SELECT= RFT=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bmcs) N=$2; shift 2 ;;
@@ -54,8 +55,9 @@ while [ $# -gt 0 ]; do
 	--dead) DEAD=1 CLI=1 N=1000 FAULT=hang:50% SWEEPS=2 PEER=0; shift ;;
 	--sims) SIMS=$2; shift 2 ;;
 	--select-query) SELECT=$2; shift 2 ;;
+	--redfish-threads) RFT=$2; shift 2 ;;
 	--no-build) BUILD_IT=0; shift ;;
-	-h | --help) sed -n "2,36p" "$0"; exit 0 ;;
+	-h | --help) sed -n "2,37p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -103,6 +105,7 @@ kilnd_start() {
 		printf '[bmc]\nrequest_timeout = %ss\n' "$RT"
 		[ -n "$fan" ] && printf 'fanout = %s\n' "$fan"
 		[ -n "$ST" ] && printf 'status_timeout = %s\n' "$ST"
+		[ -n "$RFT" ] && printf 'redfish_threads = %s\n' "$RFT"
 		printf '[poller]\ninterval = 3600s\n'
 	} >"$dir.conf"
 	mkdir -m 700 "$dir"
