@@ -823,7 +823,6 @@ static void history_fill(struct agent_history_row *h, char **gpus_json,
 	*gpus_json = arr;
 }
 
-
 /* --- what the writer compares each node's next report with ----------------------------- */
 
 /*

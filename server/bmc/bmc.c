@@ -31,8 +31,7 @@ struct bmc_node {
 	int64_t node_id;
 	char *key;                  /* what the driver state was built from */
 	int64_t credentials_version;
-	struct redfish_bmc *rf;
-	int loop;                   /* which Redfish loop holds rf (fixed for the node's life) */
+	struct redfish_bmc *rf;     /* held by the Redfish loop node_loop() names */
 	struct bmc_job *head, *tail;
 	int busy, ready;
 	int slow;                   /* its last operation timed out: a batch starts it first */
@@ -41,9 +40,9 @@ struct bmc_node {
 struct bmc_engine {
 	struct bmc_engine_config cfg;
 	pthread_mutex_t lock;
-	/* Redfish loops, one thread each; a node's BMC stays on the loop it was given */
+	/* Redfish loops, one thread each; a node's BMC stays on one (node_loop) */
 	struct redfish *rf[BMC_REDFISH_LOOPS_MAX];
-	int nrf, next_loop;
+	int nrf;
 	struct bmc_node *buckets[BMC_BUCKETS];
 	struct bmc_node *ready_head, *ready_tail;
 	int running;
@@ -154,9 +153,6 @@ static struct bmc_node *node_get(struct bmc_engine *e, int64_t id)
 	if (!n)
 		return NULL;
 	n->node_id = id;
-	n->loop = e->next_loop++ % e->nrf;
-	if (e->next_loop >= e->nrf)
-		e->next_loop = 0;
 	n->hnext = e->buckets[h];
 	e->buckets[h] = n;
 	return n;
@@ -227,6 +223,12 @@ static void job_fail(struct bmc_job *j, int rc, const char *msg)
 	job_done(j, &res);
 }
 
+/* The Redfish loop of a node's BMC, for the node's life (node ids spread them evenly). */
+static struct redfish *node_loop(const struct bmc_engine *e, const struct bmc_node *n)
+{
+	return e->rf[(uint64_t)n->node_id % (uint64_t)e->nrf];
+}
+
 /* Runs one job; its node is marked busy, so its driver state is ours alone. */
 static void job_start(struct bmc_engine *e, struct bmc_job *j)
 {
@@ -250,12 +252,12 @@ static void job_start(struct bmc_engine *e, struct bmc_job *j)
 	}
 	if (!n->rf || !n->key || strcmp(n->key, key) != 0 ||
 	    n->credentials_version != j->target.credentials_version) {
-		redfish_bmc_retire(e->rf[n->loop], n->rf); /* logs out the old session */
+		redfish_bmc_retire(node_loop(e, n), n->rf); /* logs out the old session */
 		n->rf = NULL;
 		key_free(n->key);
 		n->key = NULL;
 		kiln_error_clear();
-		if ((rc = redfish_bmc_new(e->rf[n->loop], &n->rf, &j->target)) < 0) {
+		if ((rc = redfish_bmc_new(node_loop(e, n), &n->rf, &j->target)) < 0) {
 			key_free(key);
 			job_fail(j, rc, kiln_error_last());
 			return;
@@ -266,7 +268,7 @@ static void job_start(struct bmc_engine *e, struct bmc_job *j)
 		key_free(key);
 	}
 	kiln_error_clear();
-	if ((rc = redfish_submit(e->rf[n->loop], n->rf, &j->op, job_done, j)) < 0)
+	if ((rc = redfish_submit(node_loop(e, n), n->rf, &j->op, job_done, j)) < 0)
 		job_fail(j, rc, kiln_error_last());
 }
 

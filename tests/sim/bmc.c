@@ -714,7 +714,7 @@ json_t *bmc_state_json(struct bmc *b, uint64_t now)
 		"requests", "GET", (json_int_t)b->n_get, "POST", (json_int_t)b->n_post,
 		"PATCH", (json_int_t)b->n_patch, "DELETE", (json_int_t)b->n_delete,
 		"other", (json_int_t)b->n_other, "selected", (json_int_t)b->n_selected,
-		"select_query", b->cfg->select_query,
+		"select_query", b->tree->select_query,
 		"resets", resets, "systems", systems, "media", media_json(b),
 		"sessions_created", (json_int_t)b->sessions_created,
 		"sessions_deleted", (json_int_t)b->sessions_deleted,

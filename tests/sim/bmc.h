@@ -41,12 +41,12 @@ struct bmc_system {
 	uint32_t gen;
 	uint32_t etag_gen;
 	char boot_target[32], boot_enabled[16], boot_mode[16];
-	/* the system's last answer, kept while nothing it shows changed (power, boot, etag) */
+	/* the system's last answer, kept while nothing it shows changed: its power, or its
+	 * etag generation (which every boot setting's change moves) */
 	char *rendered;
 	size_t rendered_len;
 	enum bmc_power rendered_power;
 	uint32_t rendered_etag_gen;
-	char rendered_boot[64];         /* target|enabled|mode when it was rendered */
 };
 
 struct bmc_session {
@@ -99,7 +99,7 @@ struct bmc {
 	struct bmc_session *sessions;
 	size_t nsessions;
 	uint64_t n_get, n_post, n_patch, n_delete, n_other;
-	uint64_t n_selected;            /* GETs with a $select the service honours (or ignores) */
+	uint64_t n_selected;            /* GETs with a $select where the root advertises it */
 	uint64_t sessions_created, sessions_deleted, sessions_expired, auth_failures, hook_runs;
 	uint64_t connections;           /* TCP connections accepted (each a TLS handshake with --tls) */
 	char **resets;

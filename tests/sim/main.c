@@ -207,7 +207,6 @@ int main(int argc, char **argv)
 		tree_free(tree);
 		return 1;
 	}
-	cfg.select_query = tree->select_query;
 	if (!profile)
 		profile = tree_profile_guess(tree);
 	cfg.profile = sim_profile_find(profile);

@@ -584,10 +584,8 @@ static json_t *render_system(struct bmc *b, const struct tree_res *r)
 static void reply_system(struct sim_reply *out, struct bmc *b, const struct tree_res *r)
 {
 	struct bmc_system *s = &b->systems[r->index];
-	char boot[sizeof(s->rendered_boot)], etag[32];
-	snprintf(boot, sizeof(boot), "%s|%s|%s", s->boot_target, s->boot_enabled, s->boot_mode);
-	if (!s->rendered || s->rendered_power != s->power || s->rendered_etag_gen != s->etag_gen ||
-	    strcmp(s->rendered_boot, boot) != 0) {
+	char etag[32];
+	if (!s->rendered || s->rendered_power != s->power || s->rendered_etag_gen != s->etag_gen) {
 		json_t *doc = render_system(b, r);
 		char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 		json_decref(doc);
@@ -600,7 +598,6 @@ static void reply_system(struct sim_reply *out, struct bmc *b, const struct tree
 		s->rendered_len = strlen(text);
 		s->rendered_power = s->power;
 		s->rendered_etag_gen = s->etag_gen;
-		kiln_strlcpy(s->rendered_boot, boot, sizeof(s->rendered_boot));
 	}
 	/* a copy: the reply goes out after the latency, when the kept text may have changed */
 	out->body = malloc(s->rendered_len + 1);
@@ -960,11 +957,11 @@ void redfish_handle(struct sim_reply *out, struct bmc *b, const struct sim_reque
 	const struct tree_res *r = NULL;
 	/* $select only where the root advertises it; the quirks: a service that advertises it
 	 * but ignores it, or refuses it */
-	const char *select = b->cfg->select_query && b->cfg->select_quirk == SELECT_HONOURED &&
+	const char *select = b->tree->select_query && b->cfg->select_quirk == SELECT_HONOURED &&
 			     strcmp(req.method, "GET") == 0 ? req.select : NULL;
 	bool selected = false;
 
-	if (req.select && b->cfg->select_query && b->cfg->select_quirk == SELECT_REFUSED) {
+	if (req.select && b->tree->select_query && b->cfg->select_quirk == SELECT_REFUSED) {
 		redfish_error(out, 400, "Base.1.8.QueryNotSupportedOnResource",
 			      "Querying is not supported on the requested resource.");
 	} else if (strcmp(key, "/redfish") == 0 && strcmp(req.method, "GET") == 0) {

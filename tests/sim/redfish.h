@@ -19,7 +19,8 @@ struct sim_request {
 	size_t body_len;
 	uint64_t now;
 	const char *select;      /* $select query value or NULL */
-	const char *unsupported; /* a "$" query parameter not implemented (answered 501), or NULL */
+	const char *unsupported; /* a "$" query parameter this service does not support, or NULL:
+				  * answered 501 QueryNotSupported (DSP0266) */
 };
 
 /* Fills out (zeroed by the caller) with the answer to req. Never fails: errors become replies. */

@@ -311,7 +311,7 @@ static void conn_reset(struct MHD_Connection *c)
 /* The first query parameter starting with "$" that this simulator does not implement ($skip
  * always is, $select when the root advertises it): DSP0266 wants 501 for those. */
 struct query_scan {
-	const struct sim_config *cfg;
+	bool select_query; /* the root advertises SelectQuery */
 	const char *unsupported;
 };
 
@@ -320,7 +320,7 @@ static enum MHD_Result query_scan_one(void *cls, enum MHD_ValueKind kind, const 
 	(void)kind;
 	(void)value;
 	struct query_scan *q = cls;
-	if (key[0] == '$' && strcmp(key, "$skip") != 0 && !(q->cfg->select_query && strcmp(key, "$select") == 0)) {
+	if (key[0] == '$' && strcmp(key, "$skip") != 0 && !(q->select_query && strcmp(key, "$select") == 0)) {
 		q->unsupported = key;
 		return MHD_NO;
 	}
@@ -338,7 +338,7 @@ static enum MHD_Result redfish_request(struct req *r, struct MHD_Connection *c, 
 	const char *if_match = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Match");
 	const char *skip = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "$skip");
 	const char *select = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "$select");
-	struct query_scan qs = { r->srv->cfg, NULL };
+	struct query_scan qs = { b->tree->select_query, NULL };
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_scan_one, &qs);
 	char path[2048];
 	snprintf(path, sizeof(path), "%s%s%s%s%s", url, skip ? "?$skip=" : "", skip ? skip : "",

@@ -37,7 +37,6 @@ struct sim_config {
 	int hang_ms;              /* a hung request is dropped after this long */
 	int slow_ms;              /* pause between chunks of a slow body */
 	int drift_pct;            /* sensor readings swing by up to this share (0: as in the tree) */
-	bool select_query;        /* $select honoured (the service root advertises SelectQuery) */
 	enum sim_select_quirk { SELECT_HONOURED = 0, SELECT_IGNORED, SELECT_REFUSED } select_quirk;
 };
 

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 /* Sessions closed at once when many go together (expiry of a sweep's worth, helper exit). */
 #define CLOSE_THREADS 16
 
@@ -75,15 +77,12 @@ static void kept_free(struct kept *k)
 	free(k);
 }
 
-/* Equal strings, without stopping at the first difference (the password). */
+/* Equal strings, compared in constant time (the password). */
 static int same_secret(const char *a, const char *b)
 {
-	size_t la = strlen(a), lb = strlen(b);
-	unsigned char diff = la != lb;
+	size_t la = strlen(a);
 
-	for (size_t i = 0; i < la && i < lb; i++)
-		diff |= (unsigned char)(a[i] ^ b[i]);
-	return diff == 0;
+	return la == strlen(b) && sodium_memcmp(a, b, la) == 0;
 }
 
 /* Would this kept session serve job? The host is already equal. */
