@@ -1202,15 +1202,11 @@ int ingest_batch(struct store *st, struct ingest_item **items, size_t n)
 	return batch_run(st, NULL, items, n);
 }
 
-static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t queue_done = PTHREAD_COND_INITIALIZER;
-static struct ingest_item *queue_head;
-static struct ingest_item **queue_tail = &queue_head;
-static int queue_leader;
+static pthread_mutex_t retention_lock = PTHREAD_MUTEX_INITIALIZER;
 static int64_t retention_s = INGEST_RETENTION_DEFAULT_S;
-static int64_t last_prune;
+static int64_t last_prune; /* the writer thread's */
 
-/* 1 when the history prune is due (and marks it done now). Called with queue_lock. */
+/* 1 when the history prune is due (and marks it done now). */
 static int prune_due(struct store *st)
 {
 	if (store_now(st) - last_prune < PRUNE_INTERVAL_S)
@@ -1228,18 +1224,18 @@ static void prune_run(struct store *st)
 
 void ingest_retention_set(int64_t seconds)
 {
-	pthread_mutex_lock(&queue_lock);
+	pthread_mutex_lock(&retention_lock);
 	retention_s = seconds < 0 ? 0 : seconds;
-	pthread_mutex_unlock(&queue_lock);
+	pthread_mutex_unlock(&retention_lock);
 }
 
 int64_t ingest_retention_get(void)
 {
 	int64_t v;
 
-	pthread_mutex_lock(&queue_lock);
+	pthread_mutex_lock(&retention_lock);
 	v = retention_s;
-	pthread_mutex_unlock(&queue_lock);
+	pthread_mutex_unlock(&retention_lock);
 	return v;
 }
 
@@ -1258,49 +1254,6 @@ int ingest_prune(struct store *st, int *out_deleted)
 	}
 	if (out_deleted)
 		*out_deleted = deleted;
-	return 0;
-}
-
-int ingest_submit(struct store *st, struct ingest_item *item)
-{
-	struct ingest_item *batch[INGEST_BATCH_MAX];
-	int prune = 0;
-
-	pthread_mutex_lock(&queue_lock);
-	item->next = NULL;
-	item->done = 0;
-	*queue_tail = item;
-	queue_tail = &item->next;
-	while (!item->done) {
-		size_t n = 0;
-
-		if (queue_leader) {
-			pthread_cond_wait(&queue_done, &queue_lock);
-			continue;
-		}
-		/* Lead: commit what is queued (ours among it, or ours in a later round). */
-		queue_leader = 1;
-		while (queue_head && n < INGEST_BATCH_MAX) {
-			batch[n++] = queue_head;
-			queue_head = queue_head->next;
-		}
-		if (!queue_head)
-			queue_tail = &queue_head;
-		pthread_mutex_unlock(&queue_lock);
-		ingest_batch(st, batch, n);
-		pthread_mutex_lock(&queue_lock);
-		for (size_t i = 0; i < n; i++)
-			batch[i]->done = 1;
-		queue_leader = 0;
-		pthread_cond_broadcast(&queue_done);
-		prune = prune_due(st);
-	}
-	pthread_mutex_unlock(&queue_lock);
-	if (prune)
-		prune_run(st);
-	if (item->rc < 0)
-		return kiln_fail(item->rc, "%s", item->error);
-	kiln_error_clear();
 	return 0;
 }
 
@@ -1329,7 +1282,6 @@ static void *writer_main(void *arg)
 	pthread_mutex_lock(&writer.lock);
 	for (;;) {
 		size_t n = 0;
-		int prune = 0;
 
 		while (!writer.head && !writer.stopping)
 			pthread_cond_wait(&writer.wake, &writer.lock);
@@ -1349,10 +1301,7 @@ static void *writer_main(void *arg)
 		/* Each answer goes out only now: the commit (or its failure) is final. */
 		for (size_t i = 0; i < n; i++)
 			batch[i]->done_fn(batch[i], batch[i]->done_arg);
-		pthread_mutex_lock(&queue_lock);
-		prune = prune_due(st);
-		pthread_mutex_unlock(&queue_lock);
-		if (prune) {
+		if (prune_due(st)) {
 			prune_run(st);
 			writer.wal_frames = 0;
 		}
@@ -1455,7 +1404,6 @@ int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_d
 				 "try again", bytes);
 	}
 	item->next = NULL;
-	item->done = 0;
 	item->done_fn = done;
 	item->done_arg = arg;
 	if (queued)

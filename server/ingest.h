@@ -67,10 +67,9 @@ struct ingest_item {
 	int rc;
 	int duplicate;
 	char error[256];
-	/* queue state (ingest_submit) */
+	/* the writer's queue (ingest_enqueue) */
 	struct ingest_item *next;
-	int done;
-	ingest_done_fn done_fn;    /* ingest_enqueue */
+	ingest_done_fn done_fn;
 	void *done_arg;
 };
 
@@ -80,13 +79,6 @@ struct ingest_item {
  * result.
  */
 int ingest_batch(struct store *st, struct ingest_item **items, size_t n);
-
-/*
- * Queues an item and returns once it is committed (group commit): the first waiting
- * caller commits everything queued so far with its own store handle, the others wait.
- * Returns item->rc with the item's message set. Also prunes the history now and then.
- */
-int ingest_submit(struct store *st, struct ingest_item *item);
 
 /*
  * The ingest writer: one thread with its own store handle on db_path that commits
@@ -105,8 +97,7 @@ void ingest_writer_stop(void);
  * before the writer can see the item (it may be NULL), and done(item, arg) later on the
  * writer's thread, after the commit (or its failure: item->rc, item->error). Returns 0,
  * KILN_EBUSY when queue_max items wait already or item->bytes would pass the byte cap,
- * KILN_ENOTFOUND when no writer runs (use ingest_submit then); neither callback runs on
- * failure.
+ * KILN_ENOTFOUND when no writer runs (kilnd is stopping); neither callback runs on failure.
  */
 int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_done_fn done,
 		   void *arg);

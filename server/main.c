@@ -366,7 +366,7 @@ cleanup:
 	webhook_stop(hooks);
 	console_stop(); /* attached consoles hold upgraded HTTP connections */
 	/* Before the server: it answers every report it queued (libmicrohttpd must not stop
-	 * with a suspended connection); reports after it commit on their own threads. */
+	 * with a suspended connection); reports after it are answered 503 (agents resend). */
 	ingest_writer_stop();
 	api_server_stop(srv);
 	poller_stop(poller);      /* before the engine its operations run on */

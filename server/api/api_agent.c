@@ -148,16 +148,13 @@ void api_agent_report(struct api_ctx *c)
 	rc = ingest_enqueue(&w->item, report_queued, report_committed, c);
 	if (rc == 0)
 		return;
-	if (rc == KILN_EBUSY) {
-		c->retry_after_s = 1;
+	/* A full queue, or no writer (it stops before the server: kilnd is stopping): the
+	 * agent keeps the report spooled and sends it again. */
+	c->retry_after_s = 1;
+	if (rc == KILN_EBUSY)
 		api_fail_code(c, rc, NULL);
-		return;
-	}
-	/* No writer (a server without one): commit with the queue's leader on this thread. */
-	rc = ingest_submit(c->st, &w->item);
-	if (rc < 0)
-		w->item.rc = rc;
-	report_answer(c, &w->item, w->report);
+	else
+		api_fail(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "kilnd is stopping");
 }
 
 /* --- tokens -------------------------------------------------------------------------- */

@@ -630,9 +630,8 @@ static void test_history_pruned(void **state)
 	assert_int_equal(store_wal_checkpoint(f->st), 0);
 }
 
-/* Several threads, each with its own store handle, submit through the commit queue. */
+/* Several threads queue reports for the writer at once, each waiting for its answer. */
 struct submitter {
-	const char *db;
 	int64_t node;
 	int base;
 	int count;
@@ -643,27 +642,49 @@ struct submitter {
 #define THREADS 4
 #define PER_THREAD 40
 
+struct one_wait {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int done;
+};
+
+static void one_done(struct ingest_item *it, void *arg)
+{
+	struct one_wait *w = arg;
+
+	(void)it;
+	pthread_mutex_lock(&w->m);
+	w->done = 1;
+	pthread_cond_signal(&w->c);
+	pthread_mutex_unlock(&w->m);
+}
+
 static void *submit_thread(void *arg)
 {
 	struct submitter *s = arg;
-	struct store *st = NULL;
 
-	assert_int_equal(store_open(&st, s->db), 0);
 	for (int i = 0; i < s->count; i++) {
 		char id[32];
 		struct ingest_item it = { .node_id = s->node };
+		struct one_wait w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
 		struct ingest_report *ir;
 
 		/* Every report twice: the second is a duplicate. */
 		snprintf(id, sizeof(id), "t%d", s->base + i / 2);
 		ir = parsed(id, 2);
 		it.report = ir;
-		if (ingest_submit(st, &it) < 0)
+		if (ingest_enqueue(&it, NULL, one_done, &w) < 0) {
 			s->failures++;
-		s->duplicates += it.duplicate;
+		} else {
+			pthread_mutex_lock(&w.m);
+			while (!w.done)
+				pthread_cond_wait(&w.c, &w.m);
+			pthread_mutex_unlock(&w.m);
+			s->failures += it.rc < 0;
+			s->duplicates += it.duplicate;
+		}
 		ingest_report_free(ir);
 	}
-	store_close(st);
 	return NULL;
 }
 
@@ -675,8 +696,9 @@ static void test_submit_concurrent(void **state)
 	int64_t hist = 0, seen = 0;
 	int dups = 0;
 
+	assert_int_equal(ingest_writer_start(f->db, THREADS), 0);
 	for (int i = 0; i < THREADS; i++) {
-		s[i] = (struct submitter){ f->db, f->node, i * 1000, PER_THREAD, 0, 0 };
+		s[i] = (struct submitter){ f->node, i * 1000, PER_THREAD, 0, 0 };
 		assert_int_equal(pthread_create(&th[i], NULL, submit_thread, &s[i]), 0);
 	}
 	for (int i = 0; i < THREADS; i++) {
@@ -684,6 +706,7 @@ static void test_submit_concurrent(void **state)
 		assert_int_equal(s[i].failures, 0);
 		dups += s[i].duplicates;
 	}
+	ingest_writer_stop();
 	assert_int_equal(dups, THREADS * PER_THREAD / 2);
 	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
 	assert_int_equal(hist, THREADS * PER_THREAD / 2);
