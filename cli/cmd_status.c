@@ -423,12 +423,6 @@ cleanup:
 	return rc;
 }
 
-/*
- * The answer of 10,000 nodes is ~150,000 JSON values, each a malloc (and a free when it is
- * released): about a third of the time jansson takes. The table's answer is read into an
- * arena (kiln/json_arena.h) and the arena goes as a whole once the answer is released;
- * nothing inside the window hands jansson's memory to free() (no json_dumps).
- */
 /* Takes "--watch [S]" and "--watch=S" out of argv (the option table has no optional values). */
 static int watch_take(struct cli_ctx *ctx, int *argc, char **argv, int64_t *out_every)
 {
@@ -505,6 +499,11 @@ static int status_run(struct cli_ctx *ctx, int argc, char **argv)
 		res = NULL;
 		kiln_json_arena_free(arena);
 		arena = NULL;
+		/* The answer of 10,000 nodes is ~150,000 JSON values, each a malloc (and a free
+		 * when it is released): about a third of the time jansson takes. The table's
+		 * answer is read into an arena (kiln/json_arena.h) that goes as a whole once the
+		 * answer is released; nothing inside the window hands jansson's memory to free()
+		 * (no json_dumps). */
 		if (ctx->output != CLI_OUT_JSON && (arena = kiln_json_arena_new()))
 			prev = kiln_json_arena_enter(arena);
 		rc = cli_api(&res, NULL, ctx, "GET", path, NULL);

@@ -433,23 +433,18 @@ int ingest_report_parse_text(struct ingest_report **out, json_t *report, const c
 	}
 	while (text && textlen > 0 && is_ws(text[textlen - 1]))
 		textlen--;
-	if (text && textlen > INGEST_REPORT_MAX) {
-		ingest_report_free(r);
-		return kiln_fail(KILN_ETOOBIG, "report: %zu bytes exceeds the %d-byte limit",
-				 textlen, INGEST_REPORT_MAX);
-	}
 	if (text && textlen > 0 && !memchr(text, '\0', textlen)) {
-		r->text = malloc(textlen + 1);
-		if (!r->text) {
+		if (!(r->text = strndup(text, textlen))) {
 			ingest_report_free(r);
 			return kiln_fail(KILN_ERROR, "out of memory");
 		}
-		memcpy(r->text, text, textlen);
-		r->text[textlen] = '\0';
+	} else {
+		textlen = 0; /* dumped by parse_report */
 	}
-	if ((rc = parse_report(r, &c)) < 0)
+	/* a text too big is not parsed; a dump is measured after it is made */
+	if (textlen <= INGEST_REPORT_MAX && (rc = parse_report(r, &c)) < 0)
 		goto fail;
-	len = strlen(r->text);
+	len = textlen ? textlen : strlen(r->text);
 	if (len > INGEST_REPORT_MAX) {
 		rc = kiln_fail(KILN_ETOOBIG, "report: %zu bytes exceeds the %d-byte limit", len,
 			       INGEST_REPORT_MAX);
@@ -848,6 +843,7 @@ struct node_prev {
 struct prev_cache {
 	struct node_prev *slot;
 	size_t cap, used;         /* cap: a power of two, or 0 */
+	struct node_prev next[INGEST_BATCH_MAX]; /* the batch's entries until its commit */
 };
 
 static void node_prev_clear(struct node_prev *e)
@@ -860,13 +856,21 @@ static void node_prev_clear(struct node_prev *e)
 	e->valid = 0;
 }
 
+/* Clears an entry outside the table (node_id 0: it holds nothing). */
+static void node_prev_reset(struct node_prev *e)
+{
+	node_prev_clear(e);
+	e->node_id = 0;
+}
+
 static void prev_cache_free(struct prev_cache *c)
 {
 	for (size_t i = 0; i < c->cap; i++)
 		if (c->slot[i].node_id)
 			node_prev_clear(&c->slot[i]);
 	free(c->slot);
-	memset(c, 0, sizeof(*c));
+	c->slot = NULL;
+	c->cap = c->used = 0;
 }
 
 static struct node_prev *prev_slot(struct prev_cache *c, int64_t node_id)
@@ -905,20 +909,20 @@ static void prev_put(struct prev_cache *c, struct node_prev *n)
 	if (c->used + 1 > PREV_CACHE_MAX)
 		prev_cache_free(c);
 	if ((c->used + 1) * 2 > c->cap) {
-		struct prev_cache g = { 0 };
+		struct node_prev *old = c->slot;
+		size_t old_cap = c->cap;
 
-		g.cap = c->cap ? c->cap * 2 : 1024;
-		if (!(g.slot = calloc(g.cap, sizeof(*g.slot)))) {
-			node_prev_clear(n);
+		c->cap = old_cap ? old_cap * 2 : 1024;
+		if (!(c->slot = calloc(c->cap, sizeof(*c->slot)))) {
+			c->slot = old;
+			c->cap = old_cap;
+			node_prev_reset(n);
 			return;
 		}
-		for (size_t i = 0; i < c->cap; i++)
-			if (c->slot[i].node_id) {
-				*prev_slot(&g, c->slot[i].node_id) = c->slot[i];
-				g.used++;
-			}
-		free(c->slot);
-		*c = g;
+		for (size_t i = 0; i < old_cap; i++)
+			if (old[i].node_id)
+				*prev_slot(c, old[i].node_id) = old[i];
+		free(old);
 	}
 	e = prev_slot(c, n->node_id);
 	if (e->node_id)
@@ -959,18 +963,9 @@ static int node_prev_fill(struct node_prev *n, const struct ingest_report *r,
 		*g = r->gpus[i];
 		g->uuid = g->name = g->serial = g->pci_bus_id = NULL;
 		n->ngpus = i + 1;
-		/* as the store reads them back */
-		if (g->memory_total_bytes < 0)
-			g->memory_total_bytes = -1;
 		/* telemetry is not stored: as store_agent_gpus_get reads it back */
 		g->memory_used_bytes = -1;
 		g->temperature_c = g->power_draw_w = g->utilization_gpu_pct = NAN;
-		if (g->ecc_volatile_uncorrected < 0)
-			g->ecc_volatile_uncorrected = -1;
-		if (g->ecc_aggregate_uncorrected < 0)
-			g->ecc_aggregate_uncorrected = -1;
-		if (g->remapped_rows_failure < 0)
-			g->remapped_rows_failure = -1;
 		if (dup_or_null(&g->uuid, r->gpus[i].uuid) < 0 ||
 		    dup_or_null(&g->name, r->gpus[i].name) < 0 ||
 		    dup_or_null(&g->serial, r->gpus[i].serial) < 0 ||
@@ -980,8 +975,7 @@ static int node_prev_fill(struct node_prev *n, const struct ingest_report *r,
 	n->valid = 1;
 	return 0;
 fail:
-	node_prev_clear(n);
-	n->node_id = 0;
+	node_prev_reset(n);
 	return -1;
 }
 
@@ -1032,18 +1026,13 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 	}
 	if (!has_prev || rtime >= pstate->report_time) {
 		/* The newest report so far: it becomes the state, and changes become events. */
-		const struct agent_gpu *pg = pgpus;
-		size_t npg = npgpus;
+		const struct agent_gpu *pg;
+		size_t npg;
 
-		if (hit) {
-			pg = hit->gpus;
-			npg = hit->ngpus;
-		} else if (has_prev && (rc = store_agent_gpus_get(st, &pgpus, &npgpus, node_id)) < 0) {
+		if (!hit && has_prev && (rc = store_agent_gpus_get(st, &pgpus, &npgpus, node_id)) < 0)
 			goto cleanup;
-		} else {
-			pg = pgpus;
-			npg = npgpus;
-		}
+		pg = hit ? hit->gpus : pgpus;
+		npg = hit ? hit->ngpus : npgpus;
 		if ((rc = state_events(&x, r, has_prev ? pstate : NULL, pg, npg)) < 0 ||
 		    (rc = gpu_events(&x, r, pg, npg)) < 0 ||
 		    (rc = store_agent_gpus_update(st, node_id, r->gpus, r->ngpus, pg, npg, NULL)) < 0)
@@ -1126,10 +1115,8 @@ static int report_store(struct store *st, int *out_duplicate, int64_t node_id,
 	return 0;
 fail:
 	store_rollback_to(st);
-	if (next && next->node_id) {
-		node_prev_clear(next);
-		next->node_id = 0;
-	}
+	if (next && next->node_id)
+		node_prev_reset(next);
 	return rc;
 }
 
@@ -1139,7 +1126,7 @@ int ingest_report_store(struct store *st, int *out_duplicate, int64_t node_id,
 	return report_store(st, out_duplicate, node_id, r, NULL, NULL);
 }
 
-/* --- batches and the commit queue ---------------------------------------------------- */
+/* --- batches ------------------------------------------------------------------------ */
 
 static void item_fail(struct ingest_item *it, int rc)
 {
@@ -1153,7 +1140,6 @@ static void item_fail(struct ingest_item *it, int rc)
 static int batch_run(struct store *st, struct prev_cache *cache, struct ingest_item **items,
 		     size_t n)
 {
-	static struct node_prev next[INGEST_BATCH_MAX]; /* the writer's thread only */
 	size_t i;
 	int rc;
 
@@ -1167,7 +1153,7 @@ static int batch_run(struct store *st, struct prev_cache *cache, struct ingest_i
 	for (i = 0; i < n; i++) {
 		kiln_error_clear();
 		rc = report_store(st, &items[i]->duplicate, items[i]->node_id, items[i]->report,
-				  cache, cache ? &next[i] : NULL);
+				  cache, cache ? &cache->next[i] : NULL);
 		if (rc < 0)
 			item_fail(items[i], rc);
 		/* Recording the token's use never fails the report. */
@@ -1179,8 +1165,8 @@ static int batch_run(struct store *st, struct prev_cache *cache, struct ingest_i
 		goto fail;
 	}
 	for (i = 0; cache && i < n; i++)
-		if (next[i].node_id)
-			prev_put(cache, &next[i]);
+		if (cache->next[i].node_id)
+			prev_put(cache, &cache->next[i]);
 	return 0;
 fail:
 	for (i = 0; i < n; i++) {
@@ -1188,10 +1174,8 @@ fail:
 		item_fail(items[i], rc);
 		if (cache) {
 			prev_drop(cache, items[i]->node_id);
-			if (next[i].node_id) {
-				node_prev_clear(&next[i]);
-				next[i].node_id = 0;
-			}
+			if (cache->next[i].node_id)
+				node_prev_reset(&cache->next[i]);
 		}
 	}
 	return rc;

@@ -39,7 +39,7 @@ void kiln_json_arena_leave(struct kiln_json_arena *prev);
 
 /* Bytes of arena memory a holds (its chunks), 0 for NULL. */
 size_t kiln_json_arena_bytes(const struct kiln_json_arena *a);
-/* 1 when p is a block from some arena (for tests). */
+/* 1 when p is a block from some arena (the installed free leaves those alone). */
 int kiln_json_arena_owns(const void *p);
 
 #endif

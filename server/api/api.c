@@ -331,7 +331,8 @@ static enum MHD_Result request_begin(struct call *call, const char *url, const c
 
 static enum MHD_Result request_answer(struct call *call, const char *url, const char *method);
 
-/* The last call: the whole body is here; parse it, run the handler, answer. */
+/* The last call: the whole body is here; parse it and run the handler, which answers or
+ * suspends the connection until its answer is ready (an agent report's commit). */
 static enum MHD_Result request_finish(struct call *call, const char *url, const char *method)
 {
 	struct api_ctx *c = &call->ctx;

@@ -1,6 +1,7 @@
 /* The SQLite store: opening the database, the statement cache, transactions. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -86,6 +87,11 @@ int store_bind_text(sqlite3_stmt *s, int idx, const char *v)
 	if (!v)
 		return sqlite3_bind_null(s, idx);
 	return sqlite3_bind_text(s, idx, v, -1, SQLITE_STATIC);
+}
+
+double store_column_real_or_nan(sqlite3_stmt *s, int idx)
+{
+	return sqlite3_column_type(s, idx) == SQLITE_NULL ? NAN : sqlite3_column_double(s, idx);
 }
 
 int store_column_strdup(char **out, sqlite3_stmt *s, int idx)

@@ -257,7 +257,6 @@ int store_agent_report_get(struct store *st, char **out, int64_t node_id);
 /* The node's GPUs by index (without telemetry: see struct agent_gpu). */
 int store_agent_gpus_get(struct store *st, struct agent_gpu **out, size_t *out_count,
 			 int64_t node_id);
-/* Replaces the node's GPUs with gpus[0..count) (atomic). */
 /* Every node's GPU summary in one query, ordered by node id: the hottest GPU (NAN when none
  * reported a temperature) and the summed power draw (NAN when none reported one). */
 struct agent_gpu_summary {
@@ -277,12 +276,11 @@ struct agent_audit_row {
 };
 void agent_audit_row_list_free(struct agent_audit_row *list, size_t count);
 int store_agent_audit_rows(struct store *st, struct agent_audit_row **out, size_t *out_count);
-int store_agent_gpus_replace(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
-			     size_t count);
 /*
- * The same, writing only what changed: when the report has the same GPU indexes in the
- * same order as prev (the stored rows, store_agent_gpus_get), each GPU's row is updated in
- * place, and not at all when it equals its stored row; otherwise the rows are replaced.
+ * Stores the node's GPUs gpus[0..count), writing only what changed: when the report has the
+ * same GPU indexes in the same order as prev (the stored rows, store_agent_gpus_get), each
+ * GPU's row is updated in place, and not at all when it equals its stored row; otherwise the
+ * rows are replaced.
  * *out_written (may be NULL) receives the number of rows written.
  */
 int store_agent_gpus_update(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
@@ -411,12 +409,10 @@ void maintenance_list_free(struct maintenance *list, size_t count);
  * maintenance row joined. Strings point into SQLite's row and are valid only during the
  * callback; NULL when absent. */
 struct status_row {
-	int64_t node_id;
 	const char *node;
 	int has_state;               /* the poller wrote the node (the fields below it are set) */
 	const char *power;           /* "on" | "off" | "unknown" */
 	int64_t power_time;          /* 0: never read */
-	const char *power_error;
 	int reachable;
 	const char *health;          /* NULL when never evaluated (health_time 0) */
 	const char *reasons;         /* JSON array text */
@@ -429,10 +425,8 @@ struct status_row {
 	const char *cuda_driver_version;
 	double hottest_c;            /* NAN: unknown (or no agent) */
 	double power_w;              /* NAN: unknown (or no agent) */
-	int in_maintenance;          /* the fields below it are set */
+	int in_maintenance;          /* maint_reason is set */
 	const char *maint_reason;
-	const char *maint_by;
-	int64_t maint_since;
 };
 
 /* Calls fn for every node ordered by name, in one read snapshot. fn returns 0 to go on or a

@@ -9,7 +9,6 @@
 
 #define TOUCH_INTERVAL_S 60
 
-/* Grows *list (elements of size sz) so that index count fits; zeroes new elements. */
 /* Binds an integer, NULL when negative (unknown). */
 static void bind_int_or_null(sqlite3_stmt *s, int idx, int64_t v)
 {
@@ -30,11 +29,6 @@ static void bind_real_or_null(sqlite3_stmt *s, int idx, double v)
 static int64_t column_int_or(sqlite3_stmt *s, int idx, int64_t dflt)
 {
 	return sqlite3_column_type(s, idx) == SQLITE_NULL ? dflt : sqlite3_column_int64(s, idx);
-}
-
-static double column_real_or_nan(sqlite3_stmt *s, int idx)
-{
-	return sqlite3_column_type(s, idx) == SQLITE_NULL ? NAN : sqlite3_column_double(s, idx);
 }
 
 /* --- report ids ---------------------------------------------------------------------- */
@@ -197,10 +191,10 @@ int store_agent_state_get(struct store *st, struct agent_state *out, int64_t nod
 		ret = state_read(&o, s, with_report);
 		o.health_facts = sqlite3_column_int(s, 20) != 0;
 		o.interval_s = column_int_or(s, 21, -1);
-		o.cpu_iowait_pct = column_real_or_nan(s, 22);
-		o.gpu_hottest_c = column_real_or_nan(s, 23);
-		o.gpu_power_w = column_real_or_nan(s, 24);
-		o.gpu_utilization_avg_pct = column_real_or_nan(s, 25);
+		o.cpu_iowait_pct = store_column_real_or_nan(s, 22);
+		o.gpu_hottest_c = store_column_real_or_nan(s, 23);
+		o.gpu_power_w = store_column_real_or_nan(s, 24);
+		o.gpu_utilization_avg_pct = store_column_real_or_nan(s, 25);
 	}
 	store_stmt_done(s);
 	if (ret < 0) {
@@ -423,8 +417,8 @@ int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **ou
 		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
 			goto cleanup;
 		list[count].node_id = sqlite3_column_int64(s, 0);
-		list[count].hottest_c = column_real_or_nan(s, 1);
-		list[count].power_w = column_real_or_nan(s, 2);
+		list[count].hottest_c = store_column_real_or_nan(s, 1);
+		list[count].power_w = store_column_real_or_nan(s, 2);
 		count++;
 	}
 	if (rc != SQLITE_DONE)
@@ -482,8 +476,9 @@ cleanup:
 	return 0;
 }
 
-int store_agent_gpus_replace(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
-			     size_t count)
+/* Replaces the node's GPUs with gpus[0..count) (atomic). */
+static int gpus_replace(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
+			size_t count)
 {
 	sqlite3_stmt *s = NULL;
 	int rc, ret;
@@ -562,7 +557,7 @@ int store_agent_gpus_update(struct store *st, int64_t node_id, const struct agen
 		if (gpus[i].index != prev[i].index)
 			nprev = count + 1; /* another set or order of GPUs: replace them all */
 	if (count != nprev) {
-		if ((ret = store_agent_gpus_replace(st, node_id, gpus, count)) < 0)
+		if ((ret = gpus_replace(st, node_id, gpus, count)) < 0)
 			return ret;
 		written = count;
 	} else {

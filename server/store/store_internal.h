@@ -124,6 +124,8 @@ void store_rollback_to(struct store *st); /* undoes and releases; keeps the curr
 int store_bind_text(sqlite3_stmt *s, int idx, const char *v);
 /* Copies column idx as a new string; NULL column -> *out = NULL. KILN_ERROR on ENOMEM. */
 int store_column_strdup(char **out, sqlite3_stmt *s, int idx);
+/* A REAL column, NAN when NULL. */
+double store_column_real_or_nan(sqlite3_stmt *s, int idx);
 /* Binds a row limit: 0 (no limit) or one beyond int64 binds -1, SQLite's "no limit". */
 void store_bind_limit(sqlite3_stmt *s, int idx, size_t limit);
 

@@ -7,12 +7,12 @@
 /* Only the columns the status reads: the report (4-5 KB a node) and the sensors stay on disk.
  * A LEFT JOIN per table keeps nodes that the poller, an agent or maintenance never touched. */
 static const char status_sql[] =
-	"SELECT n.id, n.name,"
-	" b.node_id IS NOT NULL, b.power, b.power_time, b.power_error, b.reachable, b.health,"
-	" b.health_time, b.reasons, b.hung_since,"
+	"SELECT n.name,"
+	" b.node_id IS NOT NULL, b.power, b.power_time, b.reachable, b.health, b.health_time,"
+	" b.reasons, b.hung_since,"
 	" a.node_id IS NOT NULL, a.last_seen, a.gpu_count, a.gpu_count_max, a.driver_version,"
 	" a.cuda_driver_version, s.gpu_hottest_c, s.gpu_power_w,"
-	" m.node_id IS NOT NULL, m.reason, m.by, m.since"
+	" m.node_id IS NOT NULL, m.reason"
 	" FROM nodes n"
 	" LEFT JOIN node_bmc_state b ON b.node_id = n.id"
 	" LEFT JOIN node_agent_state a ON a.node_id = n.id"
@@ -25,35 +25,26 @@ static const char *text(sqlite3_stmt *s, int idx)
 	return (const char *)sqlite3_column_text(s, idx);
 }
 
-static double real_or_nan(sqlite3_stmt *s, int idx)
-{
-	return sqlite3_column_type(s, idx) == SQLITE_NULL ? NAN : sqlite3_column_double(s, idx);
-}
-
 static void row_read(struct status_row *r, sqlite3_stmt *s)
 {
-	r->node_id = sqlite3_column_int64(s, 0);
-	r->node = text(s, 1);
-	r->has_state = sqlite3_column_int(s, 2);
-	r->power = r->has_state ? text(s, 3) : NULL;
-	r->power_time = sqlite3_column_int64(s, 4);
-	r->power_error = text(s, 5);
-	r->reachable = r->has_state ? sqlite3_column_int(s, 6) : 1;
-	r->health = sqlite3_column_int64(s, 8) != 0 ? text(s, 7) : NULL;
-	r->reasons = text(s, 9);
-	r->hung_since = sqlite3_column_int64(s, 10);
-	r->has_agent = sqlite3_column_int(s, 11);
-	r->agent_last_seen = sqlite3_column_int64(s, 12);
-	r->gpu_count = sqlite3_column_int64(s, 13);
-	r->gpu_count_max = sqlite3_column_int64(s, 14);
-	r->driver_version = text(s, 15);
-	r->cuda_driver_version = text(s, 16);
-	r->hottest_c = r->has_agent ? real_or_nan(s, 17) : NAN;
-	r->power_w = r->has_agent ? real_or_nan(s, 18) : NAN;
-	r->in_maintenance = sqlite3_column_int(s, 19);
-	r->maint_reason = text(s, 20);
-	r->maint_by = text(s, 21);
-	r->maint_since = sqlite3_column_int64(s, 22);
+	r->node = text(s, 0);
+	r->has_state = sqlite3_column_int(s, 1);
+	r->power = r->has_state ? text(s, 2) : NULL;
+	r->power_time = sqlite3_column_int64(s, 3);
+	r->reachable = r->has_state ? sqlite3_column_int(s, 4) : 1;
+	r->health = sqlite3_column_int64(s, 6) != 0 ? text(s, 5) : NULL;
+	r->reasons = text(s, 7);
+	r->hung_since = sqlite3_column_int64(s, 8);
+	r->has_agent = sqlite3_column_int(s, 9);
+	r->agent_last_seen = sqlite3_column_int64(s, 10);
+	r->gpu_count = sqlite3_column_int64(s, 11);
+	r->gpu_count_max = sqlite3_column_int64(s, 12);
+	r->driver_version = text(s, 13);
+	r->cuda_driver_version = text(s, 14);
+	r->hottest_c = r->has_agent ? store_column_real_or_nan(s, 15) : NAN;
+	r->power_w = r->has_agent ? store_column_real_or_nan(s, 16) : NAN;
+	r->in_maintenance = sqlite3_column_int(s, 17);
+	r->maint_reason = text(s, 18);
 }
 
 int store_status_rows(struct store *st, store_status_fn fn, void *ud)

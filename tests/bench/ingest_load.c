@@ -228,20 +228,16 @@ static uint64_t rnd_next(uint64_t *s)
 /* Writes the report of node index i into c->report; returns its length or 0 when too big.
  * report_id: 32 random lowercase hex digits, like the agent's (random keys, not an append). */
 static size_t tmpl_fill(struct conn *c, const struct tmpl *t, const struct node *n, size_t i,
-			const char *run, uint64_t seq)
+			uint64_t *rs, uint64_t seq)
 {
-	static uint64_t rs = 0x9e3779b97f4a7c15ULL;
 	char vals[SLOT_COUNT][80];
 	struct tm tm;
 	time_t now = time(NULL);
 	size_t len = 0;
 
-	(void)run;
-	if (rs == 0x9e3779b97f4a7c15ULL)
-		rs ^= (uint64_t)now * 0x100000001b3ULL ^ (uint64_t)getpid();
 	gmtime_r(&now, &tm);
-	snprintf(vals[SLOT_RID], sizeof(vals[0]), "%016" PRIx64 "%016" PRIx64, rnd_next(&rs),
-		 rnd_next(&rs) ^ seq);
+	snprintf(vals[SLOT_RID], sizeof(vals[0]), "%016" PRIx64 "%016" PRIx64, rnd_next(rs),
+		 rnd_next(rs) ^ seq);
 	strftime(vals[SLOT_TIME], sizeof(vals[0]), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	snprintf(vals[SLOT_HOST], sizeof(vals[0]), "%s", n->name);
 	snprintf(vals[SLOT_MID], sizeof(vals[0]), "%032zx", i + 1);
@@ -252,7 +248,7 @@ static size_t tmpl_fill(struct conn *c, const struct tmpl *t, const struct node 
 		size_t vl;
 
 		if (pc->slot >= SLOT_FIRST_NUMBER) {
-			uint64_t r = rnd_next(&rs);
+			uint64_t r = rnd_next(rs);
 
 			/* temperature 30-89 C, power 80.00-699.99 W, utilisation 0-100 %,
 			 * memory used up to 80 GiB: each GPU's own per report */
@@ -513,12 +509,12 @@ struct stats {
 };
 
 static void conn_start(CURLM *m, struct conn *c, const struct tmpl *t, const struct node *nodes,
-		       long nnodes, uint64_t *seq, const char *run, struct stats *st)
+		       long nnodes, uint64_t *seq, uint64_t *rs, struct stats *st)
 {
 	size_t i = (size_t)(*seq % (uint64_t)nnodes);
 
 	c->node = i;
-	c->report_len = tmpl_fill(c, t, &nodes[i], i, run, *seq);
+	c->report_len = tmpl_fill(c, t, &nodes[i], i, rs, *seq);
 	(*seq)++;
 	if (c->report_len < st->min_len || !st->min_len)
 		st->min_len = c->report_len;
@@ -542,8 +538,11 @@ static int load_run(const struct opts *o, const struct tmpl *t, const struct nod
 	CURLM *m = curl_multi_init();
 	struct conn *conns = calloc((size_t)o->conns, sizeof(*conns));
 	struct stats st = { 0 };
-	char url[512], run[24];
+	char url[512];
 	uint64_t seq = 0;
+	/* report ids: random, seeded once per run */
+	uint64_t rs = 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL) * 0x100000001b3ULL ^
+		      (uint64_t)getpid();
 	double t0, t_end, elapsed;
 	int running = 0, active = 0, ret = -1;
 	long reuse_conns = 0;
@@ -551,7 +550,6 @@ static int load_run(const struct opts *o, const struct tmpl *t, const struct nod
 	st.lat = malloc(sizeof(double) * SAMPLES_MAX);
 	if (!m || !conns || !st.lat)
 		goto cleanup;
-	snprintf(run, sizeof(run), "%lx", (unsigned long)time(NULL));
 	snprintf(url, sizeof(url), "%s/api/v1/agent/report", o->url);
 	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, o->conns);
 	curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, o->conns);
@@ -571,7 +569,7 @@ static int load_run(const struct opts *o, const struct tmpl *t, const struct nod
 	st.t_window_start = t0 + o->warmup;
 	t_end = st.t_window_start + o->duration;
 	for (long k = 0; k < o->conns; k++, active++)
-		conn_start(m, &conns[k], t, nodes, o->nodes, &seq, run, &st);
+		conn_start(m, &conns[k], t, nodes, o->nodes, &seq, &rs, &st);
 	while (active > 0) {
 		CURLMsg *msg;
 		int left;
@@ -607,7 +605,7 @@ static int load_run(const struct opts *o, const struct tmpl *t, const struct nod
 					st.lat[st.nlat++] = (now - c->started) * 1000.0;
 			}
 			if (now < t_end && (o->max_reports <= 0 || seq < (uint64_t)o->max_reports)) {
-				conn_start(m, c, t, nodes, o->nodes, &seq, run, &st);
+				conn_start(m, c, t, nodes, o->nodes, &seq, &rs, &st);
 				active++;
 			}
 		}

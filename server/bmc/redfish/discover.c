@@ -249,9 +249,8 @@ static int on_system(struct rf_op *op, const struct rf_reply *r)
 
 	if (op->discover_full)
 		return discover_push_rest(op);
-	/* a power read needs nothing more: this answer is the reading */
-	if (op->op.kind == BMC_OP_POWER_GET)
-		rf_power_read_system(op, sys);
+	/* only a power read stops here: this answer is the reading */
+	rf_power_read_system(op, sys);
 	return 0;
 }
 

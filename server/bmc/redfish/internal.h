@@ -255,7 +255,7 @@ const char *rf_link(const json_t *obj, const char *key);
 
 /* Operation kinds. */
 int rf_power_start(struct rf_op *op);
-/* A power read answered by the system resource discovery just fetched (no second GET). */
+/* A power read answered by a system resource (op->data: power, power_state). */
 void rf_power_read_system(struct rf_op *op, const json_t *sys);
 int rf_boot_start(struct rf_op *op);
 int rf_media_start(struct rf_op *op);

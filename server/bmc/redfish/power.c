@@ -192,18 +192,27 @@ static int act(struct rf_op *op, const char *const *types, const char *what, int
 	return send_reset(op, t, 0);
 }
 
+void rf_power_read_system(struct rf_op *op, const json_t *sys)
+{
+	const char *raw = json_string_value(json_object_get(sys, "PowerState"));
+	json_decref(op->data);
+	op->data = json_object();
+	json_object_set_new(op->data, "power", json_string(bmc_power_name(rf_power_parse(raw))));
+	json_object_set_new(op->data, "power_state", raw ? json_string(raw) : json_null());
+}
+
 static int on_initial(struct rf_op *op, const struct rf_reply *r)
 {
 	const char *raw = json_string_value(json_object_get(r->json, "PowerState"));
 	enum bmc_power p = rf_power_parse(raw);
 	enum bmc_power_action a = op->op.action;
 
-	op->data = json_object();
-	json_object_set_new(op->data, "power", json_string(bmc_power_name(p)));
 	if (op->op.kind == BMC_OP_POWER_GET) {
-		json_object_set_new(op->data, "power_state", raw ? json_string(raw) : json_null());
+		rf_power_read_system(op, r->json);
 		return 0;
 	}
+	op->data = json_object();
+	json_object_set_new(op->data, "power", json_string(bmc_power_name(p)));
 	json_object_set_new(op->data, "action", json_string(action_name(a)));
 	if (p == BMC_POWER_UNKNOWN)
 		return kiln_fail(KILN_EBUSY, "PowerState is '%s'; no action on an unknown state",
@@ -242,15 +251,6 @@ static int on_initial(struct rf_op *op, const struct rf_reply *r)
 	}
 	json_object_set_new(op->data, "result", json_string("noop"));
 	return 0;
-}
-
-void rf_power_read_system(struct rf_op *op, const json_t *sys)
-{
-	const char *raw = json_string_value(json_object_get(sys, "PowerState"));
-	json_decref(op->data);
-	op->data = json_object();
-	json_object_set_new(op->data, "power", json_string(bmc_power_name(rf_power_parse(raw))));
-	json_object_set_new(op->data, "power_state", raw ? json_string(raw) : json_null());
 }
 
 /* A power read with $select: the answer is the few members asked for. A service that
