@@ -105,6 +105,14 @@ static int value_set(void *target, const struct kiln_cfg_key *k, const char *val
 					 (long long)v64, (long long)k->min, (long long)k->max);
 		*FIELD(target, k, int64_t) = v64;
 		return 0;
+	case KILN_CFG_DURATION_MS:
+		if ((rc = kiln_parse_duration_ms(&v64, value)) < 0)
+			return rc;
+		if (v64 < k->min || v64 > k->max)
+			return kiln_fail(KILN_EINVAL, "%lldms is out of range [%lldms, %lldms]",
+					 (long long)v64, (long long)k->min, (long long)k->max);
+		*FIELD(target, k, int64_t) = v64;
+		return 0;
 	case KILN_CFG_STRING:
 		return string_set(FIELD(target, k, char *), value);
 	case KILN_CFG_ENUM:
@@ -134,7 +142,8 @@ int kiln_config_defaults(void *target, const struct kiln_cfg_key *table, size_t 
 		switch (k->type) {
 		case KILN_CFG_INT: *FIELD(target, k, int) = 0; break;
 		case KILN_CFG_INT64:
-		case KILN_CFG_DURATION: *FIELD(target, k, int64_t) = 0; break;
+		case KILN_CFG_DURATION:
+		case KILN_CFG_DURATION_MS: *FIELD(target, k, int64_t) = 0; break;
 		case KILN_CFG_BOOL: *FIELD(target, k, bool) = false; break;
 		case KILN_CFG_DOUBLE: *FIELD(target, k, double) = 0.0; break;
 		case KILN_CFG_STRING:

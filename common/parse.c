@@ -67,7 +67,8 @@ int kiln_parse_double(double *out, const char *s, double min, double max)
 	return 0;
 }
 
-int kiln_parse_duration(int64_t *out_seconds, const char *s)
+/* A duration in milliseconds; "ms" is a unit only when allow_ms. */
+static int duration_ms(int64_t *out_ms, const char *s, int allow_ms)
 {
 	int64_t total = 0;
 	const char *p = s;
@@ -88,21 +89,45 @@ int kiln_parse_duration(int64_t *out_seconds, const char *s)
 			return kiln_fail(KILN_EINVAL, "duration '%s': expected a number at position %zu", s,
 					 (size_t)(p - s) + 1);
 		switch (*p) {
-		case '\0': mult = 1; break;
-		case 's': mult = 1; p++; break;
-		case 'm': mult = 60; p++; break;
-		case 'h': mult = 3600; p++; break;
-		case 'd': mult = 86400; p++; break;
-		case 'w': mult = 7 * 86400; p++; break;
+		case '\0': mult = 1000; break;
+		case 's': mult = 1000; p++; break;
+		case 'm':
+			if (allow_ms && p[1] == 's') {
+				mult = 1;
+				p += 2;
+			} else {
+				mult = 60 * 1000;
+				p++;
+			}
+			break;
+		case 'h': mult = 3600 * 1000; p++; break;
+		case 'd': mult = 86400 * 1000; p++; break;
+		case 'w': mult = 7 * 86400 * 1000LL; p++; break;
 		default:
-			return kiln_fail(KILN_EINVAL, "duration '%s': unknown unit '%c' (use s, m, h, d, w)", s, *p);
+			return kiln_fail(KILN_EINVAL, "duration '%s': unknown unit '%c' (use %ss, m, h, d, w)",
+					 s, *p, allow_ms ? "ms, " : "");
 		}
 		if (v > (INT64_MAX - total) / mult)
 			return kiln_fail(KILN_EINVAL, "duration '%s' is too large", s);
 		total += v * mult;
 	}
-	*out_seconds = total;
+	*out_ms = total;
 	return 0;
+}
+
+int kiln_parse_duration(int64_t *out_seconds, const char *s)
+{
+	int64_t ms;
+	int rc = duration_ms(&ms, s, 0);
+
+	if (rc == 0)
+		*out_seconds = ms / 1000;
+	return rc;
+}
+
+int kiln_parse_duration_ms(int64_t *out_ms, const char *s)
+{
+	return duration_ms(out_ms, s, 1);
 }
 
 int kiln_parse_bool(bool *out, const char *s)

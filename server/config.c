@@ -5,9 +5,6 @@
 
 #include "config.h"
 #include "kiln/error.h"
-#include "kiln/parse.h"
-
-#define STATUS_TIMEOUT_MAX_MS 600000
 
 #define KEY(sec, nm, ty, field, lo, hi, ch, df, hp)                                              \
 	{ .section = sec, .name = nm, .type = ty, .offset = offsetof(struct kilnd_config, field),   \
@@ -57,10 +54,9 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "a serial console (SOL) session that hears nothing from its BMC for this long is lost."),
 	KEY("bmc", "request_timeout", KILN_CFG_DURATION, bmc_request_timeout, 1, 600, NULL, "30s",
 	    "A BMC request that takes longer has failed."),
-	KEY("bmc", "status_timeout", KILN_CFG_STRING, bmc_status_timeout_text, 0, 0, NULL, "0s",
+	KEY("bmc", "status_timeout", KILN_CFG_DURATION_MS, bmc_status_timeout, 0, 600000, NULL, "0s",
 	    "A power-state read of a BMC already known (one GET) that takes longer has failed, so "
-	    "that a hung BMC does not hold a fleet-wide sweep; 0s: [bmc] request_timeout. A "
-	    "duration (2s, 1m) or milliseconds (1500ms), 0 to 600 s."),
+	    "that a hung BMC does not hold a fleet-wide sweep; 0s: [bmc] request_timeout."),
 	KEY("bmc", "action_timeout", KILN_CFG_DURATION, bmc_action_timeout, 5, 3600, NULL, "120s",
 	    "How long a power action may take to be confirmed by reading the state back."),
 	KEY("bmc", "redfish_threads", KILN_CFG_INT, bmc_redfish_threads, 0, 16, NULL, "0",
@@ -143,61 +139,20 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 
 const size_t kilnd_config_table_len = sizeof(kilnd_config_table) / sizeof(kilnd_config_table[0]);
 
-/* [bmc] status_timeout in milliseconds: "1500ms", or a duration ("2s", "2", "1m"). */
-static int status_timeout_parse(int64_t *out_ms, const char *text)
-{
-	size_t len = text ? strlen(text) : 0;
-	int64_t v;
-	int rc;
-
-	if (len > 2 && strcmp(text + len - 2, "ms") == 0) {
-		char num[32];
-		if (len - 2 >= sizeof(num))
-			return kiln_fail(KILN_EINVAL, "'%s' is not a duration", text);
-		memcpy(num, text, len - 2);
-		num[len - 2] = '\0';
-		if ((rc = kiln_parse_int64(&v, num, 0, STATUS_TIMEOUT_MAX_MS)) < 0)
-			return kiln_fail(KILN_EINVAL, "'%s' is out of range [0ms, %dms]", text,
-					 STATUS_TIMEOUT_MAX_MS);
-	} else {
-		if ((rc = kiln_parse_duration(&v, text ? text : "")) < 0)
-			return rc;
-		if (v > STATUS_TIMEOUT_MAX_MS / 1000)
-			return kiln_fail(KILN_EINVAL, "%llds is out of range [0s, %ds]", (long long)v,
-					 STATUS_TIMEOUT_MAX_MS / 1000);
-		v *= 1000;
-	}
-	*out_ms = v;
-	return 0;
-}
-
-static int status_timeout_apply(struct kilnd_config *cfg, const char *where)
-{
-	if (status_timeout_parse(&cfg->bmc_status_timeout, cfg->bmc_status_timeout_text) < 0)
-		return kiln_fail_prefix(KILN_EINVAL, "%s%sbmc.status_timeout", where ? where : "",
-					where ? ": " : "");
-	return 0;
-}
-
 int kilnd_config_init(struct kilnd_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	int rc = kiln_config_defaults(cfg, kilnd_config_table, kilnd_config_table_len);
-	return rc < 0 ? rc : status_timeout_apply(cfg, NULL);
+	return kiln_config_defaults(cfg, kilnd_config_table, kilnd_config_table_len);
 }
 
 int kilnd_config_load(struct kilnd_config *cfg, const char *path)
 {
-	int rc = kiln_config_load(cfg, kilnd_config_table, kilnd_config_table_len, path);
-	return rc < 0 ? rc : status_timeout_apply(cfg, path);
+	return kiln_config_load(cfg, kilnd_config_table, kilnd_config_table_len, path);
 }
 
 int kilnd_config_set(struct kilnd_config *cfg, const char *key, const char *value)
 {
-	int rc = kiln_config_set(cfg, kilnd_config_table, kilnd_config_table_len, key, value);
-	if (rc == 0 && strcmp(key, "bmc.status_timeout") == 0)
-		rc = status_timeout_apply(cfg, NULL);
-	return rc;
+	return kiln_config_set(cfg, kilnd_config_table, kilnd_config_table_len, key, value);
 }
 
 void kilnd_config_free(struct kilnd_config *cfg)
@@ -216,6 +171,10 @@ static void write_bounds(FILE *f, const struct kiln_cfg_key *k)
 		break;
 	case KILN_CFG_DURATION:
 		fprintf(f, "# Duration (90, 30s, 5m, 1h), %" PRId64 "s to %" PRId64 "s.\n", k->min,
+			k->max);
+		break;
+	case KILN_CFG_DURATION_MS:
+		fprintf(f, "# Duration (1500ms, 2s, 1m), %" PRId64 "ms to %" PRId64 "ms.\n", k->min,
 			k->max);
 		break;
 	case KILN_CFG_DOUBLE:

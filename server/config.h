@@ -32,7 +32,6 @@ struct kilnd_config {
 	int64_t bmc_ipmi_session_idle; /* seconds a kept IPMI session may idle; 0: none kept */
 	int bmc_redfish_threads; /* Redfish loop threads; 0: one per core */
 	int64_t bmc_status_timeout; /* milliseconds, 0: bmc_request_timeout */
-	char *bmc_status_timeout_text; /* as configured ("2s", "1500ms"): parsed into the above */
 	/* [power] pacing of power actions over a range */
 	int power_batch;         /* nodes per batch; 0: all at once */
 	int64_t power_interval;  /* seconds between batches */

@@ -11,6 +11,7 @@ enum kiln_cfg_type {
 	KILN_CFG_BOOL,     /* bool */
 	KILN_CFG_DOUBLE,   /* double, bounds dmin..dmax */
 	KILN_CFG_DURATION, /* int64_t seconds ("30s", "5m"), bounds min..max */
+	KILN_CFG_DURATION_MS, /* int64_t milliseconds ("1500ms", "2s"), bounds min..max in ms */
 	KILN_CFG_STRING,   /* char * (malloc'd; the table's owner frees with kiln_config_free) */
 	KILN_CFG_ENUM,     /* char *, one of the '|'-separated words in choices */
 };

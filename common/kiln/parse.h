@@ -14,6 +14,8 @@ int kiln_parse_double(double *out, const char *s, double min, double max);
 
 /* "90", "90s", "30m", "12h", "7d", "1h30m" -> seconds. */
 int kiln_parse_duration(int64_t *out_seconds, const char *s);
+/* The same with "ms" as a unit too ("1500ms", "2s", "1m30s") -> milliseconds. */
+int kiln_parse_duration_ms(int64_t *out_ms, const char *s);
 
 /* yes/no, true/false, on/off, 1/0. */
 int kiln_parse_bool(bool *out, const char *s);

@@ -122,7 +122,31 @@ static const struct {
 	{ "99999999999999999999", KILN_EINVAL, 0, "too large" },
 	{ "9223372036854775807w", KILN_EINVAL, 0, "too large" },
 	{ "9223372036854775807s1s", KILN_EINVAL, 0, "too large" },
+	{ "1500ms", KILN_EINVAL, 0, "expected a number at position 6" }, /* "m", then "s" */
 };
+
+/* The same parser in milliseconds, where "ms" is a unit. */
+static void test_duration_ms(void **state)
+{
+	static const struct {
+		const char *in;
+		int64_t want;
+	} ok[] = { { "0", 0 }, { "1500ms", 1500 }, { "2s", 2000 }, { "90", 90000 },
+		   { "1m", 60000 }, { "1m30s", 90000 }, { "1s250ms", 1250 }, { "2h", 7200000 } };
+	int64_t v = -7;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (kiln_parse_duration_ms(&v, ok[i].in) != 0 || v != ok[i].want)
+			fail_msg("'%s': got %lld (%s), want %lld", ok[i].in, (long long)v,
+				 kiln_error_last(), (long long)ok[i].want);
+	}
+	v = -7;
+	assert_int_equal(kiln_parse_duration_ms(&v, "5us"), KILN_EINVAL);
+	assert_non_null(strstr(kiln_error_last(), "use ms, s, m"));
+	assert_int_equal(kiln_parse_duration_ms(&v, "ms"), KILN_EINVAL);
+	assert_int_equal(v, -7);
+}
 
 static void test_duration(void **state)
 {
@@ -191,6 +215,7 @@ int main(void)
 		cmocka_unit_test(test_int),
 		cmocka_unit_test(test_double),
 		cmocka_unit_test(test_duration),
+		cmocka_unit_test(test_duration_ms),
 		cmocka_unit_test(test_bool),
 		cmocka_unit_test(test_strlcpy),
 	};
