@@ -36,7 +36,7 @@ static int grow(struct kiln_buf *b, size_t extra)
 	return 0;
 }
 
-int kiln_buf_append(struct kiln_buf *b, const void *p, size_t n)
+int kiln_buf_append_grow(struct kiln_buf *b, const void *p, size_t n)
 {
 	int rc = grow(b, n);
 

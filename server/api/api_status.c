@@ -242,16 +242,8 @@ struct jw {
 
 static void jw_raw(struct jw *w, const char *p, size_t n)
 {
-	struct kiln_buf *b = w->b;
-
-	/* Most pieces are a few bytes: copy them in place while they fit (no cap is passed). */
-	if (b->max == 0 && b->cap - b->len > n) {
-		memcpy(b->data + b->len, p, n);
-		b->len += n;
-		b->data[b->len] = '\0';
-	} else if (w->rc == 0) {
-		w->rc = kiln_buf_append(b, p, n);
-	}
+	if (w->rc == 0)
+		w->rc = kiln_buf_append(w->b, p, n);
 }
 
 #define JW_LIT(w, lit) jw_raw((w), (lit), sizeof(lit) - 1)

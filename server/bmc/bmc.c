@@ -431,6 +431,7 @@ struct batch {
 struct batch_slot {
 	struct batch *batch;
 	size_t index;
+	int slow;                   /* its node's last operation timed out */
 };
 
 static void batch_done(void *ud, const struct bmc_result *res)
@@ -447,6 +448,22 @@ static void batch_done(void *ud, const struct bmc_result *res)
 	pthread_mutex_unlock(&b->lock);
 }
 
+/* Submits one target of a batch; a refusal is its result at once. */
+static void batch_submit(struct bmc_engine *e, struct batch *b, struct batch_slot *slot,
+			 const struct bmc_target *t, const struct bmc_op *op)
+{
+	kiln_error_clear();
+	int rc = bmc_submit(e, t, op, batch_done, slot);
+	if (rc < 0) {
+		b->results[slot->index].rc = rc;
+		snprintf(b->results[slot->index].error, sizeof(b->results[0].error), "%s",
+			 kiln_error_last());
+		pthread_mutex_lock(&b->lock);
+		b->remaining--;
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
 int bmc_run_batch(struct bmc_engine *e, const struct bmc_target *targets, size_t n,
 		  const struct bmc_op *op, struct bmc_result *results)
 {
@@ -461,40 +478,24 @@ int bmc_run_batch(struct bmc_engine *e, const struct bmc_target *targets, size_t
 	/* BMCs that timed out last time go first: their timeouts then overlap the other
 	 * BMCs' answers instead of holding the batch's end (the hung 1 % of a fleet-wide sweep
 	 * submitted last would end it one timeout after the rest) */
-	char *first = calloc(n ? n : 1, 1);
-	if (!first) {
-		free(slots);
-		return kiln_fail(KILN_ERROR, "out of memory");
-	}
 	pthread_mutex_lock(&e->lock);
 	for (size_t i = 0; i < n; i++) {
 		struct bmc_node *nd = node_find(e, targets[i].node_id);
-		first[i] = nd && nd->slow;
+		slots[i] = (struct batch_slot){ &b, i, nd && nd->slow };
 	}
 	pthread_mutex_unlock(&e->lock);
-	for (size_t k = 0; k < 2 * n; k++) {
-		size_t i = k % n;
-		if ((k < n) != (first[i] != 0))
-			continue; /* the first pass takes the slow ones, the second the rest */
-		slots[i].batch = &b;
-		slots[i].index = i;
-		kiln_error_clear();
-		int rc = bmc_submit(e, &targets[i], op, batch_done, &slots[i]);
-		if (rc < 0) {
-			results[i].rc = rc;
-			snprintf(results[i].error, sizeof(results[i].error), "%s", kiln_error_last());
-			pthread_mutex_lock(&b.lock);
-			b.remaining--;
-			pthread_mutex_unlock(&b.lock);
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		if (slots[i].slow)
+			batch_submit(e, &b, &slots[i], &targets[i], op);
+	for (size_t i = 0; i < n; i++)
+		if (!slots[i].slow)
+			batch_submit(e, &b, &slots[i], &targets[i], op);
 	pthread_mutex_lock(&b.lock);
 	while (b.remaining > 0)
 		pthread_cond_wait(&b.cond, &b.lock);
 	pthread_mutex_unlock(&b.lock);
 	pthread_cond_destroy(&b.cond);
 	pthread_mutex_destroy(&b.lock);
-	free(first);
 	free(slots);
 	return 0;
 }
