@@ -98,21 +98,19 @@ static int value_set(void *target, const struct kiln_cfg_key *k, const char *val
 		*FIELD(target, k, double) = d;
 		return 0;
 	case KILN_CFG_DURATION:
-		if ((rc = kiln_parse_duration(&v64, value)) < 0)
+	case KILN_CFG_DURATION_MS: {
+		int ms = k->type == KILN_CFG_DURATION_MS;
+		const char *u = ms ? "ms" : "s";
+
+		rc = ms ? kiln_parse_duration_ms(&v64, value) : kiln_parse_duration(&v64, value);
+		if (rc < 0)
 			return rc;
 		if (v64 < k->min || v64 > k->max)
-			return kiln_fail(KILN_EINVAL, "%llds is out of range [%llds, %llds]",
-					 (long long)v64, (long long)k->min, (long long)k->max);
+			return kiln_fail(KILN_EINVAL, "%lld%s is out of range [%lld%s, %lld%s]",
+					 (long long)v64, u, (long long)k->min, u, (long long)k->max, u);
 		*FIELD(target, k, int64_t) = v64;
 		return 0;
-	case KILN_CFG_DURATION_MS:
-		if ((rc = kiln_parse_duration_ms(&v64, value)) < 0)
-			return rc;
-		if (v64 < k->min || v64 > k->max)
-			return kiln_fail(KILN_EINVAL, "%lldms is out of range [%lldms, %lldms]",
-					 (long long)v64, (long long)k->min, (long long)k->max);
-		*FIELD(target, k, int64_t) = v64;
-		return 0;
+	}
 	case KILN_CFG_STRING:
 		return string_set(FIELD(target, k, char *), value);
 	case KILN_CFG_ENUM:
