@@ -278,7 +278,7 @@ cleanup:
 
 static int submit_kind(struct poller *p, struct slot *s, enum bmc_op_kind kind)
 {
-	struct bmc_op op = { .kind = kind };
+	struct bmc_op op = { .kind = kind, .background = 1 }; /* an operator's request goes first */
 
 	if (kind == BMC_OP_SEL)
 		op.sel_since = s->st.sel_cursor;

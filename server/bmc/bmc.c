@@ -20,6 +20,7 @@ struct bmc_job {
 	struct bmc_node *node;
 	struct bmc_op op;
 	struct bmc_target target;   /* strings owned by the job */
+	char *key;                  /* a Redfish target's target_key(), or NULL */
 	bmc_done_fn done;
 	void *ud;
 	struct bmc_engine *engine;
@@ -29,11 +30,12 @@ struct bmc_node {
 	struct bmc_node *hnext;     /* hash chain */
 	struct bmc_node *ready_next;
 	int64_t node_id;
-	char *key;                  /* what the driver state was built from */
-	int64_t credentials_version;
+	char *key;                  /* what the driver state was built from (under the lock) */
 	struct redfish_bmc *rf;     /* held by the Redfish loop node_loop() names */
 	struct bmc_job *head, *tail;
-	int busy, ready;
+	int busy;                   /* jobs running: 1, or 2 when one overtook a background read */
+	int background;             /* a background read is among them */
+	int ready;
 	int slow;                   /* its last operation timed out: a batch starts it first */
 };
 
@@ -124,6 +126,7 @@ static void job_free(struct bmc_job *j)
 {
 	if (!j)
 		return;
+	key_free(j->key);
 	free((char *)j->op.media_url);
 	target_free(&j->target);
 	free(j);
@@ -158,9 +161,18 @@ static struct bmc_node *node_get(struct bmc_engine *e, int64_t id)
 	return n;
 }
 
+/* Under the lock: n's next job may start beside the running one, a background read on the
+ * Redfish BMC state that job would use too (same key): the driver holds the read for it. */
+static int may_overtake(const struct bmc_node *n)
+{
+	const struct bmc_job *j = n->head;
+	return n->busy == 1 && n->background && !j->op.background && j->key && n->key &&
+	       strcmp(j->key, n->key) == 0;
+}
+
 static void ready_push(struct bmc_engine *e, struct bmc_node *n)
 {
-	if (n->ready || n->busy || !n->head)
+	if (n->ready || !n->head || (n->busy && !may_overtake(n)))
 		return;
 	n->ready = 1;
 	n->ready_next = NULL;
@@ -186,10 +198,13 @@ static struct bmc_job *pump(struct bmc_engine *e)
 		if (!n->head)
 			n->tail = NULL;
 		j->next = NULL;
-		n->busy = 1;
+		n->busy++;
+		if (j->op.background)
+			n->background = 1;
 		e->running++;
 		*tail = j;
 		tail = &j->next;
+		ready_push(e, n); /* its next job may overtake a background read */
 	}
 	return start;
 }
@@ -202,7 +217,9 @@ static void job_done(void *ud, const struct bmc_result *res)
 	struct bmc_engine *e = j->engine;
 
 	pthread_mutex_lock(&e->lock);
-	j->node->busy = 0;
+	j->node->busy--;
+	if (j->op.background)
+		j->node->background = 0;
 	j->node->slow = res->rc == KILN_ETIMEOUT;
 	e->running--;
 	ready_push(e, j->node);
@@ -229,10 +246,12 @@ static struct redfish *node_loop(const struct bmc_engine *e, const struct bmc_no
 	return e->rf[(uint64_t)n->node_id % (uint64_t)e->nrf];
 }
 
-/* Runs one job; its node is marked busy, so its driver state is ours alone. */
+/* Runs one job. Its node is marked busy: only a job that overtakes a background read (with
+ * the same key, so it never rebuilds the driver state) runs beside it. */
 static void job_start(struct bmc_engine *e, struct bmc_job *j)
 {
 	struct bmc_node *n = j->node;
+	struct redfish_bmc *rf;
 	int rc;
 
 	if (j->target.protocol == BMC_IPMI) {
@@ -245,30 +264,26 @@ static void job_start(struct bmc_engine *e, struct bmc_job *j)
 			job_fail(j, rc, kiln_error_last());
 		return;
 	}
-	char *key = target_key(&j->target);
-	if (!key) {
-		job_fail(j, KILN_ERROR, "out of memory");
-		return;
-	}
-	if (!n->rf || !n->key || strcmp(n->key, key) != 0 ||
-	    n->credentials_version != j->target.credentials_version) {
+	/* the key is read under the lock by may_overtake() */
+	pthread_mutex_lock(&e->lock);
+	if (!n->rf || !n->key || strcmp(n->key, j->key) != 0) {
 		redfish_bmc_retire(node_loop(e, n), n->rf); /* logs out the old session */
 		n->rf = NULL;
 		key_free(n->key);
 		n->key = NULL;
 		kiln_error_clear();
 		if ((rc = redfish_bmc_new(node_loop(e, n), &n->rf, &j->target)) < 0) {
-			key_free(key);
+			pthread_mutex_unlock(&e->lock);
 			job_fail(j, rc, kiln_error_last());
 			return;
 		}
-		n->key = key;
-		n->credentials_version = j->target.credentials_version;
-	} else {
-		key_free(key);
+		n->key = j->key;
+		j->key = NULL;
 	}
+	rf = n->rf;
+	pthread_mutex_unlock(&e->lock);
 	kiln_error_clear();
-	if ((rc = redfish_submit(node_loop(e, n), n->rf, &j->op, job_done, j)) < 0)
+	if ((rc = redfish_submit(node_loop(e, n), rf, &j->op, job_done, j)) < 0)
 		job_fail(j, rc, kiln_error_last());
 }
 
@@ -393,6 +408,10 @@ int bmc_submit(struct bmc_engine *e, const struct bmc_target *target, const stru
 	}
 	j->op = *op;
 	j->op.media_url = dup_or_null(op->media_url);
+	if (target->protocol != BMC_IPMI && !(j->key = target_key(target))) {
+		job_free(j);
+		return kiln_fail(KILN_ERROR, "out of memory");
+	}
 	j->done = done;
 	j->ud = ud;
 	j->engine = e;

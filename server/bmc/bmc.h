@@ -31,6 +31,8 @@ struct bmc_op {
 	int persistent;               /* BOOT_SET */
 	const char *media_url;        /* MEDIA_INSERT (copied by bmc_submit) */
 	int64_t sel_since;            /* SEL: unix seconds, 0 = all */
+	int background;               /* a read of the poller's: another operation on the same
+				       * Redfish BMC goes first (see bmc_submit) */
 };
 
 /*
@@ -94,6 +96,11 @@ void bmc_engine_stop(struct bmc_engine *e);
  * Queues op on target. Operations on one node run one at a time, in order; done is
  * called exactly once, from an engine thread. Returns KILN_EINVAL for a target the
  * engine cannot handle (then done is not called).
+ * One exception to the order: while a background read (op->background, the poller's) runs
+ * on a Redfish BMC, the next other operation of that node starts beside it, and the
+ * driver holds the background read between two of its requests until that one ends: a
+ * fleet-wide sweep does not wait behind an inventory read. One request at a time still
+ * goes to the BMC, on its one session.
  */
 int bmc_submit(struct bmc_engine *e, const struct bmc_target *target, const struct bmc_op *op,
 	       bmc_done_fn done, void *ud);

@@ -21,7 +21,10 @@ struct slot {
 	struct bmc_result res;
 	int64_t elapsed_ms;
 	int64_t started_ms;
+	int seq;                    /* the order the operations of a round ended in, from 1 */
 };
+
+static int done_seq;
 
 static int64_t now_ms(void)
 {
@@ -38,9 +41,47 @@ static void on_done(void *ud, const struct bmc_result *res)
 	memcpy(s->res.error, res->error, sizeof(s->res.error));
 	s->res.data = res->data ? json_incref(res->data) : NULL;
 	s->elapsed_ms = now_ms() - s->started_ms;
+	s->seq = ++done_seq;
 	(*s->remaining)--;
 	pthread_cond_broadcast(s->cond);
 	pthread_mutex_unlock(s->lock);
+}
+
+/* Submits op on t into slot s, counted in *remaining (a refusal is its result at once). */
+static void submit(struct bmc_engine *e, const struct bmc_target *t, const struct bmc_op *op,
+		   struct slot *s, pthread_mutex_t *lock, pthread_cond_t *cond, int *remaining)
+{
+	json_decref(s->res.data);
+	memset(s, 0, sizeof(*s));
+	s->lock = lock;
+	s->cond = cond;
+	s->remaining = remaining;
+	s->started_ms = now_ms();
+	pthread_mutex_lock(lock);
+	(*remaining)++;
+	pthread_mutex_unlock(lock);
+	if (bmc_submit(e, t, op, on_done, s) < 0) {
+		s->res.rc = KILN_EINVAL;
+		snprintf(s->res.error, sizeof(s->res.error), "%s", kiln_error_last());
+		pthread_mutex_lock(lock);
+		(*remaining)--;
+		pthread_mutex_unlock(lock);
+	}
+}
+
+/* A slot's result as {"elapsed_ms", "seq", "error" or the result's members}; releases it. */
+static json_t *slot_json(struct slot *s)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "elapsed_ms", json_integer(s->elapsed_ms));
+	json_object_set_new(o, "seq", json_integer(s->seq));
+	if (s->res.rc < 0)
+		json_object_set_new(o, "error", json_string(s->res.error));
+	else if (s->res.data)
+		json_object_update(o, s->res.data);
+	json_decref(s->res.data);
+	s->res.data = NULL;
+	return o;
 }
 
 static int parse_url(struct bmc_target *t, const char *url, char *host, size_t hostlen)
@@ -122,6 +163,7 @@ static void usage(void)
 		"         [--url-fingerprint SHA256]\n"
 		"         [--timeout-ms N] [--action-timeout-ms N] [--fanout N] [--repeat N]\n"
 		"         [--on-if-off] [--persistent] [--since UNIX] [--pause-ms N]\n"
+		"         [--beside power-get|sensors|sel|inventory]\n"
 		"         power-get | power on|off|soft|reset|cycle | boot pxe|cd|disk|bios |\n"
 		"         media-insert URL | media-eject | media-status | sensors | sel | inventory\n");
 }
@@ -146,6 +188,7 @@ int main(int argc, char **argv)
 		{"persistent", no_argument, NULL, 'p'},
 		{"since", required_argument, NULL, 'S'},
 		{"pause-ms", required_argument, NULL, 'z'},
+		{"beside", required_argument, NULL, 'b'}, /* a background read first, each round */
 		{NULL, 0, NULL, 0},
 	};
 	const char *urls[MAX_TARGETS];
@@ -156,7 +199,8 @@ int main(int argc, char **argv)
 	int insecure = 0, repeat = 1, fanout = 64, pause_ms = 0;
 	int64_t since = 0;
 	long timeout_ms = 5000, action_ms = 60000;
-	struct bmc_op op = {0};
+	struct bmc_op op = {0}, bg = {0};
+	int beside = 0;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
@@ -207,6 +251,11 @@ int main(int argc, char **argv)
 		case 'p': op.persistent = 1; break;
 		case 'S': rc = kiln_parse_int64(&since, optarg, 0, INT64_MAX); break;
 		case 'z': rc = kiln_parse_int(&pause_ms, optarg, 0, 600000); break;
+		case 'b':
+			rc = parse_op(&bg, 1, &optarg);
+			bg.background = 1;
+			beside = 1;
+			break;
 		default: usage(); return 2;
 		}
 		if (rc < 0) {
@@ -260,50 +309,36 @@ int main(int argc, char **argv)
 
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-	static struct slot slots[MAX_TARGETS];
+	static struct slot slots[MAX_TARGETS], bslots[MAX_TARGETS];
 	int failed = 0;
 	for (int round = 0; round < repeat; round++) {
-		int remaining = (int)nurls;
+		int remaining = 0;
 		if (round > 0 && pause_ms > 0) {
 			struct timespec ts = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L};
 			nanosleep(&ts, NULL);
 		}
+		done_seq = 0;
 		for (size_t i = 0; i < nurls; i++) {
-			json_decref(slots[i].res.data);
-			memset(&slots[i], 0, sizeof(slots[i]));
-			slots[i].lock = &lock;
-			slots[i].cond = &cond;
-			slots[i].remaining = &remaining;
-			slots[i].started_ms = now_ms();
-			if (bmc_submit(e, &targets[i], &op, on_done, &slots[i]) < 0) {
-				slots[i].res.rc = KILN_EINVAL;
-				snprintf(slots[i].res.error, sizeof(slots[i].res.error), "%s",
-					 kiln_error_last());
-				pthread_mutex_lock(&lock);
-				remaining--;
-				pthread_mutex_unlock(&lock);
-			}
+			if (beside)
+				submit(e, &targets[i], &bg, &bslots[i], &lock, &cond, &remaining);
+			submit(e, &targets[i], &op, &slots[i], &lock, &cond, &remaining);
 		}
 		pthread_mutex_lock(&lock);
 		while (remaining > 0)
 			pthread_cond_wait(&cond, &lock);
 		pthread_mutex_unlock(&lock);
 		for (size_t i = 0; i < nurls; i++)
-			if (slots[i].res.rc < 0)
+			if (slots[i].res.rc < 0 || (beside && bslots[i].res.rc < 0))
 				failed++;
 	}
 
 	json_t *out = json_array();
 	for (size_t i = 0; i < nurls; i++) {
-		json_t *o = json_object();
+		json_t *o = slot_json(&slots[i]);
 		json_object_set_new(o, "node", json_string(names[i]));
-		json_object_set_new(o, "elapsed_ms", json_integer(slots[i].elapsed_ms));
-		if (slots[i].res.rc < 0)
-			json_object_set_new(o, "error", json_string(slots[i].res.error));
-		else if (slots[i].res.data)
-			json_object_update(o, slots[i].res.data);
+		if (beside)
+			json_object_set_new(o, "background", slot_json(&bslots[i]));
 		json_array_append_new(out, o);
-		json_decref(slots[i].res.data);
 	}
 	char *text = json_dumps(out, JSON_INDENT(1));
 	json_decref(out);

@@ -140,3 +140,28 @@ kiln_test_token() {
 	fi
 	jq -r .token "$KILN_BODY_FILE"
 }
+
+# kiln_test_start_bmcsim NAME KILN-BMCSIM-ARGS...: starts kiln-bmcsim on 127.0.0.1:0 (its
+# --mockup and the rest from the arguments), stopped at exit like kilnd; waits for its port and
+# sets SIM_PID, SIM_PORT (the first BMC's), SIM_CTL (its /_sim URL). Returns 1 (and prints its
+# log) when it does not start in 10 s.
+kiln_test_start_bmcsim() {
+	local name=$1 i
+	shift
+	"$KILN_BIN/kiln-bmcsim" --listen 127.0.0.1:0 --ports-file "$KILN_TEST_TMP/$name.ports" "$@" \
+		>"$KILN_TEST_TMP/$name.log" 2>&1 &
+	SIM_PID=$!
+	KILN_TEST_PIDS+=("$SIM_PID")
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$KILN_TEST_TMP/$name.ports" ] && break
+		kill -0 "$SIM_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ ! -s "$KILN_TEST_TMP/$name.ports" ]; then
+		echo "kiln-bmcsim did not start:"
+		cat "$KILN_TEST_TMP/$name.log"
+		return 1
+	fi
+	SIM_PORT=$(head -1 "$KILN_TEST_TMP/$name.ports")
+	SIM_CTL="http://127.0.0.1:$SIM_PORT/_sim"
+}

@@ -402,6 +402,8 @@ void rf_loop_complete(struct redfish *rf, CURLMsg *msg)
 
 	rf->inflight--;
 	op->inflight = NULL;
+	if (op == op->bmc->background && op->bmc->foreground)
+		rf->walk_due_ms = 0; /* the operation held for this request goes now (op_held) */
 	r.curl_code = (int)msg->data.result;
 	if (msg->data.result == CURLE_OK)
 		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &r.status);

@@ -30,6 +30,8 @@ struct redfish_bmc {
 	int retired;
 	int nops;                              /* operations in the driver's list that use it */
 	int tried;                             /* an operation ran on it before */
+	struct rf_op *background;              /* its background read (the poller's), and the */
+	struct rf_op *foreground;              /* other operation beside it: see op_held() */
 	int64_t answered_ms;                   /* when the last request got an answer: for a
 						* while its connection is probably kept (rf_bmc_connected) */
 	int64_t node_id;
@@ -140,6 +142,7 @@ struct rf_op {
 	struct rf_request *inflight;
 	int relogged;                          /* one re-login per operation after a 401 */
 	int bmc_tried;                         /* the BMC had an operation before this one */
+	int begin_later;                       /* begins once the BMC's other operation ends */
 	int finished;
 
 	rf_call_fn start;                      /* runs once discovery is done */

@@ -250,9 +250,17 @@ static void op_free(struct rf_op *op)
 static void op_done(struct rf_op *op, int rc, const char *msg)
 {
 	struct bmc_result res = {.rc = rc};
+	struct redfish_bmc *b = op->bmc;
 	if (op->finished)
 		return;
 	op->finished = 1;
+	if (b->background == op || b->foreground == op) {
+		struct rf_op **mine = b->background == op ? &b->background : &b->foreground;
+		struct rf_op *other = b->background == op ? b->foreground : b->background;
+		*mine = NULL;
+		if (other)
+			op->rf->walk_due_ms = 0; /* it goes on */
+	}
 	op->fin_next = op->rf->finished;
 	op->rf->finished = op;
 	if (op->inflight) {
@@ -320,10 +328,38 @@ static void timer_note(struct redfish *rf, int64_t due_ms)
 		rf->walk_due_ms = due_ms;
 }
 
+/* A background read (the poller's) and another operation on one BMC, started beside it by the
+ * engine so that a sweep does not wait behind an inventory read: the other one goes first,
+ * the read waits between two of its requests; one request at a time reaches the BMC, and an
+ * operation that would have to discover the BMC again begins once the other one has ended.
+ * 1 while op has to wait; the loop walks both when the other one's request or life ends. */
+static int op_held(const struct rf_op *op)
+{
+	const struct redfish_bmc *b = op->bmc;
+	if (op == b->background && b->foreground)
+		return !b->foreground->begin_later;
+	if (op == b->foreground && b->background)
+		return op->begin_later || b->background->inflight;
+	return 0;
+}
+
+static int op_begin(struct rf_op *op);
+
 /* Runs what can run now: call steps, the next request when it is due and a slot is free. */
 void rf_op_advance(struct rf_op *op)
 {
 	wait_remove(op);
+	if (op->finished || op_held(op))
+		return;
+	if (op->begin_later) {
+		op->begin_later = 0;
+		kiln_error_clear();
+		int rc = op_begin(op);
+		if (rc < 0) {
+			rf_op_fail(op, rc, kiln_error_last());
+			return;
+		}
+	}
 	while (!op->finished && !op->inflight) {
 		splice_pushed(op);
 		struct rf_step *s = op->queue;
@@ -381,6 +417,18 @@ void rf_op_advance(struct rf_op *op)
 	}
 }
 
+/* A power read needs the system only: its discovery stops there (half the requests of a
+ * first sweep); anything else goes on to the manager and chassis, once. */
+static int op_discover_full(const struct rf_op *op)
+{
+	return op->op.kind != BMC_OP_POWER_GET;
+}
+
+static int op_discovered(const struct rf_op *op)
+{
+	return op->bmc->discovered && (!op_discover_full(op) || op->bmc->discovered_full);
+}
+
 static int op_begin(struct rf_op *op)
 {
 	if (op->logout)
@@ -401,9 +449,7 @@ static int op_begin(struct rf_op *op)
 	case BMC_OP_INVENTORY: op->start = rf_inventory_start; break;
 	default: return kiln_fail(KILN_EINVAL, "operation %d not supported", op->op.kind);
 	}
-	/* a power read needs the system only: its discovery stops there (half the requests
-	 * of a first sweep); anything else goes on to the manager and chassis, once */
-	op->discover_full = op->op.kind != BMC_OP_POWER_GET;
+	op->discover_full = op_discover_full(op);
 	if (!op->bmc->discovered)
 		return rf_discover_begin(op);
 	if (op->discover_full && !op->bmc->discovered_full)
@@ -489,6 +535,23 @@ static void loop_wake(struct redfish *rf)
 	(void)n; /* a full counter is as good as a write: the loop wakes either way */
 }
 
+/* Notes op as its BMC's background read or as the operation beside one (op_held());
+ * returns 1 when it begins later: the BMC would have to be discovered (again) while the
+ * other operation uses it. */
+static int op_share(struct rf_op *op)
+{
+	struct redfish_bmc *b = op->bmc;
+	struct rf_op *other = op->op.background ? b->foreground : b->background;
+	if (op->op.background)
+		b->background = op;
+	else
+		b->foreground = op;
+	if (!other || op_discovered(op))
+		return 0;
+	op->begin_later = 1;
+	return 1;
+}
+
 static void loop_take_inbox(struct redfish *rf, int *stopping)
 {
 	pthread_mutex_lock(&rf->lock);
@@ -504,6 +567,8 @@ static void loop_take_inbox(struct redfish *rf, int *stopping)
 		ops_link(rf, op);
 		op->bmc_tried = op->bmc->tried;
 		op->bmc->tried = 1;
+		if (!*stopping && op_share(op))
+			continue;
 		kiln_error_clear();
 		int rc = *stopping ? kiln_fail(KILN_ERROR, "kilnd is stopping") : op_begin(op);
 		if (rc < 0)
