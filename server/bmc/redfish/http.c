@@ -51,9 +51,20 @@ int64_t rf_now_ms(void)
  * a request is counted as a new handshake so that a sweep's reconnects stay under the cap. */
 #define RF_KEPT_MS 20000
 
-int rf_bmc_connected(const struct redfish_bmc *b)
+/* 1 when b's next request probably reuses a kept connection (no TLS handshake): it got an
+ * answer recently, before a BMC or curl would have closed an idle connection. */
+static int rf_bmc_connected(const struct redfish_bmc *b)
 {
 	return b->answered_ms > 0 && rf_now_ms() - b->answered_ms < RF_KEPT_MS;
+}
+
+/* A BMC whose last request timed out reconnects outside the cap: a hung one would hold a slot
+ * for its whole timeout, and its timeout should overlap the healthy BMCs' answers, not wait
+ * behind their handshakes (a batch starts such BMCs first, yet a sweep's hung 1 % started up
+ * to 0.5 s late and ended it). */
+int rf_handshake_counted(const struct redfish_bmc *b)
+{
+	return !b->plain_http && !b->timed_out && !rf_bmc_connected(b);
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
@@ -373,7 +384,7 @@ int rf_request_start(struct rf_op *op, struct rf_step *step)
 	req->multi = rf->shards[b->shard].multi;
 	op->inflight = req;
 	rf->inflight++;
-	if (!rf_bmc_connected(b) && !b->plain_http) {
+	if (rf_handshake_counted(b)) {
 		req->handshake = 1;
 		rf->handshaking++;
 	}
@@ -408,6 +419,7 @@ void rf_loop_complete(struct redfish *rf, CURLMsg *msg)
 	if (msg->data.result == CURLE_OK)
 		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &r.status);
 	op->bmc->answered_ms = r.status != 0 ? rf_now_ms() : 0; /* curl keeps its connection */
+	op->bmc->timed_out = msg->data.result == CURLE_OPERATION_TIMEDOUT;
 	if (req->too_big) {
 		r.status = 0;
 		snprintf(cerr, sizeof(cerr), "response body over the %zu-byte cap",

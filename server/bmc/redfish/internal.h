@@ -30,6 +30,7 @@ struct redfish_bmc {
 	int retired;
 	int nops;                              /* operations in the driver's list that use it */
 	int tried;                             /* an operation ran on it before */
+	int timed_out;                         /* its last request timed out */
 	struct rf_op *background;              /* its background read (the poller's), and the */
 	struct rf_op *foreground;              /* other operation beside it: see op_held() */
 	int64_t answered_ms;                   /* when the last request got an answer: for a
@@ -208,9 +209,8 @@ struct redfish {
 };
 
 int64_t rf_now_ms(void);
-/* 1 when b's next request probably reuses a kept connection (no TLS handshake): it got an
- * answer recently, before a BMC or curl would have closed an idle connection. */
-int rf_bmc_connected(const struct redfish_bmc *b);
+/* 1 when b's next request counts as a TLS handshake under the cap (max_handshakes). */
+int rf_handshake_counted(const struct redfish_bmc *b);
 
 /* Steps (redfish.c). path is copied; body is copied (may be NULL). */
 void rf_push(struct rf_op *op, const char *method, const char *path, const char *body,

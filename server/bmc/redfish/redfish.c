@@ -399,8 +399,7 @@ void rf_op_advance(struct rf_op *op)
 		}
 		/* new TLS connections are CPU-bound on both ends: a few at a time finish sooner
 		 * than thousands at once that all run into the connect timeout */
-		if (!rf_bmc_connected(op->bmc) && !op->bmc->plain_http &&
-		    op->rf->handshaking >= op->rf->cfg.max_handshakes) {
+		if (rf_handshake_counted(op->bmc) && op->rf->handshaking >= op->rf->cfg.max_handshakes) {
 			wait_push(op, RF_WAIT_HANDSHAKE);
 			return;
 		}
