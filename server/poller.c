@@ -20,6 +20,7 @@
 #define REFRESH_S 10        /* the node list is read again this often */
 #define TICK_MS 250
 #define HEALTH_SLICE 64     /* nodes per transaction of the health sweep */
+#define HEALTH_REWRITE_S 60 /* an unchanged health outcome is written again after this */
 #define INVENTORY_RETRY_S 600 /* a failed inventory is tried again after this at most */
 #define PRUNE_EVERY_S 600   /* the BMC history is pruned this often */
 #define PRUNE_BATCH 5000    /* rows per prune transaction */
@@ -794,10 +795,13 @@ static void health_apply(struct poller *p, struct slot *s, const struct health_r
 {
 	const struct health_result *r = &hr->res;
 	const char *old = s->st.health;
+	int64_t hung_before = s->st.hung_since;
 	char *reasons;
+	int same;
 
 	if (!hr->ok)
 		return;
+	same = s->st.health_time > 0 && strcmp(old, health_level_name(r->level)) == 0;
 
 	if (r->hung && s->st.hung_since == 0) {
 		char key[64];
@@ -817,12 +821,19 @@ static void health_apply(struct poller *p, struct slot *s, const struct health_r
 			  r->nreasons ? r->reasons[0] : "");
 	snprintf(s->st.health, sizeof(s->st.health), "%s", health_level_name(r->level));
 	reasons = reasons_json(r);
+	same = same && s->st.hung_since == hung_before && reasons && s->st.reasons &&
+	       strcmp(reasons, s->st.reasons) == 0;
 	if (reasons) {
 		free(s->st.reasons);
 		s->st.reasons = reasons;
 	}
-	s->st.health_time = now;
-	state_put(p, s);
+	/* The same outcome as the stored one is not written on every sweep (10,000 rows every
+	 * 10 s, beside the agents' reports), only once a minute: health_time says when health
+	 * was last found so, within that minute. */
+	if (!same || now - s->st.health_time >= HEALTH_REWRITE_S) {
+		s->st.health_time = now;
+		state_put(p, s);
+	}
 	if (r->hung)
 		for (size_t i = 0; i < r->nreasons; i++)
 			if (strncmp(r->reasons[i], "hung:", 5) == 0)

@@ -103,6 +103,22 @@ shape=$(status_json | jq -r 'if type == "array" and length == 3 and
 same "kiln status -o json: an array of node objects with the documented fields" "$shape" ok
 same "gpus seen on gpu01" "$(field gpu01 gpus_seen)" 8
 same "gpu01 is ok while its agent reports" "$(field gpu01 health)/$(field gpu01 'reasons | join(";")')" ok/
+# An unchanged health outcome is not written again on every sweep (here every second), only
+# once a minute: gpu01's health_time stands still over three sweeps.
+health_time() {
+	sqlite3 -batch -noheader "$KILND_DIR/kiln.db" \
+		"SELECT b.health_time FROM node_bmc_state b JOIN nodes n ON n.id = b.node_id WHERE n.name = 'gpu01'"
+}
+if command -v sqlite3 >/dev/null 2>&1; then
+	ht1=$(health_time)
+	sleep 3
+	ht2=$(health_time)
+	if [ -n "$ht1" ] && { [ "$ht1" = "$ht2" ] || [ $((ht2 - ht1)) -ge 60 ]; }; then
+		pass "an unchanged health is not rewritten every sweep"
+	else
+		fail "gpu01's health_time moved from '$ht1' to '$ht2' in 3 s"
+	fi
+fi
 
 "$KILN" node maintenance gpu02 on --reason "replacing a PSU" >/dev/null || fail "maintenance on"
 same "gpu02 shows its maintenance reason" "$(field gpu02 maintenance.reason)" "replacing a PSU"
