@@ -34,7 +34,7 @@ struct bmc_node {
 	struct redfish_bmc *rf;     /* held by the Redfish loop node_loop() names */
 	struct bmc_job *head, *tail;
 	int busy;                   /* jobs running: 1, or 2 when one overtook a background read */
-	int background;             /* a background read is among them */
+	struct bmc_job *background; /* the background read among them, or NULL */
 	int ready;
 	int slow;                   /* its last operation timed out: a batch starts it first */
 };
@@ -162,12 +162,16 @@ static struct bmc_node *node_get(struct bmc_engine *e, int64_t id)
 }
 
 /* Under the lock: n's next job may start beside the running one, a background read on the
- * Redfish BMC state that job would use too (same key): the driver holds the read for it. */
+ * Redfish BMC state that job would use too (same key: whichever starts first builds it, the
+ * other finds it): the driver holds the read for it. The read's key is its own until its
+ * job_start() moves it into the node. */
 static int may_overtake(const struct bmc_node *n)
 {
 	const struct bmc_job *j = n->head;
-	return n->busy == 1 && n->background && !j->op.background && j->key && n->key &&
-	       strcmp(j->key, n->key) == 0;
+	const char *running = n->background ? n->background->key ? n->background->key : n->key
+					    : NULL;
+	return n->busy == 1 && running && !j->op.background && j->key &&
+	       strcmp(j->key, running) == 0;
 }
 
 static void ready_push(struct bmc_engine *e, struct bmc_node *n)
@@ -200,7 +204,7 @@ static struct bmc_job *pump(struct bmc_engine *e)
 		j->next = NULL;
 		n->busy++;
 		if (j->op.background)
-			n->background = 1;
+			n->background = j;
 		e->running++;
 		*tail = j;
 		tail = &j->next;
@@ -218,8 +222,8 @@ static void job_done(void *ud, const struct bmc_result *res)
 
 	pthread_mutex_lock(&e->lock);
 	j->node->busy--;
-	if (j->op.background)
-		j->node->background = 0;
+	if (j->node->background == j)
+		j->node->background = NULL;
 	j->node->slow = res->rc == KILN_ETIMEOUT;
 	e->running--;
 	ready_push(e, j->node);
@@ -246,8 +250,9 @@ static struct redfish *node_loop(const struct bmc_engine *e, const struct bmc_no
 	return e->rf[(uint64_t)n->node_id % (uint64_t)e->nrf];
 }
 
-/* Runs one job. Its node is marked busy: only a job that overtakes a background read (with
- * the same key, so it never rebuilds the driver state) runs beside it. */
+/* Runs one job. Its node is marked busy: only a job that overtakes a background read runs
+ * beside it, with the read's key (whichever of the two starts first may rebuild the driver
+ * state, under the lock; the other finds it built for its key). */
 static void job_start(struct bmc_engine *e, struct bmc_job *j)
 {
 	struct bmc_node *n = j->node;
