@@ -467,8 +467,8 @@ static void batch_done(void *ud, const struct bmc_result *res)
 	memcpy(out->error, res->error, sizeof(out->error));
 	out->data = res->rc == 0 && res->data ? json_incref(res->data) : NULL;
 	pthread_mutex_lock(&b->lock);
-	b->remaining--;
-	pthread_cond_broadcast(&b->cond);
+	if (--b->remaining == 0)
+		pthread_cond_signal(&b->cond); /* one waiter, woken once (not per result) */
 	pthread_mutex_unlock(&b->lock);
 }
 
