@@ -100,7 +100,8 @@ void bmc_engine_stop(struct bmc_engine *e);
  * on a Redfish BMC, the next other operation of that node starts beside it, and the
  * driver holds the background read between two of its requests until that one ends: a
  * fleet-wide sweep does not wait behind an inventory read. One request at a time still
- * goes to the BMC, on its one session.
+ * goes to the BMC, on its one session. A power read beside a background power read gets
+ * that read's answer.
  */
 int bmc_submit(struct bmc_engine *e, const struct bmc_target *target, const struct bmc_op *op,
 	       bmc_done_fn done, void *ud);

@@ -23,12 +23,17 @@
 #   --redfish-threads T  kilnd's [bmc] redfish_threads (default: kilnd's own, one per core).
 #   --select-query on|off  kiln-bmcsim's service root advertises $select (SelectQuery) or not;
 #            default: as the mockup says (generic: not advertised).
+#   --poller-interval S  kilnd's [poller] interval (default 3600s: out of the way; 30s is
+#            kilnd's own default, a fleet polled while the sweeps run).
+#   --settle S  seconds to wait after the first sweep (the poller's first-contact reads of
+#            every node: sensors, SEL, inventory) before the next ones.
 #   KILN_BENCH_BUILD=DIR uses that build directory instead of build-bench.
 #   KILN_BENCH_PERF=DIR records the last sweep with perf (kilnd.data, sims.data in DIR).
 #
 # Starts kiln-bmcsim processes of at most 5,000 ports each on 127.0.0.1 (ports below 32768),
 # kilnd on 127.0.0.1 with a node per BMC (TLS verified against the simulators' certificate,
-# poller interval 1 h so that it stays out of the way), then times GET /api/v1/power over
+# poller interval 1 h unless --poller-interval: it still reads ~3 nodes a second, and each
+# one's sensors, SEL and inventory at first contact), then times GET /api/v1/power over
 # the whole range: the first sweep (TLS handshakes, sessions) and the next ones (reuse).
 # Afterwards it reads every BMC's /_sim/state: sessions per BMC (never more than one) and
 # request counters (the sweeps really asked the BMCs).
@@ -37,7 +42,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${KILN_BENCH_BUILD:-$SRC/build-bench}
 N=10000 LAT=200 JIT=50 FAULT=hang:1% RT=5 ST= FANOUT= SWEEPS=3 PEER=100 CYCLE=0 BUILD_IT=1
-PER_PROC=5000 SIMS= CLI=0 DEAD=0 PEER_FANOUT=8 SELECT= RFT=
+PER_PROC=5000 SIMS= CLI=0 DEAD=0 PEER_FANOUT=8 SELECT= RFT= POLL=3600s SETTLE=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bmcs) N=$2; shift 2 ;;
@@ -56,8 +61,10 @@ while [ $# -gt 0 ]; do
 	--sims) SIMS=$2; shift 2 ;;
 	--select-query) SELECT=$2; shift 2 ;;
 	--redfish-threads) RFT=$2; shift 2 ;;
+	--poller-interval) POLL=$2; shift 2 ;;
+	--settle) SETTLE=$2; shift 2 ;;
 	--no-build) BUILD_IT=0; shift ;;
-	-h | --help) sed -n "2,37p" "$0"; exit 0 ;;
+	-h | --help) sed -n "2,39p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -106,7 +113,7 @@ kilnd_start() {
 		[ -n "$fan" ] && printf 'fanout = %s\n' "$fan"
 		[ -n "$ST" ] && printf 'status_timeout = %s\n' "$ST"
 		[ -n "$RFT" ] && printf 'redfish_threads = %s\n' "$RFT"
-		printf '[poller]\ninterval = 3600s\n'
+		printf '[poller]\ninterval = %s\n' "$POLL"
 	} >"$dir.conf"
 	mkdir -m 700 "$dir"
 	"$BUILD/bin/kilnd" --state-dir "$dir" --listen 127.0.0.1:0 --config "$dir.conf" \
@@ -178,6 +185,7 @@ printf '%-26s %9s %7s %7s %8s %10s %5s %9s %9s\n' sweep wall_ms on/off unknown e
 	kilnd_cpu_s sims_cpu_s
 for ((k = 1; k <= SWEEPS; k++)); do
 	PERF_PIDS=()
+	[ "$k" = 2 ] && [ "$SETTLE" != 0 ] && sleep "$SETTLE"
 	if [ -n "${KILN_BENCH_PERF:-}" ] && [ "$k" = "$SWEEPS" ]; then
 		mkdir -p "$KILN_BENCH_PERF"
 		perf record -q -g -F 499 -o "$KILN_BENCH_PERF/kilnd.data" -p "$KILND_PID" 2>/dev/null &

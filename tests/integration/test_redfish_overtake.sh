@@ -2,7 +2,8 @@
 # A background read (the poller's) and an operator's operation on the same Redfish BMC: the
 # operator's goes first, the background read waits between two of its requests; one request at
 # a time reaches the BMC, on one session. On a BMC not yet discovered the operator's operation
-# waits for the background read to end (no second discovery beside the first).
+# waits for the background read to end (no second discovery beside the first). A power read
+# beside a background power read takes that read's answer.
 set -u
 
 . "$(dirname "$0")/lib.sh"
@@ -58,8 +59,18 @@ check "discovered: the power read between the inventory's requests" "$([ "$AFTER
 GAP=$(min_gap)
 check "discovered: one request at a time" "$([ "$GAP" -ge $((LAT - 1)) ]; echo $?)" \
 	"two requests $GAP ms apart: $(requests | tr '\n' ';')"
+# 3. A power read beside a background power read is answered by that read: one GET a round.
+curl -s -X DELETE "$CTL/requests" >/dev/null
+OUT=$("$RF" --url "$URL" --timeout-ms 5000 --repeat 2 --beside power-get power-get \
+	2>"$WORK/rf3.err")
+check "power read beside one: both answered" "$(jq -e '.[0].power == "on" and
+	.[0].background.power == "on"' <<<"$OUT" >/dev/null; echo $?)" "$OUT $(cat "$WORK/rf3.err")"
+READS=$(requests | grep -c ' GET /redfish/v1/Systems/sys0$')
+check "power read beside one: one system read a round" "$([ "$READS" = 2 ]; echo $?)" \
+	"$READS system reads in 2 rounds: $(requests | tr '\n' ';')"
+
 STATE=$(curl -s "$CTL/state")
-check "one session at a time" "$(jq -e '.sessions_created == 2 and .sessions == 0' \
+check "one session at a time" "$(jq -e '.sessions_created == 3 and .sessions == 0' \
 	<<<"$STATE" >/dev/null; echo $?)" "$(jq -c '{sessions_created, sessions}' <<<"$STATE")"
 
 [ "$FAILS" = 0 ] || { echo "$FAILS check(s) failed"; exit 1; }

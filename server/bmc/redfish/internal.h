@@ -144,6 +144,7 @@ struct rf_op {
 	int relogged;                          /* one re-login per operation after a 401 */
 	int bmc_tried;                         /* the BMC had an operation before this one */
 	int begin_later;                       /* begins once the BMC's other operation ends */
+	struct rf_op *joined;                  /* the background power read that answers it */
 	int finished;
 
 	rf_call_fn start;                      /* runs once discovery is done */

@@ -251,16 +251,10 @@ static void op_done(struct rf_op *op, int rc, const char *msg)
 {
 	struct bmc_result res = {.rc = rc};
 	struct redfish_bmc *b = op->bmc;
+	struct rf_op *joined = NULL;
 	if (op->finished)
 		return;
 	op->finished = 1;
-	if (b->background == op || b->foreground == op) {
-		struct rf_op **mine = b->background == op ? &b->background : &b->foreground;
-		struct rf_op *other = b->background == op ? b->foreground : b->background;
-		*mine = NULL;
-		if (other)
-			op->rf->walk_due_ms = 0; /* it goes on */
-	}
 	op->fin_next = op->rf->finished;
 	op->rf->finished = op;
 	if (op->inflight) {
@@ -273,6 +267,20 @@ static void op_done(struct rf_op *op, int rc, const char *msg)
 			 msg && msg[0] ? msg : kiln_error_name(rc));
 	} else {
 		res.data = op->data;
+	}
+	if (b->background == op || b->foreground == op) {
+		struct rf_op **mine = b->background == op ? &b->background : &b->foreground;
+		struct rf_op *other = b->background == op ? b->foreground : b->background;
+		*mine = NULL;
+		if (other && other->joined == op)
+			joined = other;
+		else if (other)
+			op->rf->walk_due_ms = 0; /* it goes on */
+	}
+	if (joined) { /* answered by this read (msg is still intact: nothing ran since) */
+		joined->joined = NULL;
+		joined->data = json_incref(op->data);
+		op_done(joined, rc, msg);
 	}
 	if (op->done)
 		op->done(op->ud, &res);
@@ -336,8 +344,10 @@ static void timer_note(struct redfish *rf, int64_t due_ms)
 static int op_held(const struct rf_op *op)
 {
 	const struct redfish_bmc *b = op->bmc;
-	if (op == b->background && b->foreground)
-		return !b->foreground->begin_later;
+	if (op->joined)
+		return 1;
+	if (op == b->background && b->foreground) /* unless it waits for this one */
+		return !b->foreground->begin_later && !b->foreground->joined;
 	if (op == b->foreground && b->background)
 		return op->begin_later || b->background->inflight;
 	return 0;
@@ -535,8 +545,10 @@ static void loop_wake(struct redfish *rf)
 }
 
 /* Notes op as its BMC's background read or as the operation beside one (op_held());
- * returns 1 when it begins later: the BMC would have to be discovered (again) while the
- * other operation uses it. */
+ * returns 1 when it does not begin now: a power read beside a background power read is
+ * answered by that read, already under way (it began after any action of ours on the BMC:
+ * an action holds the background read's requests); another operation begins later when the
+ * BMC would have to be discovered (again) while the other operation uses it. */
 static int op_share(struct rf_op *op)
 {
 	struct redfish_bmc *b = op->bmc;
@@ -545,7 +557,14 @@ static int op_share(struct rf_op *op)
 		b->background = op;
 	else
 		b->foreground = op;
-	if (!other || op_discovered(op))
+	if (!other)
+		return 0;
+	if (!op->op.background && op->op.kind == BMC_OP_POWER_GET &&
+	    other->op.kind == BMC_OP_POWER_GET && !other->begin_later) {
+		op->joined = other;
+		return 1;
+	}
+	if (op_discovered(op))
 		return 0;
 	op->begin_later = 1;
 	return 1;
