@@ -14,6 +14,8 @@
 #include "store/store.h"
 
 #define BMC_BUCKETS 4096
+#define READY_OPERATOR 0   /* ready list of nodes whose next job is not a background read */
+#define READY_BACKGROUND 1
 
 struct bmc_job {
 	struct bmc_job *next;
@@ -28,14 +30,14 @@ struct bmc_job {
 
 struct bmc_node {
 	struct bmc_node *hnext;     /* hash chain */
-	struct bmc_node *ready_next;
+	struct bmc_node *ready_next[2]; /* in the engine's ready lists (READY_*) */
 	int64_t node_id;
 	char *key;                  /* what the driver state was built from (under the lock) */
 	struct redfish_bmc *rf;     /* held by the Redfish loop node_loop() names */
 	struct bmc_job *head, *tail;
 	int busy;                   /* jobs running: 1, or 2 when one overtook a background read */
 	struct bmc_job *background; /* the background read among them, or NULL */
-	int ready;
+	int ready[2];               /* listed there (a node may wait in both: see pump) */
 	int slow;                   /* its last operation timed out: a batch starts it first */
 };
 
@@ -46,7 +48,8 @@ struct bmc_engine {
 	struct redfish *rf[BMC_REDFISH_LOOPS_MAX];
 	int nrf;
 	struct bmc_node *buckets[BMC_BUCKETS];
-	struct bmc_node *ready_head, *ready_tail;
+	/* nodes whose next job may start: an operator's first, then the poller's reads */
+	struct bmc_node *ready_head[2], *ready_tail[2];
 	int running;
 	int stopping;
 };
@@ -174,29 +177,62 @@ static int may_overtake(const struct bmc_node *n)
 	       strcmp(j->key, running) == 0;
 }
 
+/* Under the lock: lists n as ready when its next job may start, in the list of that job's
+ * kind (it may still be listed in the other one from before: pump skips what cannot start). */
 static void ready_push(struct bmc_engine *e, struct bmc_node *n)
 {
-	if (n->ready || !n->head || (n->busy && !may_overtake(n)))
+	if (!n->head || (n->busy && !may_overtake(n)))
 		return;
-	n->ready = 1;
-	n->ready_next = NULL;
-	if (e->ready_tail)
-		e->ready_tail->ready_next = n;
+	int q = n->head->op.background ? READY_BACKGROUND : READY_OPERATOR;
+	if (n->ready[q])
+		return;
+	n->ready[q] = 1;
+	n->ready_next[q] = NULL;
+	if (e->ready_tail[q])
+		e->ready_tail[q]->ready_next[q] = n;
 	else
-		e->ready_head = n;
-	e->ready_tail = n;
+		e->ready_head[q] = n;
+	e->ready_tail[q] = n;
+}
+
+/* Under the lock: the next listed node, an operator's job before the poller's; NULL when none. */
+static struct bmc_node *ready_pop(struct bmc_engine *e)
+{
+	int q = e->ready_head[READY_OPERATOR] ? READY_OPERATOR : READY_BACKGROUND;
+	struct bmc_node *n = e->ready_head[q];
+	if (!n)
+		return NULL;
+	e->ready_head[q] = n->ready_next[q];
+	if (!e->ready_head[q])
+		e->ready_tail[q] = NULL;
+	n->ready[q] = 0;
+	return n;
+}
+
+/* Under the lock: queues j on n. An operator's job goes before the node's queued background
+ * reads (they keep their order among themselves); anything else at the end. */
+static void node_queue(struct bmc_node *n, struct bmc_job *j)
+{
+	struct bmc_job **pp = &n->head;
+	if (!j->op.background)
+		while (*pp && !(*pp)->op.background)
+			pp = &(*pp)->next;
+	else
+		pp = n->tail ? &n->tail->next : &n->head;
+	j->next = *pp;
+	*pp = j;
+	if (!j->next)
+		n->tail = j;
 }
 
 /* Under the lock: takes the jobs that may start now (a slot free, their node idle). */
 static struct bmc_job *pump(struct bmc_engine *e)
 {
 	struct bmc_job *start = NULL, **tail = &start;
-	while (!e->stopping && e->running < e->cfg.fanout && e->ready_head) {
-		struct bmc_node *n = e->ready_head;
-		e->ready_head = n->ready_next;
-		if (!e->ready_head)
-			e->ready_tail = NULL;
-		n->ready = 0;
+	struct bmc_node *n;
+	while (!e->stopping && e->running < e->cfg.fanout && (n = ready_pop(e))) {
+		if (!n->head || (n->busy && !may_overtake(n)))
+			continue; /* started meanwhile through its other listing */
 		struct bmc_job *j = n->head;
 		n->head = j->next;
 		if (!n->head)
@@ -353,10 +389,11 @@ void bmc_engine_stop(struct bmc_engine *e)
 				queued = n->head;
 			}
 			n->head = n->tail = NULL;
-			n->ready = 0;
+			n->ready[READY_OPERATOR] = n->ready[READY_BACKGROUND] = 0;
 		}
 	}
-	e->ready_head = e->ready_tail = NULL;
+	for (int q = 0; q < 2; q++)
+		e->ready_head[q] = e->ready_tail[q] = NULL;
 	pthread_mutex_unlock(&e->lock);
 
 	while (queued) {
@@ -431,11 +468,7 @@ int bmc_submit(struct bmc_engine *e, const struct bmc_target *target, const stru
 				: kiln_fail(KILN_ERROR, "out of memory");
 	}
 	j->node = n;
-	if (n->tail)
-		n->tail->next = j;
-	else
-		n->head = j;
-	n->tail = j;
+	node_queue(n, j);
 	ready_push(e, n);
 	struct bmc_job *start = pump(e);
 	pthread_mutex_unlock(&e->lock);

@@ -101,7 +101,8 @@ void bmc_engine_stop(struct bmc_engine *e);
  * driver holds the background read between two of its requests until that one ends: a
  * fleet-wide sweep does not wait behind an inventory read. One request at a time still
  * goes to the BMC, on its one session. A power read beside a background power read gets
- * that read's answer.
+ * that read's answer. Under the fan-out limit, other operations start before queued
+ * background reads.
  */
 int bmc_submit(struct bmc_engine *e, const struct bmc_target *target, const struct bmc_op *op,
 	       bmc_done_fn done, void *ud);

@@ -3,7 +3,8 @@
 # operator's goes first, the background read waits between two of its requests; one request at
 # a time reaches the BMC, on one session. On a BMC not yet discovered the operator's operation
 # waits for the background read to end (no second discovery beside the first). A power read
-# beside a background power read takes that read's answer.
+# beside a background power read takes that read's answer. With the fan-out full, an operator's
+# operation starts before the poller's queued reads.
 set -u
 
 . "$(dirname "$0")/lib.sh"
@@ -15,7 +16,8 @@ done
 
 FAILS=0
 LAT=100 # ms per answer: a request sent before the previous answer would arrive sooner
-kiln_test_start_bmcsim sim --mockup "$FIX/generic" --latency-ms "$LAT" || exit 1
+kiln_test_start_bmcsim sim --mockup "$FIX/generic" --count 2 --latency-ms "$LAT" || exit 1
+PORT2=$(sed -n 2p "$KILN_TEST_TMP/sim.ports")
 CTL=$SIM_CTL
 URL="redfish+http://127.0.0.1:$SIM_PORT"
 RF="$KILN_BIN/kiln-rfdrive"
@@ -69,8 +71,19 @@ READS=$(requests | grep -c ' GET /redfish/v1/Systems/sys0$')
 check "power read beside one: one system read a round" "$([ "$READS" = 2 ]; echo $?)" \
 	"$READS system reads in 2 rounds: $(requests | tr '\n' ';')"
 
+# 4. Fan-out full (1): an operator's job starts before queued background reads. Each BMC
+# gets a background inventory read, then a power read; the second BMC's power read goes before
+# its inventory read (in submission order it came after it).
+OUT=$("$RF" --fanout 1 --url "$URL" --url "redfish+http://127.0.0.1:$PORT2" --timeout-ms 5000 \
+	--beside inventory power-get 2>"$WORK/rf4.err")
+check "fan-out full: all answered" "$(jq -e 'all(.[]; .power == "on" and .background.serial != null)' \
+	<<<"$OUT" >/dev/null; echo $?)" "$OUT $(cat "$WORK/rf4.err")"
+check "fan-out full: the operator's read before the queued background read" \
+	"$(jq -e '.[1].seq < .[1].background.seq' <<<"$OUT" >/dev/null; echo $?)" \
+	"$(jq -c '[.[] | {node, seq, background: .background.seq}]' <<<"$OUT")"
+
 STATE=$(curl -s "$CTL/state")
-check "one session at a time" "$(jq -e '.sessions_created == 3 and .sessions == 0' \
+check "one session at a time" "$(jq -e '.sessions_created == 4 and .sessions == 0' \
 	<<<"$STATE" >/dev/null; echo $?)" "$(jq -c '{sessions_created, sessions}' <<<"$STATE")"
 
 [ "$FAILS" = 0 ] || { echo "$FAILS check(s) failed"; exit 1; }
