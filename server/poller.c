@@ -797,11 +797,11 @@ static void health_apply(struct poller *p, struct slot *s, const struct health_r
 	const char *old = s->st.health;
 	int64_t hung_before = s->st.hung_since;
 	char *reasons;
-	int same;
+	int level_changed, same;
 
 	if (!hr->ok)
 		return;
-	same = s->st.health_time > 0 && strcmp(old, health_level_name(r->level)) == 0;
+	level_changed = strcmp(old, health_level_name(r->level)) != 0;
 
 	if (r->hung && s->st.hung_since == 0) {
 		char key[64];
@@ -812,7 +812,7 @@ static void health_apply(struct poller *p, struct slot *s, const struct health_r
 	} else if (!r->hung) {
 		s->st.hung_since = 0;
 	}
-	if (strcmp(old, health_level_name(r->level)) != 0)
+	if (level_changed)
 		event_add(p, s, r->level == HEALTH_CRITICAL  ? SEV_CRITICAL
 				: r->level == HEALTH_WARNING ? SEV_WARNING
 							      : SEV_INFO,
@@ -821,8 +821,8 @@ static void health_apply(struct poller *p, struct slot *s, const struct health_r
 			  r->nreasons ? r->reasons[0] : "");
 	snprintf(s->st.health, sizeof(s->st.health), "%s", health_level_name(r->level));
 	reasons = reasons_json(r);
-	same = same && s->st.hung_since == hung_before && reasons && s->st.reasons &&
-	       strcmp(reasons, s->st.reasons) == 0;
+	same = s->st.health_time > 0 && !level_changed && s->st.hung_since == hung_before &&
+	       reasons && s->st.reasons && strcmp(reasons, s->st.reasons) == 0;
 	if (reasons) {
 		free(s->st.reasons);
 		s->st.reasons = reasons;

@@ -164,24 +164,25 @@ static struct bmc_node *node_get(struct bmc_engine *e, int64_t id)
 	return n;
 }
 
-/* Under the lock: n's next job may start beside the running one, a background read on the
- * Redfish BMC state that job would use too (same key: whichever starts first builds it, the
- * other finds it): the driver holds the read for it. The read's key is its own until its
- * job_start() moves it into the node. */
-static int may_overtake(const struct bmc_node *n)
+/* Under the lock: n's next job may start now: n is idle, or its next job may start beside
+ * the running background read on the Redfish BMC state both would use (same key: whichever
+ * starts first builds it, the other finds it); the driver holds the read for it. */
+static int node_may_start(const struct bmc_node *n)
 {
 	const struct bmc_job *j = n->head;
-	const char *running = n->background ? n->background->key ? n->background->key : n->key
-					    : NULL;
-	return n->busy == 1 && running && !j->op.background && j->key &&
-	       strcmp(j->key, running) == 0;
+	if (!j)
+		return 0;
+	if (!n->busy)
+		return 1;
+	return n->busy == 1 && n->background && !j->op.background && j->key &&
+	       strcmp(j->key, n->background->key) == 0;
 }
 
 /* Under the lock: lists n as ready when its next job may start, in the list of that job's
  * kind (it may still be listed in the other one from before: pump skips what cannot start). */
 static void ready_push(struct bmc_engine *e, struct bmc_node *n)
 {
-	if (!n->head || (n->busy && !may_overtake(n)))
+	if (!node_may_start(n))
 		return;
 	int q = n->head->op.background ? READY_BACKGROUND : READY_OPERATOR;
 	if (n->ready[q])
@@ -231,7 +232,7 @@ static struct bmc_job *pump(struct bmc_engine *e)
 	struct bmc_job *start = NULL, **tail = &start;
 	struct bmc_node *n;
 	while (!e->stopping && e->running < e->cfg.fanout && (n = ready_pop(e))) {
-		if (!n->head || (n->busy && !may_overtake(n)))
+		if (!node_may_start(n))
 			continue; /* started meanwhile through its other listing */
 		struct bmc_job *j = n->head;
 		n->head = j->next;
@@ -287,8 +288,7 @@ static struct redfish *node_loop(const struct bmc_engine *e, const struct bmc_no
 }
 
 /* Runs one job. Its node is marked busy: only a job that overtakes a background read runs
- * beside it, with the read's key (whichever of the two starts first may rebuild the driver
- * state, under the lock; the other finds it built for its key). */
+ * beside it, with the read's key (node_may_start). */
 static void job_start(struct bmc_engine *e, struct bmc_job *j)
 {
 	struct bmc_node *n = j->node;
@@ -305,9 +305,16 @@ static void job_start(struct bmc_engine *e, struct bmc_job *j)
 			job_fail(j, rc, kiln_error_last());
 		return;
 	}
-	/* the key is read under the lock by may_overtake() */
+	/* n->key and n->rf change under the lock: a job that overtakes a background read may
+	 * start at the same time */
 	pthread_mutex_lock(&e->lock);
 	if (!n->rf || !n->key || strcmp(n->key, j->key) != 0) {
+		char *key = strdup(j->key);
+		if (!key) {
+			pthread_mutex_unlock(&e->lock);
+			job_fail(j, KILN_ERROR, "out of memory");
+			return;
+		}
 		redfish_bmc_retire(node_loop(e, n), n->rf); /* logs out the old session */
 		n->rf = NULL;
 		key_free(n->key);
@@ -315,11 +322,11 @@ static void job_start(struct bmc_engine *e, struct bmc_job *j)
 		kiln_error_clear();
 		if ((rc = redfish_bmc_new(node_loop(e, n), &n->rf, &j->target)) < 0) {
 			pthread_mutex_unlock(&e->lock);
+			key_free(key);
 			job_fail(j, rc, kiln_error_last());
 			return;
 		}
-		n->key = j->key;
-		j->key = NULL;
+		n->key = key;
 	}
 	rf = n->rf;
 	pthread_mutex_unlock(&e->lock);
