@@ -382,21 +382,31 @@ static void gpu_bind(sqlite3_stmt *s, int64_t node_id, const struct agent_gpu *g
 	bind_int_or_null(s, 10, g->remapped_rows_failure);
 }
 
-static int gpu_insert(struct store *st, int64_t node_id, const struct agent_gpu *g)
+/* Writes one GPU row: a new one, or (update) the stored row of its index, which must exist. */
+static int gpu_write(struct store *st, int64_t node_id, const struct agent_gpu *g, int update)
 {
+	static const char insert_sql[] =
+		"INSERT INTO node_gpus (node_id, gpu_index, uuid, name, serial, pci_bus_id,"
+		" memory_total_bytes, ecc_volatile_uncorrected, ecc_aggregate_uncorrected,"
+		" remapped_rows_failure) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+	static const char update_sql[] =
+		"UPDATE node_gpus SET uuid = ?3, name = ?4, serial = ?5, pci_bus_id = ?6,"
+		" memory_total_bytes = ?7, ecc_volatile_uncorrected = ?8,"
+		" ecc_aggregate_uncorrected = ?9, remapped_rows_failure = ?10"
+		" WHERE node_id = ?1 AND gpu_index = ?2";
 	sqlite3_stmt *s = NULL;
 	int rc, ret;
 
-	if ((ret = store_stmt(st, &s, STMT_AGENT_GPU_INSERT,
-			      "INSERT INTO node_gpus (node_id, gpu_index, uuid, name, serial,"
-			      " pci_bus_id, memory_total_bytes, ecc_volatile_uncorrected,"
-			      " ecc_aggregate_uncorrected, remapped_rows_failure)"
-			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")) < 0)
+	if ((ret = store_stmt(st, &s, update ? STMT_AGENT_GPU_UPDATE : STMT_AGENT_GPU_INSERT,
+			      update ? update_sql : insert_sql)) < 0)
 		return ret;
 	gpu_bind(s, node_id, g);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE)
-		ret = store_fail(st, rc, "storing a GPU");
+		ret = store_fail(st, rc, update ? "updating a GPU" : "storing a GPU");
+	else if (update && sqlite3_changes(st->db) != 1)
+		ret = kiln_fail(KILN_ENOTFOUND, "store: GPU %lld of node id %lld is not stored",
+				(long long)g->index, (long long)node_id);
 	store_stmt_done(s);
 	return ret;
 }
@@ -496,7 +506,7 @@ static int gpus_replace(struct store *st, int64_t node_id, const struct agent_gp
 		goto fail;
 	}
 	for (size_t i = 0; i < count; i++)
-		if ((ret = gpu_insert(st, node_id, &gpus[i])) < 0)
+		if ((ret = gpu_write(st, node_id, &gpus[i], 0)) < 0)
 			goto fail;
 	return store_release(st);
 fail:
@@ -524,28 +534,6 @@ static int gpu_same(const struct agent_gpu *g, const struct agent_gpu *p)
 		       p->remapped_rows_failure;
 }
 
-static int gpu_update(struct store *st, int64_t node_id, const struct agent_gpu *g)
-{
-	sqlite3_stmt *s = NULL;
-	int rc, ret;
-
-	if ((ret = store_stmt(st, &s, STMT_AGENT_GPU_UPDATE,
-			      "UPDATE node_gpus SET uuid = ?3, name = ?4, serial = ?5, pci_bus_id = ?6,"
-			      " memory_total_bytes = ?7, ecc_volatile_uncorrected = ?8,"
-			      " ecc_aggregate_uncorrected = ?9, remapped_rows_failure = ?10"
-			      " WHERE node_id = ?1 AND gpu_index = ?2")) < 0)
-		return ret;
-	gpu_bind(s, node_id, g);
-	rc = sqlite3_step(s);
-	if (rc != SQLITE_DONE)
-		ret = store_fail(st, rc, "updating a GPU");
-	else if (sqlite3_changes(st->db) != 1)
-		ret = kiln_fail(KILN_ENOTFOUND, "store: GPU %lld of node id %lld is not stored",
-				(long long)g->index, (long long)node_id);
-	store_stmt_done(s);
-	return ret;
-}
-
 int store_agent_gpus_update(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
 			    size_t count, const struct agent_gpu *prev, size_t nprev,
 			    size_t *out_written)
@@ -566,7 +554,7 @@ int store_agent_gpus_update(struct store *st, int64_t node_id, const struct agen
 		for (size_t i = 0; i < count; i++) {
 			if (gpu_same(&gpus[i], &prev[i]))
 				continue;
-			if ((ret = gpu_update(st, node_id, &gpus[i])) < 0) {
+			if ((ret = gpu_write(st, node_id, &gpus[i], 1)) < 0) {
 				store_rollback_to(st);
 				return ret;
 			}
