@@ -20,6 +20,11 @@ KILN_TEST_PIDS=()
 # fail/pass MESSAGE: one check's outcome; fail counts into FAILS (the test sets FAILS=0).
 fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
 pass() { echo "ok: $*"; }
+# check DESC STATUS DETAIL: passes when STATUS (a command's exit status) is 0, else fails
+# with DETAIL.
+check() {
+	if [ "$2" = 0 ]; then pass "$1"; else fail "$1: $3"; fi
+}
 # same DESC GOT WANT: passes when GOT is WANT.
 same() {
 	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: got '$2', want '$3'"; fi
@@ -148,6 +153,7 @@ kiln_test_token() {
 kiln_test_start_bmcsim() {
 	local name=$1 i
 	shift
+	rm -f "$KILN_TEST_TMP/$name.ports"
 	"$KILN_BIN/kiln-bmcsim" --listen 127.0.0.1:0 --ports-file "$KILN_TEST_TMP/$name.ports" "$@" \
 		>"$KILN_TEST_TMP/$name.log" 2>&1 &
 	SIM_PID=$!
@@ -164,4 +170,11 @@ kiln_test_start_bmcsim() {
 	fi
 	SIM_PORT=$(head -1 "$KILN_TEST_TMP/$name.ports")
 	SIM_CTL="http://127.0.0.1:$SIM_PORT/_sim"
+}
+
+# kiln_test_stop_bmcsim: stops the simulator kiln_test_start_bmcsim started last.
+kiln_test_stop_bmcsim() {
+	kill "$SIM_PID" 2>/dev/null
+	wait "$SIM_PID" 2>/dev/null
+	SIM_PID=""
 }

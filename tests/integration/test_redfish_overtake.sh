@@ -22,9 +22,6 @@ CTL=$SIM_CTL
 URL="redfish+http://127.0.0.1:$SIM_PORT"
 RF="$KILN_BIN/kiln-rfdrive"
 WORK=$KILN_TEST_TMP
-check() { # check NAME CONDITION-RESULT(0/1) DETAIL
-	if [ "$2" = 0 ]; then pass "$1"; else fail "$1: $3"; fi
-}
 
 # requests: the recorded requests as "ms METHOD path" lines, oldest first
 requests() { curl -s "$CTL/requests" | jq -r '.[] | "\(.ms) \(.method) \(.path)"'; }

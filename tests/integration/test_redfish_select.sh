@@ -4,49 +4,25 @@
 # DSP0266 asks (the @odata annotations plus the selected properties), checked on its records.
 set -u
 
-SIM="$KILN_BIN/kiln-bmcsim"
+. "$(dirname "$0")/lib.sh"
 RF="$KILN_BIN/kiln-rfdrive"
 FIX="$KILN_SRC/tests/sim/fixtures"
-for b in "$SIM" "$RF"; do
-	[ -x "$b" ] || { echo "SKIP: $b is not built"; exit 77; }
+for b in kiln-bmcsim kiln-rfdrive; do
+	[ -x "$KILN_BIN/$b" ] || { echo "SKIP: $b is not built"; exit 77; }
 done
 [ -d "$FIX/generic" ] || { echo "SKIP: $FIX has no fixtures"; exit 77; }
-command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
 
-WORK=$(mktemp -d)
-SIM_PID=""
-cleanup() {
-	[ -n "$SIM_PID" ] && kill "$SIM_PID" 2>/dev/null && wait "$SIM_PID" 2>/dev/null
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
+WORK=$KILN_TEST_TMP
 FAILS=0
-check() { # check NAME CONDITION-RESULT(0/1) DETAIL
-	if [ "$2" = 0 ]; then echo "ok   $1"; else echo "FAIL $1: $3"; FAILS=$((FAILS + 1)); fi
-}
 
 # start_sim [simulator options...]: the generic tree; sets PORT, BASE (with credentials), CTL
 start_sim() {
-	rm -f "$WORK/ports"
-	"$SIM" --mockup "$FIX/generic" --listen 127.0.0.1:0 --ports-file "$WORK/ports" "$@" \
-		>"$WORK/sim.log" 2>&1 &
-	SIM_PID=$!
-	for _ in $(seq 1 100); do
-		[ -s "$WORK/ports" ] && break
-		kill -0 "$SIM_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	[ -s "$WORK/ports" ] || { echo "kiln-bmcsim did not start:"; cat "$WORK/sim.log"; exit 1; }
-	PORT=$(head -1 "$WORK/ports")
+	kiln_test_start_bmcsim sim --mockup "$FIX/generic" "$@" || exit 1
+	PORT=$SIM_PORT
 	BASE="http://admin:password@127.0.0.1:$PORT"
-	CTL="http://127.0.0.1:$PORT/_sim"
+	CTL=$SIM_CTL
 }
-stop_sim() {
-	kill "$SIM_PID" 2>/dev/null
-	wait "$SIM_PID" 2>/dev/null
-	SIM_PID=""
-}
+stop_sim() { kiln_test_stop_bmcsim; }
 # power_reads [simulator options...]: 4 power reads through kilnd's engine (the first one's
 # discovery reads the system whole); sets OUT, GETS (the system GETs' "path status")
 power_reads() {
