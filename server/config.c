@@ -55,7 +55,8 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	KEY("bmc", "request_timeout", KILN_CFG_DURATION, bmc_request_timeout, 1, 600, NULL, "30s",
 	    "A BMC request that takes longer has failed."),
 	KEY("bmc", "status_timeout", KILN_CFG_DURATION_MS, bmc_status_timeout, 0, 600000, NULL, "0s",
-	    "A power-state read of a BMC already known (one GET) that takes longer has failed, so "
+	    "A request of a power-state read that takes longer has failed (the one GET of a BMC "
+	    "already known, and the GETs of a first contact; a login keeps request_timeout), so "
 	    "that a hung BMC does not hold a fleet-wide sweep; 0s: [bmc] request_timeout."),
 	KEY("bmc", "action_timeout", KILN_CFG_DURATION, bmc_action_timeout, 5, 3600, NULL, "120s",
 	    "How long a power action may take to be confirmed by reading the state back."),

@@ -80,7 +80,7 @@ struct bmc_engine_config {
 	long connect_timeout_ms;
 	long request_timeout_ms;
 	long action_timeout_ms;   /* how long a power action's confirmation may take */
-	long status_timeout_ms;   /* a power-state read of a known BMC; 0: request_timeout_ms */
+	long status_timeout_ms;   /* a power-state read's GETs; 0: request_timeout_ms */
 	const char *state_dir;    /* SDR caches, console logs */
 	int redfish_loops;        /* Redfish loop threads; 0: one per online core (at most
 				   * BMC_REDFISH_LOOPS_MAX) */

@@ -14,8 +14,8 @@
 #            default: kilnd's own.
 #   --cli    time `kiln power status RANGE` (the CLI) instead of a bare GET /api/v1/power.
 #   --dead   point 2: 1,000 BMCs of which half accept and never answer (hang:50%), 2 sweeps
-#            through the CLI, each checked against its timeout (request_timeout for the
-#            first contact, status_timeout after) + 2 s; the hung half must be reported as
+#            through the CLI, each checked against its timeout (status_timeout, first contact
+#            included; request_timeout without it) + 2 s; the hung half must be reported as
 #            timed out, the other half with their power state.
 #   --sims K kiln-bmcsim processes (default: one per 5,000 BMCs); more spread the
 #            simulators' CPU over both cores.
@@ -28,7 +28,10 @@
 #   --settle S  seconds to wait after the first sweep (the poller's first-contact reads of
 #            every node: sensors, SEL, inventory) before the next ones.
 #   KILN_BENCH_BUILD=DIR uses that build directory instead of build-bench.
-#   KILN_BENCH_PERF=DIR records the last sweep with perf (kilnd.data, sims.data in DIR).
+#   KILN_BENCH_PERF=DIR records the last sweep with perf (kilnd.data, sims.data in DIR);
+#   KILN_BENCH_PERF_CG=dwarf records call graphs from DWARF (default: frame pointers).
+#   KILN_BENCH_TIMELINE=1 prints, for each sweep, kilnd's and the simulators' CPU and the
+#   machine's idle share in 500 ms steps (where a sweep waits rather than computes).
 #
 # Starts kiln-bmcsim processes of at most 5,000 ports each on 127.0.0.1 (ports below 32768),
 # kilnd on 127.0.0.1 with a node per BMC (TLS verified against the simulators' certificate,
@@ -64,7 +67,7 @@ while [ $# -gt 0 ]; do
 	--poller-interval) POLL=$2; shift 2 ;;
 	--settle) SETTLE=$2; shift 2 ;;
 	--no-build) BUILD_IT=0; shift ;;
-	-h | --help) sed -n "2,39p" "$0"; exit 0 ;;
+	-h | --help) sed -n "2,40p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -175,6 +178,22 @@ sweep() {
 	t=$(($(now_ms) - t0))
 	echo "$t"
 }
+# timeline FILE: every 500 ms until killed, "ms kilnd% sims% idle%": the time since the start,
+# kilnd's and the simulators' CPU in the step (100 = one core), the machine's idle share
+timeline() {
+	local start t0 k0 s0 i0 a0 now k s i a
+	start=$(now_ms) t0=$start k0=$(cpu_ticks "$KILND_PID") s0=$(cpu_ticks "${SIM_PIDS[@]}")
+	read -r i0 a0 < <(awk '/^cpu / { print $5, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat)
+	echo "  timeline: ms kilnd% sims% idle%" >"$1"
+	while sleep 0.5; do
+		now=$(now_ms) k=$(cpu_ticks "$KILND_PID") s=$(cpu_ticks "${SIM_PIDS[@]}")
+		read -r i a < <(awk '/^cpu / { print $5, $2 + $3 + $4 + $5 + $6 + $7 + $8 }' /proc/stat)
+		awk -v t=$((now - start)) -v ms=$((now - t0)) -v k=$((k - k0)) -v s=$((s - s0)) \
+			-v i=$((i - i0)) -v a=$((a - a0)) -v h="$HZ" 'BEGIN { printf "  %6d %5.0f %5.0f %5.0f\n",
+				t, k * 100000 / h / ms, s * 100000 / h / ms, a ? i * 100 / a : 0 }' >>"$1"
+		t0=$now k0=$k s0=$s i0=$i a0=$a
+	done
+}
 # the error texts without node names and exact times, counted
 errors_grouped() {
 	jq -r '[.[] | select(.error) | .error | gsub("rf[0-9]+"; "NODE") | gsub("[0-9]+ milli"; "N milli")
@@ -188,15 +207,21 @@ for ((k = 1; k <= SWEEPS; k++)); do
 	[ "$k" = 2 ] && [ "$SETTLE" != 0 ] && sleep "$SETTLE"
 	if [ -n "${KILN_BENCH_PERF:-}" ] && [ "$k" = "$SWEEPS" ]; then
 		mkdir -p "$KILN_BENCH_PERF"
-		perf record -q -g -F 499 -o "$KILN_BENCH_PERF/kilnd.data" -p "$KILND_PID" 2>/dev/null &
+		perf record -q --call-graph "${KILN_BENCH_PERF_CG:-fp}" -F 499 -o "$KILN_BENCH_PERF/kilnd.data" -p "$KILND_PID" 2>/dev/null &
 		PERF_PIDS+=("$!")
-		perf record -q -g -F 499 -o "$KILN_BENCH_PERF/sims.data" \
+		perf record -q --call-graph "${KILN_BENCH_PERF_CG:-fp}" -F 499 -o "$KILN_BENCH_PERF/sims.data" \
 			-p "$(IFS=,; echo "${SIM_PIDS[*]}")" 2>/dev/null &
 		PERF_PIDS+=("$!")
 		sleep 1
 	fi
 	kc0=$(cpu_ticks "$KILND_PID") sc0=$(cpu_ticks "${SIM_PIDS[@]}")
+	TL_PID=
+	if [ -n "${KILN_BENCH_TIMELINE:-}" ]; then
+		timeline "$TMP/timeline$k" &
+		TL_PID=$!
+	fi
 	t=$(sweep "$URL" "$AUTH" "$RANGE" "$TMP/sweep$k.json")
+	[ -n "$TL_PID" ] && { kill "$TL_PID"; wait "$TL_PID" 2>/dev/null || true; cat "$TMP/timeline$k"; }
 	for p in "${PERF_PIDS[@]}"; do kill -INT "$p"; wait "$p" 2>/dev/null || true; done
 	kc=$(($(cpu_ticks "$KILND_PID") - kc0)) sc=$(($(cpu_ticks "${SIM_PIDS[@]}") - sc0))
 	echo "$t" >"$TMP/t$k"
@@ -208,9 +233,10 @@ for ((k = 1; k <= SWEEPS; k++)); do
 		"$(awk -v t="$kc" -v h="$HZ" 'BEGIN { printf "%.2f", t / h }')" \
 		"$(awk -v t="$sc" -v h="$HZ" 'BEGIN { printf "%.2f", t / h }')"
 	if [ "$DEAD" = 1 ]; then
-		# the first contact runs under request_timeout, later reads under status_timeout
+		# a power read's GETs run under status_timeout (request_timeout when not set), first
+		# contact included
 		lim_ms=$((RT * 1000))
-		if [ "$k" -gt 1 ] && [ -n "$ST" ]; then
+		if [ -n "$ST" ]; then
 			case $ST in
 			*ms) lim_ms=${ST%ms} ;;
 			*s) lim_ms=$((${ST%s} * 1000)) ;;

@@ -161,7 +161,8 @@ static void usage(void)
 		"usage: kiln-rfdrive --url URL [--url URL ...] [--user U] [--password P]\n"
 		"         [--system ID] [--insecure] [--ca FILE] [--url-ca FILE] [--fingerprint SHA256]\n"
 		"         [--url-fingerprint SHA256]\n"
-		"         [--timeout-ms N] [--action-timeout-ms N] [--fanout N] [--repeat N]\n"
+		"         [--timeout-ms N] [--status-timeout-ms N] [--action-timeout-ms N]\n"
+		"         [--fanout N] [--repeat N]\n"
 		"         [--on-if-off] [--persistent] [--since UNIX] [--pause-ms N]\n"
 		"         [--beside power-get|sensors|sel|inventory]\n"
 		"         power-get | power on|off|soft|reset|cycle | boot pxe|cd|disk|bios |\n"
@@ -181,6 +182,7 @@ int main(int argc, char **argv)
 		{"url-fingerprint", required_argument, NULL, 'G'}, /* its pin */
 		{"fingerprint", required_argument, NULL, 'f'},
 		{"timeout-ms", required_argument, NULL, 't'},
+		{"status-timeout-ms", required_argument, NULL, 'T'},
 		{"action-timeout-ms", required_argument, NULL, 'a'},
 		{"fanout", required_argument, NULL, 'F'},
 		{"repeat", required_argument, NULL, 'r'},
@@ -198,7 +200,7 @@ int main(int argc, char **argv)
 	const char *ca = NULL, *fp = NULL;
 	int insecure = 0, repeat = 1, fanout = 64, pause_ms = 0;
 	int64_t since = 0;
-	long timeout_ms = 5000, action_ms = 60000;
+	long timeout_ms = 5000, status_ms = 0, action_ms = 60000;
 	struct bmc_op op = {0}, bg = {0};
 	int beside = 0;
 	int c;
@@ -237,6 +239,12 @@ int main(int argc, char **argv)
 			int64_t v;
 			rc = kiln_parse_int64(&v, optarg, 1, 600000);
 			timeout_ms = (long)v;
+			break;
+		}
+		case 'T': {
+			int64_t v;
+			rc = kiln_parse_int64(&v, optarg, 1, 600000);
+			status_ms = (long)v;
 			break;
 		}
 		case 'a': {
@@ -300,6 +308,7 @@ int main(int argc, char **argv)
 		.fanout = fanout,
 		.connect_timeout_ms = timeout_ms,
 		.request_timeout_ms = timeout_ms,
+		.status_timeout_ms = status_ms,
 		.action_timeout_ms = action_ms,
 	};
 	if (bmc_engine_start(&e, &cfg) < 0) {

@@ -131,6 +131,20 @@ hung=$(echo "$out" | jq -r '.[1].error // ""')
 check "a hanging BMC does not delay the others" \
 	$([ "$fast" = 2 ] && echo "$hung" | grep -qi "timeout\|timed out" && echo 0 || echo 1) \
 	"$(echo "$out" | jq -c '[.[] | {node, elapsed_ms, power, error}]')"
+# A power read gives up on a hung BMC after the status timeout, first contact included (each
+# kiln-rfdrive run is a first contact); other operations keep the request timeout.
+out=$("$RF" --timeout-ms 2500 --status-timeout-ms 500 --url "redfish+http://127.0.0.1:$P0" \
+	--url "redfish+http://127.0.0.1:$P1" --url "redfish+http://127.0.0.1:$P2" power-get 2>>"$WORK/rf.err")
+inv=$("$RF" --timeout-ms 2500 --status-timeout-ms 500 --url "redfish+http://127.0.0.1:$P1" \
+	inventory 2>>"$WORK/rf.err")
+fast=$(echo "$out" | jq '[.[0], .[2]] | map(select(.power == "on")) | length')
+hung_ms=$(echo "$out" | jq '.[1].elapsed_ms')
+inv_ms=$(echo "$inv" | jq '.[0].elapsed_ms')
+check "a first-contact power read stops at the status timeout, other operations at the request timeout" \
+	$([ "$fast" = 2 ] && [ "$hung_ms" -ge 450 ] && [ "$hung_ms" -lt 1500 ] &&
+	  echo "$out" | jq -r '.[1].error // ""' | grep -qi "timed out" &&
+	  [ "$inv_ms" -ge 2400 ] && echo 0 || echo 1) \
+	"power-get $(echo "$out" | jq -c '[.[] | {elapsed_ms, power, error}]'), inventory $inv_ms ms"
 stop_sim
 
 # 8. Malformed JSON and truncated bodies: a clear error, no crash.

@@ -320,11 +320,13 @@ int rf_request_start(struct rf_op *op, struct rf_step *step)
 	curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
 	curl_easy_setopt(h, CURLOPT_PREREQDATA, req);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, rf->cfg.connect_timeout_ms);
-	/* a power-state read of a BMC tried before (one GET once discovered) is quick on a
-	 * healthy BMC: a hung one must not hold every fleet-wide sweep for the request timeout.
-	 * The first contact (handshake, discovery under load) and logins keep the full one. */
+	/* A power-state read is quick on a healthy BMC: a hung one must not hold a fleet-wide
+	 * sweep for the request timeout, first contact included (the service root, Systems and
+	 * the system are GETs like the read itself; the handshake waits for its slot before the
+	 * transfer starts). A login keeps the full timeout: a session the BMC creates after we
+	 * gave up on its answer would be one we hold no token for and cannot delete. */
 	long timeout = rf->cfg.request_timeout_ms;
-	if (op->op.kind == BMC_OP_POWER_GET && op->bmc_tried && !(step->flags & RF_LOGIN))
+	if (op->op.kind == BMC_OP_POWER_GET && !(step->flags & RF_LOGIN))
 		timeout = rf->cfg.status_timeout_ms;
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);

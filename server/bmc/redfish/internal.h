@@ -29,7 +29,6 @@ struct redfish_bmc {
 	struct redfish_bmc *next;              /* the driver's list of every BMC state */
 	int retired;
 	int nops;                              /* operations in the driver's list that use it */
-	int tried;                             /* an operation ran on it before */
 	int timed_out;                         /* its last request timed out */
 	struct rf_op *background;              /* its background read (the poller's), and the */
 	struct rf_op *foreground;              /* other operation beside it: see op_held() */
@@ -142,7 +141,6 @@ struct rf_op {
 	char *task_uri;
 	struct rf_request *inflight;
 	int relogged;                          /* one re-login per operation after a 401 */
-	int bmc_tried;                         /* the BMC had an operation before this one */
 	int begin_later;                       /* begins once the BMC's other operation ends */
 	struct rf_op *joined;                  /* the background power read that answers it */
 	int finished;

@@ -583,8 +583,6 @@ static void loop_take_inbox(struct redfish *rf, int *stopping)
 		struct rf_op *op = in;
 		in = in->next;
 		ops_link(rf, op);
-		op->bmc_tried = op->bmc->tried;
-		op->bmc->tried = 1;
 		if (!*stopping && op_share(op))
 			continue;
 		kiln_error_clear();

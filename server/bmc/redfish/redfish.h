@@ -15,7 +15,7 @@ struct redfish_config {
 	long connect_timeout_ms;
 	long request_timeout_ms;
 	long action_timeout_ms;    /* power confirmation, task monitors */
-	long status_timeout_ms;    /* a discovered BMC's power-state read; 0: request_timeout_ms */
+	long status_timeout_ms;    /* a power-state read's GETs; 0: request_timeout_ms */
 	int max_connections;       /* kept-alive connections; 0: half the open-file limit */
 	int max_handshakes;        /* requests on a new TLS connection in flight at once; 0: 64 */
 	size_t max_body;           /* hard cap on a response body */
