@@ -23,6 +23,8 @@
 #   --redfish-threads T  kilnd's [bmc] redfish_threads (default: kilnd's own, one per core).
 #   --select-query on|off  kiln-bmcsim's service root advertises $select (SelectQuery) or not;
 #            default: as the mockup says (generic: not advertised).
+#   --expand-query on|off  kiln-bmcsim's service root advertises $expand=. (ExpandQuery) or
+#            not: a first contact then reads the system from the Systems collection.
 #   --poller-interval S  kilnd's [poller] interval (default 3600s: out of the way; 30s is
 #            kilnd's own default, a fleet polled while the sweeps run).
 #   --settle S  seconds to wait after the first sweep (the poller's first-contact reads of
@@ -45,7 +47,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${KILN_BENCH_BUILD:-$SRC/build-bench}
 N=10000 LAT=200 JIT=50 FAULT=hang:1% RT=5 ST= FANOUT= SWEEPS=3 PEER=100 CYCLE=0 BUILD_IT=1
-PER_PROC=5000 SIMS= CLI=0 DEAD=0 PEER_FANOUT=8 SELECT= RFT= POLL=3600s SETTLE=0
+PER_PROC=5000 SIMS= CLI=0 DEAD=0 PEER_FANOUT=8 SELECT= EXPAND= RFT= POLL=3600s SETTLE=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bmcs) N=$2; shift 2 ;;
@@ -63,11 +65,12 @@ while [ $# -gt 0 ]; do
 	--dead) DEAD=1 CLI=1 N=1000 FAULT=hang:50% SWEEPS=2 PEER=0; shift ;;
 	--sims) SIMS=$2; shift 2 ;;
 	--select-query) SELECT=$2; shift 2 ;;
+	--expand-query) EXPAND=$2; shift 2 ;;
 	--redfish-threads) RFT=$2; shift 2 ;;
 	--poller-interval) POLL=$2; shift 2 ;;
 	--settle) SETTLE=$2; shift 2 ;;
 	--no-build) BUILD_IT=0; shift ;;
-	-h | --help) sed -n "2,40p" "$0"; exit 0 ;;
+	-h | --help) sed -n "2,44p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -93,6 +96,7 @@ BASE=$((20000 + ($$ % 3) * 1000))
 FAULTS=()
 [ -n "$FAULT" ] && FAULTS=(--fault "$FAULT")
 [ -n "$SELECT" ] && FAULTS+=(--select-query "$SELECT")
+[ -n "$EXPAND" ] && FAULTS+=(--expand-query "$EXPAND")
 SIM_PIDS=()
 for ((first = 0; first < N; first += PER_PROC)); do
 	cnt=$((N - first < PER_PROC ? N - first : PER_PROC))
@@ -264,7 +268,7 @@ seq 0 $((N - 1)) | awk -v b="$BASE" '{ printf "url = \"https://127.0.0.1:%d/_sim
 	jq -s '{bmcs: length, sessions_max: (map(.sessions) | max),
 		sessions_over_1: (map(select(.sessions > 1)) | length),
 		get_total: (map(.requests.GET) | add), post_total: (map(.requests.POST) | add),
-		select_total: (map(.requests.selected // 0) | add),
+		select_total: (map(.requests.selected // 0) | add), expand_total: (map(.requests.expanded // 0) | add),
 		connections_total: (map(.connections) | add), connections_max: (map(.connections) | max),
 		bmcs_never_asked: (map(select(.requests.GET == 0)) | length)}' >"$TMP/simstate.json"
 echo "simulators: $(jq -c . "$TMP/simstate.json")"

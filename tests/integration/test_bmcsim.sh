@@ -206,7 +206,7 @@ for i in 1 2 3; do get "$U2/redfish/v1" >/dev/null; done
 H=$(curl -s -D - -o /dev/null -X POST -d '{"UserName":"admin","Password":"password"}' "$U2/redfish/v1/SessionService/Sessions" | tr -d '\r')
 code "${A[@]}" -X PATCH -d '{"Boot":{"BootSourceOverrideTarget":"Hdd"}}' "$U2$SYS" >/dev/null
 code "${A[@]}" -X DELETE "$U2$(echo "$H" | awk -F': ' 'tolower($1)=="location"{print $2}')" >/dev/null
-expect "/_sim/state request counters" '{"GET":5,"POST":1,"PATCH":1,"DELETE":1,"other":0,"selected":0}' "$(state "$U2" | jq -c .requests)"
+expect "/_sim/state request counters" '{"GET":5,"POST":1,"PATCH":1,"DELETE":1,"other":0,"selected":0,"expanded":0}' "$(state "$U2" | jq -c .requests)"
 expect "/_sim/ requests are not counted" 5 "$(state "$U2" | jq .requests.GET)"
 expect "sessions created/deleted" 1/1 "$(state "$U2" | jq -r '"\(.sessions_created)/\(.sessions_deleted)"')"
 bmcsim_stop "$C"; expect "clean exit" 0 "$?"

@@ -706,7 +706,7 @@ json_t *bmc_state_json(struct bmc *b, uint64_t now)
 		json_array_append_new(faults, json_pack("{s:s, s:i, s:I, s:i}", "kind",
 			kinds[b->faults[i].kind], "status", b->faults[i].status, "count",
 			(json_int_t)b->faults[i].count, "prob", b->faults[i].prob));
-	json_t *st = json_pack("{s:i, s:i, s:s, s:s, s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:b, s:o, s:o, s:o, "
+	json_t *st = json_pack("{s:i, s:i, s:s, s:s, s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:b, s:b, s:o, s:o, s:o, "
 			       "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
 		"index", b->index, "port", b->port, "profile", b->cfg->profile->name,
 		"power", b->tree->nsystems ? bmc_power_name(b->systems[0].power) : "Unknown",
@@ -714,7 +714,8 @@ json_t *bmc_state_json(struct bmc *b, uint64_t now)
 		"requests", "GET", (json_int_t)b->n_get, "POST", (json_int_t)b->n_post,
 		"PATCH", (json_int_t)b->n_patch, "DELETE", (json_int_t)b->n_delete,
 		"other", (json_int_t)b->n_other, "selected", (json_int_t)b->n_selected,
-		"select_query", b->tree->select_query,
+		"expanded", (json_int_t)b->n_expanded,
+		"select_query", b->tree->select_query, "expand_query", b->tree->expand_query,
 		"resets", resets, "systems", systems, "media", media_json(b),
 		"sessions_created", (json_int_t)b->sessions_created,
 		"sessions_deleted", (json_int_t)b->sessions_deleted,

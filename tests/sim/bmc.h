@@ -100,6 +100,7 @@ struct bmc {
 	size_t nsessions;
 	uint64_t n_get, n_post, n_patch, n_delete, n_other;
 	uint64_t n_selected;            /* GETs with a $select where the root advertises it */
+	uint64_t n_expanded;            /* GETs with an $expand where the root advertises it */
 	uint64_t sessions_created, sessions_deleted, sessions_expired, auth_failures, hook_runs;
 	uint64_t connections;           /* TCP connections accepted (each a TLS handshake with --tls) */
 	char **resets;

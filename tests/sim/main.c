@@ -24,11 +24,15 @@ static const char usage[] =
 	"         [--async] [--task-ms MS] [--require-etag] [--record-max N] [--hang-ms MS]\n"
 	"         [--slow-ms MS] [--drift PCT] [--ports-file FILE] [--log-level LEVEL]\n"
 	"         [--select-query on|off] [--select-quirk ignore|400]\n"
+	"         [--expand-query on|off] [--expand-quirk ignore|400]\n"
 	"Simulates N Redfish BMCs on ports PORT..PORT+N-1 (PORT 0: the kernel picks; see --ports-file).\n"
 	"$select is honoured when the service root advertises ProtocolFeaturesSupported.SelectQuery\n"
 	"  (--select-query sets that in the served root); otherwise a query parameter starting with\n"
 	"  $ (other than $skip) is answered 501, as DSP0266 asks of unsupported ones. --select-quirk:\n"
 	"  the root advertises it but the service ignores $select (whole resource) or answers 400.\n"
+	"$expand=. (or .($levels=1)) is honoured on collections where the root advertises\n"
+	"  ExpandQuery.NoLinks (--expand-query on sets it, one level; off removes ExpandQuery);\n"
+	"  --expand-quirk: advertised, but the members stay links, or 400.\n"
 	"Fault SPEC: KIND[:all|N%|ports=P,..|index=I,..][:count=N][:prob=P][:ms=M],\n"
 	"  KIND = hang | reset | slow | malformed | truncated | 412 | an HTTP status 400-599.\n"
 	"Control: GET /_sim/state, GET|DELETE /_sim/requests, POST /_sim/inject on every port.\n";
@@ -38,7 +42,7 @@ enum {
 	OPT_PASSWORD, OPT_PASSWORD_FILE, OPT_PROFILE, OPT_FAULT, OPT_HOOK, OPT_POWER_DELAY, OPT_SETTLE,
 	OPT_SESSION_CAP, OPT_SESSION_TIMEOUT, OPT_ASYNC, OPT_TASK_MS, OPT_REQUIRE_ETAG, OPT_RECORD_MAX,
 	OPT_HANG_MS, OPT_SLOW_MS, OPT_DRIFT, OPT_PORTS_FILE, OPT_LOG_LEVEL, OPT_HELP, OPT_SELECT_QUERY,
-	OPT_SELECT_QUIRK,
+	OPT_SELECT_QUIRK, OPT_EXPAND_QUERY, OPT_EXPAND_QUIRK,
 };
 
 static const struct option options[] = {
@@ -71,8 +75,27 @@ static const struct option options[] = {
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "select-query", required_argument, NULL, OPT_SELECT_QUERY },
 	{ "select-quirk", required_argument, NULL, OPT_SELECT_QUIRK },
+	{ "expand-query", required_argument, NULL, OPT_EXPAND_QUERY },
+	{ "expand-quirk", required_argument, NULL, OPT_EXPAND_QUIRK },
 	{ NULL, 0, NULL, 0 },
 };
+
+static int parse_on_off(int *out, const char *s)
+{
+	*out = strcmp(s, "on") == 0 ? 1 : strcmp(s, "off") == 0 ? 0 : -1;
+	return *out < 0 ? kiln_fail(KILN_EINVAL, "expected on or off, got '%s'", s) : 0;
+}
+
+static int parse_quirk(enum sim_query_quirk *out, const char *s)
+{
+	if (strcmp(s, "ignore") == 0)
+		*out = QUERY_IGNORED;
+	else if (strcmp(s, "400") == 0)
+		*out = QUERY_REFUSED;
+	else
+		return kiln_fail(KILN_EINVAL, "expected ignore or 400, got '%s'", s);
+	return 0;
+}
 
 static int read_password(char *out, size_t outlen, const char *path)
 {
@@ -113,7 +136,7 @@ int main(int argc, char **argv)
 	char host[64], password[256];
 	struct tree *tree = NULL;
 	struct sim_server *srv = NULL;
-	int rc = 0, opt, sessions_s = 1800, select_query = -1;
+	int rc = 0, opt, sessions_s = 1800, select_query = -1, expand_query = -1;
 	enum kiln_log_level level;
 
 	kiln_log_set_ident("kiln-bmcsim");
@@ -159,17 +182,16 @@ int main(int argc, char **argv)
 				kiln_log_set_level(level);
 			break;
 		case OPT_SELECT_QUERY:
-			select_query = strcmp(optarg, "on") == 0 ? 1 : strcmp(optarg, "off") == 0 ? 0 : -1;
-			if (select_query < 0)
-				rc = kiln_fail(KILN_EINVAL, "expected on or off, got '%s'", optarg);
+			rc = parse_on_off(&select_query, optarg);
 			break;
 		case OPT_SELECT_QUIRK:
-			if (strcmp(optarg, "ignore") == 0)
-				cfg.select_quirk = SELECT_IGNORED;
-			else if (strcmp(optarg, "400") == 0)
-				cfg.select_quirk = SELECT_REFUSED;
-			else
-				rc = kiln_fail(KILN_EINVAL, "expected ignore or 400, got '%s'", optarg);
+			rc = parse_quirk(&cfg.select_quirk, optarg);
+			break;
+		case OPT_EXPAND_QUERY:
+			rc = parse_on_off(&expand_query, optarg);
+			break;
+		case OPT_EXPAND_QUIRK:
+			rc = parse_quirk(&cfg.expand_quirk, optarg);
 			break;
 		case OPT_HELP:
 		case 'h': fputs(usage, stdout); return 0;
@@ -202,7 +224,8 @@ int main(int argc, char **argv)
 		log_error("%s", kiln_error_last());
 		return 1;
 	}
-	if (select_query >= 0 && tree_select_query_set(tree, select_query == 1) < 0) {
+	if ((select_query >= 0 || expand_query >= 0) &&
+	    tree_query_features_set(tree, select_query, expand_query) < 0) {
 		log_error("out of memory rewriting the service root");
 		tree_free(tree);
 		return 1;

@@ -933,6 +933,49 @@ static bool get(struct sim_reply *out, struct bmc *b, const struct sim_request *
 	return false;
 }
 
+/* $expand=. over a collection already answered (DSP0266: "." expands the Members, not the
+ * Links, one level; this service advertises no more): each member link becomes the member's
+ * own answer, as a GET of it would give it now. */
+static void expand_after(struct sim_reply *out, struct bmc *b, const struct sim_request *req)
+{
+	json_t *doc = json_loadb(out->body ? out->body : out->text, out->len, 0, NULL);
+	json_t *members = json_object_get(doc, "Members"), *m;
+	size_t i;
+	char *text;
+
+	if (!json_is_array(members)) {
+		json_decref(doc);
+		return; /* not a collection: served as it is */
+	}
+	json_array_foreach(members, i, m) {
+		const char *id = json_string_value(json_object_get(m, "@odata.id"));
+		struct sim_request one = *req;
+		struct sim_reply sub = { 0 };
+		char *key = id ? tree_key(id) : NULL;
+		json_t *got;
+
+		if (!key)
+			continue;
+		one.path = id;
+		one.skip = one.select = one.expand = NULL;
+		get(&sub, b, &one, key, NULL);
+		got = sub.status == 200 ? json_loadb(sub.body ? sub.body : sub.text, sub.len, 0, NULL) : NULL;
+		if (json_is_object(got))
+			json_array_set(members, i, got);
+		json_decref(got);
+		sim_reply_free(&sub);
+		free(key);
+	}
+	text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	if (!text)
+		return;
+	free(out->body);
+	out->body = text;
+	out->text = NULL;
+	out->len = strlen(text);
+}
+
 static bool is_public(const char *method, const char *key)
 {
 	if (strcmp(method, "GET") != 0)
@@ -957,11 +1000,15 @@ void redfish_handle(struct sim_reply *out, struct bmc *b, const struct sim_reque
 	const struct tree_res *r = NULL;
 	/* $select only where the root advertises it; the quirks: a service that advertises it
 	 * but ignores it, or refuses it */
-	const char *select = b->tree->select_query && b->cfg->select_quirk == SELECT_HONOURED &&
+	const char *select = b->tree->select_query && b->cfg->select_quirk == QUERY_HONOURED &&
 			     strcmp(req.method, "GET") == 0 ? req.select : NULL;
+	/* $expand likewise, "." at one level only (what the root advertises) */
+	const char *expand = b->tree->expand_query && b->cfg->expand_quirk == QUERY_HONOURED &&
+			     strcmp(req.method, "GET") == 0 ? req.expand : NULL;
 	bool selected = false;
 
-	if (req.select && b->tree->select_query && b->cfg->select_quirk == SELECT_REFUSED) {
+	if ((req.select && b->tree->select_query && b->cfg->select_quirk == QUERY_REFUSED) ||
+	    (req.expand && b->tree->expand_query && b->cfg->expand_quirk == QUERY_REFUSED)) {
 		redfish_error(out, 400, "Base.1.8.QueryNotSupportedOnResource",
 			      "Querying is not supported on the requested resource.");
 	} else if (strcmp(key, "/redfish") == 0 && strcmp(req.method, "GET") == 0) {
@@ -973,6 +1020,11 @@ void redfish_handle(struct sim_reply *out, struct bmc *b, const struct sim_reque
 	} else if (req.unsupported) {
 		redfish_error(out, 501, "Base.1.8.QueryNotSupported",
 			      "The query parameter %.64s is not supported by the implementation.", req.unsupported);
+	} else if (expand && strcmp(expand, ".") != 0 && strcmp(expand, ".($levels=1)") != 0) {
+		redfish_error(out, 400, "Base.1.8.QueryParameterValueFormatError",
+			      "The value '%.200s' for the parameter $expand is of a different format than the parameter can accept.",
+			      expand);
+		expand = NULL;
 	} else if (in_sessions) {
 		session_one(out, b, &req, key + sklen + 1);
 	} else if (task_route(out, b, &req, key)) {
@@ -998,6 +1050,8 @@ void redfish_handle(struct sim_reply *out, struct bmc *b, const struct sim_reque
 		redfish_error(out, 404, "Base.1.8.ResourceMissingAtURI",
 			      "The resource at the URI '%s' was not found.", req.path);
 	}
+	if (expand && out->status == 200 && out->len)
+		expand_after(out, b, &req);
 	if (select && !selected && out->status == 200 && out->len)
 		select_after(out, select);
 	free(key);

@@ -19,6 +19,7 @@ struct sim_request {
 	size_t body_len;
 	uint64_t now;
 	const char *select;      /* $select query value or NULL */
+	const char *expand;      /* $expand query value or NULL */
 	const char *unsupported; /* a "$" query parameter this service does not support, or NULL:
 				  * answered 501 QueryNotSupported (DSP0266) */
 };

@@ -309,9 +309,10 @@ static void conn_reset(struct MHD_Connection *c)
 }
 
 /* The first query parameter starting with "$" that this simulator does not implement ($skip
- * always is, $select when the root advertises it): DSP0266 wants 501 for those. */
+ * always is, $select and $expand when the root advertises them): DSP0266 wants 501 for those. */
 struct query_scan {
 	bool select_query; /* the root advertises SelectQuery */
+	bool expand_query; /* ... and ExpandQuery */
 	const char *unsupported;
 };
 
@@ -320,7 +321,8 @@ static enum MHD_Result query_scan_one(void *cls, enum MHD_ValueKind kind, const 
 	(void)kind;
 	(void)value;
 	struct query_scan *q = cls;
-	if (key[0] == '$' && strcmp(key, "$skip") != 0 && !(q->select_query && strcmp(key, "$select") == 0)) {
+	if (key[0] == '$' && strcmp(key, "$skip") != 0 && !(q->select_query && strcmp(key, "$select") == 0) &&
+	    !(q->expand_query && strcmp(key, "$expand") == 0)) {
 		q->unsupported = key;
 		return MHD_NO;
 	}
@@ -338,15 +340,20 @@ static enum MHD_Result redfish_request(struct req *r, struct MHD_Connection *c, 
 	const char *if_match = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Match");
 	const char *skip = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "$skip");
 	const char *select = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "$select");
-	struct query_scan qs = { b->tree->select_query, NULL };
+	const char *expand = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "$expand");
+	struct query_scan qs = { b->tree->select_query, b->tree->expand_query, NULL };
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_scan_one, &qs);
 	char path[2048];
-	snprintf(path, sizeof(path), "%s%s%s%s%s", url, skip ? "?$skip=" : "", skip ? skip : "",
-		 select ? (skip ? "&$select=" : "?$select=") : "", select ? select : "");
+	snprintf(path, sizeof(path), "%s%s%s%s%s%s%s", url, skip ? "?$skip=" : "", skip ? skip : "",
+		 select ? (skip ? "&$select=" : "?$select=") : "", select ? select : "",
+		 expand ? (skip || select ? "&$expand=" : "?$expand=") : "", expand ? expand : "");
 
 	count_method(b, method);
-	if (select && qs.unsupported == NULL && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0))
+	bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	if (select && qs.unsupported == NULL && get)
 		b->n_selected++;
+	if (expand && qs.unsupported == NULL && get)
+		b->n_expanded++;
 	struct bmc_record *rec = bmc_record_add(b, method, path, auth, token != NULL, if_match, r->body.data,
 						r->body.len);
 	r->fault = bmc_fault_take(b, false);
@@ -374,7 +381,7 @@ static enum MHD_Result redfish_request(struct req *r, struct MHD_Connection *c, 
 			r->reply.retry_after = 1;
 	} else {
 		struct sim_request q = { method, url, skip, auth, token, if_match, r->body.data, r->body.len, now,
-					 select, qs.unsupported };
+					 select, expand, qs.unsupported };
 		redfish_handle(&r->reply, b, &q);
 	}
 	if (rec)

@@ -37,7 +37,8 @@ struct sim_config {
 	int hang_ms;              /* a hung request is dropped after this long */
 	int slow_ms;              /* pause between chunks of a slow body */
 	int drift_pct;            /* sensor readings swing by up to this share (0: as in the tree) */
-	enum sim_select_quirk { SELECT_HONOURED = 0, SELECT_IGNORED, SELECT_REFUSED } select_quirk;
+	/* a query the root advertises: honoured, ignored (the plain answer) or refused (400) */
+	enum sim_query_quirk { QUERY_HONOURED = 0, QUERY_IGNORED, QUERY_REFUSED } select_quirk, expand_quirk;
 };
 
 /* A reply being built: the body is either owned (body) or borrowed from the tree (text). */

@@ -566,8 +566,9 @@ static void facts_read(struct tree *t)
 	if (!vendor && json_object_get(oem, "Dell"))
 		vendor = "Dell";
 	t->vendor = dup_or_null(vendor);
-	t->select_query = json_is_true(json_object_get(
-		json_object_get(root->json, "ProtocolFeaturesSupported"), "SelectQuery"));
+	json_t *features = json_object_get(root->json, "ProtocolFeaturesSupported");
+	t->select_query = json_is_true(json_object_get(features, "SelectQuery"));
+	t->expand_query = json_is_true(json_object_get(json_object_get(features, "ExpandQuery"), "NoLinks"));
 	const char *mgrs = link_of(root->json, "Managers");
 	struct tree_res *mc = mgrs ? tree_find(t, mgrs) : NULL;
 	const char *m0 = mc && mc->json ? json_string_value(json_object_get(
@@ -588,7 +589,7 @@ static void facts_read(struct tree *t)
 		t->sessions_key = tree_key("/redfish/v1/SessionService/Sessions");
 }
 
-int tree_select_query_set(struct tree *t, bool on)
+int tree_query_features_set(struct tree *t, int select, int expand)
 {
 	struct tree_res *root = tree_find(t, "/redfish/v1");
 	json_t *doc = root ? json_loadb(root->text, root->len, 0, NULL) : NULL;
@@ -602,14 +603,23 @@ int tree_select_query_set(struct tree *t, bool on)
 		if (json_object_set_new(doc, "ProtocolFeaturesSupported", pf) < 0)
 			goto cleanup;
 	}
-	if (json_object_set_new(pf, "SelectQuery", json_boolean(on)) < 0 ||
-	    !(text = json_dumps(doc, JSON_COMPACT)))
+	if (select >= 0 && json_object_set_new(pf, "SelectQuery", json_boolean(select)) < 0)
+		goto cleanup;
+	if (expand == 0)
+		json_object_del(pf, "ExpandQuery");
+	if (expand > 0 && json_object_set_new(pf, "ExpandQuery", json_pack("{s:b, s:b, s:b, s:i, s:b}",
+		"ExpandAll", 0, "Levels", 1, "Links", 0, "MaxLevels", 1, "NoLinks", 1)) < 0)
+		goto cleanup;
+	if (!(text = json_dumps(doc, JSON_COMPACT)))
 		goto cleanup;
 	t->bytes += strlen(text) - root->len;
 	free(root->text);
 	root->text = text;
 	root->len = strlen(text);
-	t->select_query = on;
+	if (select >= 0)
+		t->select_query = select;
+	if (expand >= 0)
+		t->expand_query = expand;
 	rc = 0;
 cleanup:
 	json_decref(doc);

@@ -83,6 +83,7 @@ struct tree {
 	char *manager_model;
 	bool manager_openbmc;        /* the manager has an Oem.OpenBmc section */
 	bool select_query;           /* the root says ProtocolFeaturesSupported.SelectQuery: true */
+	bool expand_query;           /* ... and ExpandQuery.NoLinks: true ($expand=.) */
 	size_t bytes;                /* text bytes held */
 };
 
@@ -98,9 +99,11 @@ char *tree_key(const char *path);
 struct tree_res *tree_find(const struct tree *t, const char *path);
 const struct tree_action *tree_action_find(const struct tree *t, const char *path);
 
-/* Rewrites the service root's ProtocolFeaturesSupported.SelectQuery (the object is added when
- * absent) and t->select_query with it. KILN_ERROR when out of memory. */
-int tree_select_query_set(struct tree *t, bool on);
+/* Rewrites the service root's ProtocolFeaturesSupported (the object is added when absent):
+ * SelectQuery when select >= 0 (1: true), ExpandQuery when expand >= 0 (1: $expand=. at one
+ * level, 0: the member removed); t->select_query and t->expand_query follow. KILN_ERROR when
+ * out of memory. */
+int tree_query_features_set(struct tree *t, int select, int expand);
 
 /* Guessed profile name: idrac9, ilo5, ilo6, openbmc or generic. */
 const char *tree_profile_guess(const struct tree *t);

@@ -260,6 +260,7 @@ static int on_systems(struct rf_op *op, const struct rf_reply *r)
 	json_t *members = json_object_get(r->json, "Members");
 	size_t n = json_array_size(members);
 	const char *chosen = NULL;
+	json_t *chosen_member = NULL;
 	struct kiln_buf ids;
 	int rc = 0;
 
@@ -271,8 +272,10 @@ static int on_systems(struct rf_op *op, const struct rf_reply *r)
 			continue;
 		path_last(last, sizeof(last), p);
 		kiln_buf_printf(&ids, "%s%s", ids.len ? ", " : "", last); /* capped: may stop */
-		if (b->want_system ? strcasecmp(last, b->want_system) == 0 : !chosen)
+		if (b->want_system ? strcasecmp(last, b->want_system) == 0 : !chosen) {
 			chosen = p;
+			chosen_member = json_array_get(members, i);
+		}
 	}
 	if (b->want_system && !chosen)
 		rc = kiln_fail(KILN_ENOTFOUND, "no system '%s' on this BMC (it has: %s)",
@@ -282,10 +285,30 @@ static int on_systems(struct rf_op *op, const struct rf_reply *r)
 			       "--bmc-system", n, ids.data);
 	else if (!chosen)
 		rc = kiln_fail(KILN_EPROTO, "the Systems collection is empty");
+	else if (json_object_get(chosen_member, "Id"))
+		/* expanded ($expand=.): the member is the system resource, as its GET would give */
+		rc = on_system(op, &(struct rf_reply){ .status = r->status, .json = chosen_member });
 	else
 		rf_push(op, "GET", chosen, NULL, 0, on_system);
 	kiln_buf_free(&ids);
 	return rc;
+}
+
+/* Systems with $expand=.: a service that refuses the query (400, 501) gets the plain GET of
+ * the collection and of its member, now and from then on. One that answers with the members
+ * still as links is followed like the plain collection. */
+static int on_systems_expanded(struct rf_op *op, const struct rf_reply *r)
+{
+	struct redfish_bmc *b = op->bmc;
+	const char *systems = rf_link(op->scratch, "Systems");
+	if (r->status == 400 || r->status == 501) {
+		b->expand_refused = 1;
+		rf_push(op, "GET", systems, NULL, 0, on_systems);
+		return 0;
+	}
+	if (r->status >= 300)
+		return rf_fail_reply("GET", systems, r);
+	return on_systems(op, r);
 }
 
 static int on_root(struct rf_op *op, const struct rf_reply *r)
@@ -298,15 +321,23 @@ static int on_root(struct rf_op *op, const struct rf_reply *r)
 		return kiln_fail(KILN_EPROTO, "the service root links no Systems");
 	set_str(&b->vendor, json_string_value(json_object_get(root, "Vendor")));
 	b->profile = rf_profile_detect(root, NULL);
-	b->select_query = json_is_true(json_object_get(
-		json_object_get(root, "ProtocolFeaturesSupported"), "SelectQuery"));
+	json_t *features = json_object_get(root, "ProtocolFeaturesSupported");
+	b->select_query = json_is_true(json_object_get(features, "SelectQuery"));
+	b->expand_query = json_is_true(json_object_get(json_object_get(features, "ExpandQuery"), "NoLinks"));
 	const char *sessions = rf_link(json_object_get(root, "Links"), "Sessions");
 	set_str(&b->sessions, sessions);
 	if (!sessions)
 		b->basic_only = 1;
 	json_decref(op->scratch);
 	op->scratch = json_incref(root);
-	rf_push(op, "GET", systems, NULL, 0, on_systems);
+	/* one request less at first contact where the service expands its members: the
+	 * collection with the system in it */
+	char path[1024];
+	int n = snprintf(path, sizeof(path), "%s%c$expand=.", systems, strchr(systems, '?') ? '&' : '?');
+	if (b->expand_query && !b->expand_refused && n > 0 && (size_t)n < sizeof(path))
+		rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, on_systems_expanded);
+	else
+		rf_push(op, "GET", systems, NULL, 0, on_systems);
 	return 0;
 }
 

@@ -58,6 +58,9 @@ struct redfish_bmc {
 	int select_query;                      /* the root says ProtocolFeaturesSupported.SelectQuery */
 	int select_refused;                    /* a $select read failed (400/501, no PowerState):
 						* plain GETs from then on */
+	int expand_query;                      /* the root says ExpandQuery.NoLinks: $expand=. */
+	int expand_refused;                    /* the Systems collection's $expand answered 400/501:
+						* plain GETs from then on */
 	int discovered;                        /* root, systems, the system: enough for power */
 	int discovered_full;                   /* and its manager, chassis, reset ActionInfo */
 	char *managed_by;                      /* the system's first ManagedBy link, or NULL */

@@ -1,7 +1,11 @@
 #!/bin/bash
-# $select: kilnd's power reads ask ?$select=PowerState only where the service root advertises
-# SelectQuery (and fall back for good on a refusal), and kiln-bmcsim's $select answers hold what
-# DSP0266 asks (the @odata annotations plus the selected properties), checked on its records.
+# Redfish query parameters. $select: kilnd's power reads ask ?$select=PowerState only where the
+# service root advertises SelectQuery (and fall back for good on a refusal), and kiln-bmcsim's
+# $select answers hold what DSP0266 asks (the @odata annotations plus the selected
+# properties), checked on its records. $expand: a first contact asks Systems?$expand=. where
+# the root advertises ExpandQuery.NoLinks and takes the system from it (one request less); a
+# refusal falls back to the plain GETs, members left as links are followed; the simulator's
+# $expand answers are checked (members expanded, one level, bad values refused).
 set -u
 
 . "$(dirname "$0")/lib.sh"
@@ -23,19 +27,22 @@ start_sim() {
 	CTL=$SIM_CTL
 }
 stop_sim() { kiln_test_stop_bmcsim; }
-# power_reads [simulator options...]: 4 power reads through kilnd's engine (the first one's
-# discovery reads the system whole); sets OUT, GETS (the system GETs' "path status")
+# power_reads [simulator options...]: 4 power reads through kilnd's engine, the first one a
+# first contact; sets OUT, GETS (the system GETs' "path status"), ALL_GETS (every GET's),
+# SELECTED and EXPANDED (the simulator's counts)
 power_reads() {
 	start_sim "$@"
 	OUT=$("$RF" --url "redfish+http://127.0.0.1:$PORT" --timeout-ms 3000 --repeat 4 power-get \
 		2>>"$WORK/rf.err")
-	GETS=$(curl -s "$CTL/requests" |
-		jq -r '[.[] | select(.method == "GET" and (.path | test("Systems/sys0"))) | "\(.path) \(.status)"] | join(",")')
+	ALL_GETS=$(curl -s "$CTL/requests" |
+		jq -r '[.[] | select(.method == "GET") | "\(.path) \(.status)"] | join(",")')
+	GETS=$(echo "$ALL_GETS" | tr , '\n' | grep 'Systems/sys0' | paste -sd, -)
 	SELECTED=$(curl -s "$CTL/state" | jq -r .requests.selected)
+	EXPANDED=$(curl -s "$CTL/state" | jq -r .requests.expanded)
 	stop_sim
 }
 all_on() { [ "$(echo "$OUT" | jq -r '[.[] | .power] | unique | join(",")')" = on ]; }
-S=/redfish/v1/Systems/sys0
+R=/redfish/v1/ C=/redfish/v1/Systems S=/redfish/v1/Systems/sys0
 
 # 1. The root advertises SelectQuery: discovery reads the system once, then every read asks
 # for PowerState only.
@@ -116,6 +123,65 @@ check "sim without SelectQuery: \$select is 501" \
 	"$(curl -s -g "$BASE$S?\$select=PowerState")"
 check "sim without SelectQuery: \$skip still works" \
 	$([ "$(code "/redfish/v1/Systems?\$skip=0")" = 200 ] && echo 0 || echo 1) "not 200"
+stop_sim
+
+# 7. $expand advertised: root, the expanded collection, and no GET of the system at first contact.
+power_reads --expand-query on
+check "advertised: the first contact reads the system from Systems?\$expand=." \
+	$([ "$ALL_GETS" = "$R 200,$C?\$expand=. 200,$S 200,$S 200,$S 200" ] && [ "$EXPANDED" = 1 ] && all_on &&
+	  echo 0 || echo 1) "GETs '$ALL_GETS', expanded $EXPANDED, out $OUT"
+
+# 8. $expand not advertised (the generic tree as it is): the collection, then the system.
+power_reads
+check "not advertised: Systems, then the system" \
+	$([ "$ALL_GETS" = "$R 200,$C 200,$S 200,$S 200,$S 200,$S 200" ] && [ "$EXPANDED" = 0 ] && all_on &&
+	  echo 0 || echo 1) "GETs '$ALL_GETS', expanded $EXPANDED, out $OUT"
+
+# 9. $expand advertised but refused with 400: the plain collection and system, the reads answered.
+power_reads --expand-query on --expand-quirk 400
+check "advertised but 400: the plain GETs, reads still answered" \
+	$([ "$ALL_GETS" = "$R 200,$C?\$expand=. 400,$C 200,$S 200,$S 200,$S 200,$S 200" ] && all_on &&
+	  echo 0 || echo 1) "GETs '$ALL_GETS', out $OUT"
+
+# 10. $expand advertised but ignored (members stay links): the member is fetched.
+power_reads --expand-query on --expand-quirk ignore
+check "advertised but ignored: the member link is followed" \
+	$([ "$ALL_GETS" = "$R 200,$C?\$expand=. 200,$S 200,$S 200,$S 200,$S 200" ] && all_on && echo 0 || echo 1) \
+	"GETs '$ALL_GETS', out $OUT"
+
+# 11. $expand with $select (as iDRAC 9 and iLO advertise both): the expanded first contact, then
+# the selected reads.
+power_reads --expand-query on --select-query on
+check "with \$select: expanded first contact, then \$select=PowerState" \
+	$([ "$ALL_GETS" = "$R 200,$C?\$expand=. 200,$S?\$select=PowerState 200,$S?\$select=PowerState 200,$S?\$select=PowerState 200" ] &&
+	  all_on && echo 0 || echo 1) "GETs '$ALL_GETS', out $OUT"
+
+# 12. The simulator's $expand answers.
+start_sim --expand-query on
+a=$(get "$C?\$expand=.")
+check "sim: \$expand=. puts the system in the collection, as its GET gives it" \
+	$(echo "$a" | jq -e --argjson sys "$(get "$S")" '.Members | length == 1 and .[0] == $sys' >/dev/null &&
+	  echo 0 || echo 1) "$(echo "$a" | head -c 300)"
+check "sim: \$expand=.(\$levels=1) is the same answer" \
+	$([ "$(get "$C?\$expand=.(\$levels=1)" | jq -c .)" = "$(echo "$a" | jq -c .)" ] && echo 0 || echo 1) \
+	"$(get "$C?\$expand=.(\$levels=1)" | head -c 200)"
+check "sim: \$expand on a resource that is no collection answers the resource" \
+	$([ "$(get "$S?\$expand=." | jq -r .Id)" = sys0 ] && echo 0 || echo 1) "$(get "$S?\$expand=." | head -c 200)"
+check "sim: \$expand=* (not advertised) is 400 QueryParameterValueFormatError" \
+	$([ "$(code "$C?\$expand=*")" = 400 ] && get "$C?\$expand=*" | grep -q QueryParameterValueFormatError &&
+	  echo 0 || echo 1) "$(get "$C?\$expand=*")"
+check "sim: \$expand needs credentials like the GET" \
+	$([ "$(curl -s -g -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT$C?\$expand=.")" = 401 ] &&
+	  echo 0 || echo 1) "not 401"
+check "sim: the root says ExpandQuery.NoLinks, one level" \
+	$(curl -s "http://127.0.0.1:$PORT/redfish/v1/" |
+	  jq -e '.ProtocolFeaturesSupported.ExpandQuery | .NoLinks and .MaxLevels == 1 and (.ExpandAll | not)' \
+	  >/dev/null && echo 0 || echo 1) "root"
+stop_sim
+start_sim
+check "sim without ExpandQuery: \$expand is 501 QueryNotSupported" \
+	$([ "$(code "$C?\$expand=.")" = 501 ] && get "$C?\$expand=." | grep -q QueryNotSupported && echo 0 || echo 1) \
+	"$(get "$C?\$expand=.")"
 stop_sim
 
 [ "$FAILS" = 0 ] || { echo "$FAILS failed"; cat "$WORK/rf.err" 2>/dev/null | tail -5; exit 1; }
