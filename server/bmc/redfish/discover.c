@@ -332,12 +332,16 @@ static int on_root(struct rf_op *op, const struct rf_reply *r)
 	op->scratch = json_incref(root);
 	/* one request less at first contact where the service expands its members: the
 	 * collection with the system in it */
-	char path[1024];
-	int n = snprintf(path, sizeof(path), "%s%c$expand=.", systems, strchr(systems, '?') ? '&' : '?');
-	if (b->expand_query && !b->expand_refused && n > 0 && (size_t)n < sizeof(path))
-		rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, on_systems_expanded);
-	else
-		rf_push(op, "GET", systems, NULL, 0, on_systems);
+	if (b->expand_query && !b->expand_refused) {
+		char path[1024];
+		int n = snprintf(path, sizeof(path), "%s%c$expand=.", systems,
+				 strchr(systems, '?') ? '&' : '?');
+		if (n > 0 && (size_t)n < sizeof(path)) {
+			rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, on_systems_expanded);
+			return 0;
+		}
+	}
+	rf_push(op, "GET", systems, NULL, 0, on_systems);
 	return 0;
 }
 
