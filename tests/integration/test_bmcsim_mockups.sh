@@ -57,6 +57,16 @@ for TREE in "$MOCKS"/*/; do
 	U=$BMCSIM_URL
 	echo "---- $T (profile $(curl -s "$U/_sim/state" | jq -r .profile))"
 	expect "service root without auth" 200 "$(code "$U/redfish/v1/")"
+	# the root promises only the $expand the simulator serves: "." at one level, or none
+	xq=$(curl -s "$U/redfish/v1/" | jq -c '.ProtocolFeaturesSupported.ExpandQuery')
+	systems=$(curl -s "$U/redfish/v1/" | jq -r '.Systems."@odata.id"')
+	if [ "$xq" = null ]; then
+		expect "no ExpandQuery: \$expand=. is 501" 501 "$(code -g "${A[@]}" "$U$systems?\$expand=.")"
+	else
+		expect "ExpandQuery as served" '{"ExpandAll":false,"Levels":true,"Links":false,"MaxLevels":1,"NoLinks":true}' "$xq"
+		expect "\$expand=. answers the members expanded" true \
+			"$(get -g "$U$systems?\$expand=." | jq '[.Members[] | has("Id")] | all')"
+	fi
 
 	# every stored resource by its path, then upper-cased with a trailing slash
 	(cd "$TREE" && find . \( -name index.json -o -name index.xml \) | sed 's#^\.##; s#/index\.[a-z]*$##' |

@@ -224,6 +224,11 @@ int main(int argc, char **argv)
 		log_error("%s", kiln_error_last());
 		return 1;
 	}
+	/* A tree's own ExpandQuery (iLO's: six levels, ExpandAll) would promise more than this
+	 * simulator does: it becomes $expand=. at one level where the tree has NoLinks, and goes
+	 * where it has not. */
+	if (expand_query < 0 && tree->expand_advertised)
+		expand_query = tree->expand_query;
 	if ((select_query >= 0 || expand_query >= 0) &&
 	    tree_query_features_set(tree, select_query, expand_query) < 0) {
 		log_error("out of memory rewriting the service root");

@@ -569,6 +569,7 @@ static void facts_read(struct tree *t)
 	json_t *features = json_object_get(root->json, "ProtocolFeaturesSupported");
 	t->select_query = json_is_true(json_object_get(features, "SelectQuery"));
 	t->expand_query = json_is_true(json_object_get(json_object_get(features, "ExpandQuery"), "NoLinks"));
+	t->expand_advertised = json_object_get(features, "ExpandQuery") != NULL;
 	const char *mgrs = link_of(root->json, "Managers");
 	struct tree_res *mc = mgrs ? tree_find(t, mgrs) : NULL;
 	const char *m0 = mc && mc->json ? json_string_value(json_object_get(

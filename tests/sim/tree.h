@@ -84,6 +84,7 @@ struct tree {
 	bool manager_openbmc;        /* the manager has an Oem.OpenBmc section */
 	bool select_query;           /* the root says ProtocolFeaturesSupported.SelectQuery: true */
 	bool expand_query;           /* ... and ExpandQuery.NoLinks: true ($expand=.) */
+	bool expand_advertised;      /* the root has an ExpandQuery at all (as loaded) */
 	size_t bytes;                /* text bytes held */
 };
 
