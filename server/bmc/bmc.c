@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bmc/bmc.h"
@@ -382,7 +383,7 @@ int bmc_engine_start(struct bmc_engine **out, const struct bmc_engine_config *cf
 	return 0;
 }
 
-void bmc_engine_stop(struct bmc_engine *e)
+void bmc_engine_drain(struct bmc_engine *e)
 {
 	if (!e)
 		return;
@@ -413,12 +414,32 @@ void bmc_engine_stop(struct bmc_engine *e)
 			j->done(j->ud, &res);
 		job_free(j);
 	}
+}
+
+void bmc_engine_stop(struct bmc_engine *e)
+{
+	if (!e)
+		return;
+	bmc_engine_drain(e);
 	/* fails what runs, deletes every session, frees every driver state: the loops log
 	 * out of their BMCs at the same time */
 	for (int i = 0; i < e->nrf; i++)
 		redfish_stop_begin(e->rf[i]);
 	for (int i = 0; i < e->nrf; i++)
 		redfish_stop(e->rf[i]);
+	/* IPMI operations at the helper end now too, and the engine waits for every done
+	 * callback (one still running on the helper's reader thread) before it frees the
+	 * nodes they point to: a stop with an IPMI read in flight freed them under it. */
+	ipmi_fail_pending("kilnd is stopping");
+	for (int waited_ms = 0;; waited_ms += 10) {
+		pthread_mutex_lock(&e->lock);
+		int running = e->running;
+		pthread_mutex_unlock(&e->lock);
+		if (running <= 0 || waited_ms >= 30000)
+			break;
+		struct timespec ts = { .tv_nsec = 10 * 1000000 };
+		nanosleep(&ts, NULL);
+	}
 
 	for (size_t h = 0; h < BMC_BUCKETS; h++) {
 		struct bmc_node *n = e->buckets[h];

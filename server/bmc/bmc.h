@@ -89,6 +89,13 @@ struct bmc_engine_config {
 #define BMC_REDFISH_LOOPS_MAX 16
 
 int bmc_engine_start(struct bmc_engine **out, const struct bmc_engine_config *cfg);
+/*
+ * Takes no more operations and fails every queued one ("kilnd is stopping") at once; what
+ * runs goes on. kilnd calls it before stopping the poller, which waits for its own reads:
+ * those queued behind many others on a silent BMC would hold the stop for minutes.
+ * Accepts NULL; bmc_engine_stop calls it too.
+ */
+void bmc_engine_drain(struct bmc_engine *e);
 /* Stops the engine: fails what is queued, logs out of every BMC session. Accepts NULL. */
 void bmc_engine_stop(struct bmc_engine *e);
 

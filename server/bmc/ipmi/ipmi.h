@@ -31,6 +31,10 @@ int ipmi_helper_start(const struct ipmi_helper_config *cfg);
  * Safe to call when the helper was never started. */
 void ipmi_helper_stop(void);
 
+/* Fails every operation in flight at the helper with why (their done runs now, from this
+ * thread); the helper keeps running. The engine's stop, so that no answer comes after it. */
+void ipmi_fail_pending(const char *why);
+
 /* Timeouts for one operation (from struct bmc_engine_config). 0 takes the default. */
 struct ipmi_limits {
 	long request_timeout_ms; /* IPMI session timeout for each command; default 5000 */

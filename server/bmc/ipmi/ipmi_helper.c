@@ -413,6 +413,13 @@ static void helper_wait_exit(pid_t pid, long ms)
 		nanosleep(&step, NULL);
 }
 
+void ipmi_fail_pending(const char *why)
+{
+	pthread_mutex_lock(&H.lock);
+	pending_fail_all(why);
+	pthread_mutex_unlock(&H.lock);
+}
+
 void ipmi_helper_stop(void)
 {
 	if (!H.started)
