@@ -1,5 +1,7 @@
-/* kilnd API client for the CLI: resolves where and how to connect, then one JSON request. */
+/* kilnd API client for the CLI: resolves where and how to connect, then one JSON request (its
+ * list answers object by object when kilnd streams them). */
 #include <errno.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include <kiln/config.h>
 #include <kiln/error.h>
 #include <kiln/http.h>
+#include <kiln/parse.h>
 
 #include "client.h"
 
@@ -254,16 +257,16 @@ static int api_fail(json_t **api_error, const struct kiln_http_response *resp)
 	return code;
 }
 
-int cli_api(json_t **out, json_t **api_error, struct cli_ctx *ctx, const char *method,
-	    const char *path, const json_t *body)
+/* One request to <base>/api/v1<path>, buffered or line by line: what cli_api and
+ * cli_api_stream share. The HTTP status is left to the caller. */
+static int call(struct kiln_http_response *resp, struct cli_ctx *ctx, const char *method,
+		const char *path, const json_t *body, const struct kiln_http_lines *lines)
 {
-	struct kiln_http_response resp = { 0 };
 	struct kiln_buf url;
 	char *text = NULL;
-	json_t *v = NULL;
-	json_error_t jerr;
 	int rc;
 
+	memset(resp, 0, sizeof(*resp));
 	kiln_buf_init(&url, 0);
 	rc = cli_client_open(ctx);
 	if (rc < 0)
@@ -275,11 +278,41 @@ int cli_api(json_t **out, json_t **api_error, struct cli_ctx *ctx, const char *m
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
 	}
-	rc = kiln_http_request(&resp, method, url.data, ctx->token, text, text ? strlen(text) : 0,
-			       &ctx->trust, CLI_REQUEST_TIMEOUT_MS, CLI_MAX_RESPONSE);
+	if (lines)
+		rc = kiln_http_request_lines(resp, method, url.data, ctx->token, text,
+					     text ? strlen(text) : 0, &ctx->trust,
+					     CLI_REQUEST_TIMEOUT_MS, CLI_MAX_RESPONSE, lines);
+	else
+		rc = kiln_http_request(resp, method, url.data, ctx->token, text,
+				       text ? strlen(text) : 0, &ctx->trust, CLI_REQUEST_TIMEOUT_MS,
+				       CLI_MAX_RESPONSE);
+cleanup:
+	if (text) {
+		/* The body may hold a BMC password. */
+		explicit_bzero(text, strlen(text));
+		free(text);
+	}
+	kiln_buf_free(&url);
+	return rc;
+}
+
+static int is_2xx(long status)
+{
+	return status >= 200 && status <= 299;
+}
+
+int cli_api(json_t **out, json_t **api_error, struct cli_ctx *ctx, const char *method,
+	    const char *path, const json_t *body)
+{
+	struct kiln_http_response resp = { 0 };
+	json_t *v = NULL;
+	json_error_t jerr;
+	int rc;
+
+	rc = call(&resp, ctx, method, path, body, NULL);
 	if (rc < 0)
 		goto cleanup;
-	if (resp.status < 200 || resp.status > 299) {
+	if (!is_2xx(resp.status)) {
 		rc = api_fail(api_error, &resp);
 		goto cleanup;
 	}
@@ -293,12 +326,99 @@ int cli_api(json_t **out, json_t **api_error, struct cli_ctx *ctx, const char *m
 	}
 	*out = v;
 cleanup:
-	if (text) {
-		/* The body may hold a BMC password. */
-		explicit_bzero(text, strlen(text));
-		free(text);
-	}
 	kiln_http_response_free(&resp);
-	kiln_buf_free(&url);
+	return rc;
+}
+
+/* Longest NDJSON line the CLI takes: one node's object (a big event log fits). */
+#define STREAM_MAX_LINE (8u << 20)
+
+struct stream_state {
+	const struct cli_stream *s;
+	const char *path;
+	size_t lines;
+};
+
+static int stream_start(void *ud, const struct kiln_http_head *head)
+{
+	struct stream_state *st = ud;
+	int64_t n = 0;
+
+	/* only the progress line uses it: a missing or odd count is "unknown", not an error */
+	if (!head->header || kiln_parse_int64(&n, head->header, 0, INT64_MAX) < 0)
+		n = 0;
+	if (st->s->total)
+		st->s->total(st->s->ud, (size_t)n);
+	return 0;
+}
+
+static int stream_line(void *ud, const char *line, size_t len)
+{
+	struct stream_state *st = ud;
+	json_error_t jerr;
+	json_t *obj;
+	int rc;
+
+	st->lines++;
+	obj = json_loadb(line, len, 0, &jerr);
+	if (!json_is_object(obj)) {
+		json_decref(obj);
+		return kiln_fail(KILN_EPROTO, "kilnd's answer to %s: line %zu is not a JSON object%s%s",
+				 st->path, st->lines, obj ? "" : ": ", obj ? "" : jerr.text);
+	}
+	rc = st->s->object(st->s->ud, obj);
+	json_decref(obj);
+	return rc;
+}
+
+/* A kilnd that answered one JSON array: its elements, one by one. */
+static int stream_array(const struct cli_stream *s, const char *path,
+			const struct kiln_http_response *resp)
+{
+	json_error_t jerr;
+	json_t *arr, *e;
+	size_t i;
+	int rc = 0;
+
+	arr = json_loadb(resp->body, resp->body_len, 0, &jerr);
+	if (!json_is_array(arr)) {
+		json_decref(arr);
+		return kiln_fail(KILN_EPROTO, "kilnd's answer to %s is not an array%s%s", path,
+				 arr ? "" : ": ", arr ? "" : jerr.text);
+	}
+	if (s->total)
+		s->total(s->ud, json_array_size(arr));
+	json_array_foreach(arr, i, e) {
+		if (!json_is_object(e)) {
+			rc = kiln_fail(KILN_EPROTO, "kilnd's answer to %s: element %zu is not an object",
+				       path, i);
+			break;
+		}
+		if ((rc = s->object(s->ud, e)) < 0)
+			break;
+	}
+	json_decref(arr);
+	return rc;
+}
+
+int cli_api_stream(json_t **api_error, struct cli_ctx *ctx, const char *method, const char *path,
+		   const json_t *body, const struct cli_stream *s)
+{
+	struct stream_state st = { .s = s, .path = path };
+	const struct kiln_http_lines lines = { .accept = "application/x-ndjson",
+					       .header = "X-Kiln-Nodes", .max_line = STREAM_MAX_LINE,
+					       .start = stream_start, .line = stream_line, .ud = &st };
+	struct kiln_http_response resp = { 0 };
+	int rc;
+
+	rc = call(&resp, ctx, method, path, body, &lines);
+	if (rc < 0)
+		goto cleanup;
+	if (!is_2xx(resp.status))
+		rc = api_fail(api_error, &resp);
+	else if (resp.body_len) /* not streamed: an older kilnd's JSON array */
+		rc = stream_array(s, path, &resp);
+cleanup:
+	kiln_http_response_free(&resp);
 	return rc;
 }

@@ -1,4 +1,5 @@
-/* Calls to kilnd's REST API for the CLI: address, token and trust resolution, JSON in and out. */
+/* Calls to kilnd's REST API for the CLI: address, token and trust resolution, JSON in and out,
+ * list answers object by object as they arrive. */
 #ifndef KILN_CLI_CLIENT_H
 #define KILN_CLI_CLIENT_H
 
@@ -31,6 +32,30 @@ int cli_client_open(struct cli_ctx *ctx);
  */
 int cli_api(json_t **out, json_t **api_error, struct cli_ctx *ctx, const char *method,
 	    const char *path, const json_t *body);
+
+/* Where cli_api_stream hands the objects of a list answer. */
+struct cli_stream {
+	/*
+	 * Once, before the first object: how many objects kilnd announced (X-Kiln-Nodes; 0 when
+	 * it did not say), or the array's length from a kilnd that answers a JSON array. May be
+	 * NULL.
+	 */
+	void (*total)(void *ud, size_t total);
+	/* Each object as it arrives (borrowed: json_incref to keep it); a negative return
+	 * (kiln_fail set) stops the request and is returned. */
+	int (*object)(void *ud, json_t *obj);
+	void *ud;
+};
+
+/*
+ * cli_api for an endpoint that answers a list of objects, asking for it as NDJSON
+ * (Accept: application/x-ndjson) so that each object reaches s->object as kilnd sends it. A
+ * kilnd that answers application/json instead (one that does not stream) works too: its array's
+ * elements are handed over one by one at the end. Errors are cli_api's (api_error likewise); a
+ * line that is not a JSON object, or an answer that is not an array of objects, is KILN_EPROTO.
+ */
+int cli_api_stream(json_t **api_error, struct cli_ctx *ctx, const char *method, const char *path,
+		   const json_t *body, const struct cli_stream *s);
 
 /* Percent-encodes s for a query string or a path segment; the caller frees. NULL on ENOMEM. */
 char *cli_url_escape(const char *s);

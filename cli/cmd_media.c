@@ -1,4 +1,5 @@
 /* kiln media insert NODE URL | eject NODE | status NODE: a node's virtual media (CD/DVD). */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,22 @@
 #include "cli.h"
 #include "output.h"
 
+enum { O_RETRY = 1 };
+
+static const struct cli_opt media_opts[] = {
+	BMC_CLI_OPT_RETRY(O_RETRY),
+	{ 0 },
+};
+
+static int media_opt(void *ud, const struct cli_opt *opt, const char *value)
+{
+	(void)value;
+	if (opt->id == O_RETRY)
+		*(bool *)ud = true;
+	return 0;
+}
+
+/* One node (the API takes one name): nothing to stream, so the table is aligned on its row. */
 static int media_print(const struct cli_ctx *ctx, const json_t *res)
 {
 	static const char *const headers[] = { "NODE", "INSERTED", "IMAGE", "DEVICE", "ERROR" };
@@ -45,13 +62,14 @@ static int media_call(struct cli_ctx *ctx, int argc, char **argv, size_t want_ar
 	struct cli_args pos = { 0 };
 	json_t *body = NULL, *res = NULL;
 	const char *verb = argv[0];
+	bool retry = false;
 	int rc;
 
-	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	rc = cli_args_parse(&pos, ctx, media_opts, argc - 1, argv + 1, media_opt, &retry);
 	if (rc < 0)
 		goto cleanup;
 	if (ctx->help) {
-		cli_help_print(stdout, ctx, synopsis, summary, NULL);
+		cli_help_print(stdout, ctx, synopsis, summary, media_opts);
 		goto cleanup;
 	}
 	if (pos.n != want_args) {
@@ -59,12 +77,19 @@ static int media_call(struct cli_ctx *ctx, int argc, char **argv, size_t want_ar
 		goto cleanup;
 	}
 	if (strcmp(verb, "status") == 0) {
-		rc = bmc_cli_get(&res, ctx, "media", "node", pos.v[0], NULL, NULL);
+		const struct bmc_cli_query q = { .endpoint = "media", .key = "node",
+						 .value = pos.v[0], .retry_unreachable = retry };
+
+		rc = bmc_cli_get(&res, ctx, &q);
 	} else {
 		body = strcmp(verb, "insert") == 0
 			       ? json_pack("{s:s, s:s, s:b}", "node", pos.v[0], "url", pos.v[1],
 					   "dry_run", ctx->dry_run)
 			       : json_pack("{s:s, s:b}", "node", pos.v[0], "dry_run", ctx->dry_run);
+		if (body && retry && json_object_set_new(body, "retry_unreachable", json_true()) < 0) {
+			json_decref(body);
+			body = NULL;
+		}
 		rc = body ? bmc_cli_post(&res, ctx, strcmp(verb, "insert") == 0 ? "media/insert"
 										: "media/eject",
 					 body)
@@ -86,18 +111,22 @@ static int media_insert(struct cli_ctx *ctx, int argc, char **argv)
 {
 	return media_call(ctx, argc, argv, 2, "NODE URL",
 			  "Inserts an image (http, https, nfs or cifs URL) into the node's virtual "
-			  "CD/DVD.");
+			  "CD/DVD. A BMC kilnd knows is down answers at once with its last error "
+			  "unless --retry-unreachable.");
 }
 
 static int media_eject(struct cli_ctx *ctx, int argc, char **argv)
 {
-	return media_call(ctx, argc, argv, 1, "NODE", "Ejects the node's virtual media.");
+	return media_call(ctx, argc, argv, 1, "NODE",
+			  "Ejects the node's virtual media. A BMC kilnd knows is down answers at "
+			  "once with its last error unless --retry-unreachable.");
 }
 
 static int media_status(struct cli_ctx *ctx, int argc, char **argv)
 {
 	return media_call(ctx, argc, argv, 1, "NODE",
-			  "Shows the node's virtual media, asked of its BMC now.");
+			  "Shows the node's virtual media, asked of its BMC now. A BMC kilnd knows "
+			  "is down answers at once with its last error unless --retry-unreachable.");
 }
 
 static const struct cli_verb media_verbs[] = {

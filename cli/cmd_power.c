@@ -1,6 +1,7 @@
 /* kiln power status|on|off|soft|reset|cycle NODERANGE|--hung: live power state and confirmed
  * power actions fanned out by kilnd, paced in batches, a result per node. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 #include "client.h"
 #include "output.h"
 
-enum { O_ON_IF_OFF = 1, O_CONFIRM_ABOVE, O_HUNG, O_BATCH, O_INTERVAL };
+enum { O_ON_IF_OFF = 1, O_CONFIRM_ABOVE, O_HUNG, O_BATCH, O_INTERVAL, O_RETRY };
 
 static const struct cli_opt power_opts[] = {
 	{ "on-if-off", 0, NULL, O_ON_IF_OFF, "reset/cycle: power on a node that is off" },
@@ -27,6 +28,7 @@ static const struct cli_opt power_opts[] = {
 	{ "batch", 0, "N", O_BATCH, "N nodes at a time, batch after batch (default: [power] batch)" },
 	{ "interval", 0, "S", O_INTERVAL,
 	  "pause between batches, seconds or 30s, 2m (default: [power] interval)" },
+	BMC_CLI_OPT_RETRY(O_RETRY),
 	{ 0 },
 };
 
@@ -38,6 +40,7 @@ struct power_args {
 	const char *confirm_above;
 	const char *batch;    /* NULL: kilnd's [power] batch */
 	const char *interval; /* NULL: kilnd's [power] interval */
+	bool retry_unreachable;
 };
 
 static int power_opt(void *ud, const struct cli_opt *opt, const char *value)
@@ -54,63 +57,45 @@ static int power_opt(void *ud, const struct cli_opt *opt, const char *value)
 		a->batch = value;
 	else if (opt->id == O_INTERVAL)
 		a->interval = value;
+	else if (opt->id == O_RETRY)
+		a->retry_unreachable = true;
 	return 0;
 }
 
-static int status_print(const json_t *res)
+static const char *const status_headers[] = { "NODE", "POWER", "ERROR" };
+static const size_t status_widths[] = { 0, 7, 0 }; /* "unknown" */
+
+static int status_row(struct bmc_cli_rows *r, const json_t *e)
 {
-	static const char *const headers[] = { "NODE", "POWER", "ERROR" };
-	struct out_table t;
-	size_t i;
-	json_t *e;
-	int rc = 0;
+	char node[128], power[16], err[512];
+	const char *row[] = { out_cell(node, sizeof(node), json_object_get(e, "node")),
+			      out_cell(power, sizeof(power), json_object_get(e, "power")),
+			      out_cell(err, sizeof(err), json_object_get(e, "error")) };
 
-	out_table_init(&t, headers, 3);
-	json_array_foreach(res, i, e) {
-		char node[128], power[16], err[512];
-		const char *row[] = { out_cell(node, sizeof(node), json_object_get(e, "node")),
-				      out_cell(power, sizeof(power), json_object_get(e, "power")),
-				      out_cell(err, sizeof(err), json_object_get(e, "error")) };
-
-		if (!json_object_get(e, "power"))
-			row[1] = "unknown";
-		if ((rc = out_table_add(&t, row)) < 0)
-			break;
-	}
-	if (rc == 0)
-		out_table_print(&t, stdout);
-	out_table_free(&t);
-	return rc;
+	if (!json_object_get(e, "power"))
+		row[1] = "unknown";
+	bmc_cli_row(r, row);
+	return 0;
 }
 
-static int action_print(const json_t *res)
+static const char *const action_headers[] = { "NODE", "ACTION", "POWER", "RESULT" };
+static const size_t action_widths[] = { 0, 6, 7, 0 };
+
+static int action_row(struct bmc_cli_rows *r, const json_t *e)
 {
-	static const char *const headers[] = { "NODE", "ACTION", "POWER", "RESULT" };
-	struct out_table t;
-	size_t i;
-	json_t *e;
-	int rc = 0;
+	char node[128], action[32], power[16], result[560];
+	const char *err = json_string_value(json_object_get(e, "error"));
+	const char *row[] = { out_cell(node, sizeof(node), json_object_get(e, "node")),
+			      out_cell(action, sizeof(action), json_object_get(e, "action")),
+			      out_cell(power, sizeof(power), json_object_get(e, "power")),
+			      out_cell(result, sizeof(result), json_object_get(e, "result")) };
 
-	out_table_init(&t, headers, 4);
-	json_array_foreach(res, i, e) {
-		char node[128], action[32], power[16], result[560];
-		const char *err = json_string_value(json_object_get(e, "error"));
-		const char *row[] = { out_cell(node, sizeof(node), json_object_get(e, "node")),
-				      out_cell(action, sizeof(action), json_object_get(e, "action")),
-				      out_cell(power, sizeof(power), json_object_get(e, "power")),
-				      out_cell(result, sizeof(result), json_object_get(e, "result")) };
-
-		if (err) {
-			snprintf(result, sizeof(result), "error: %s", err);
-			row[3] = result;
-		}
-		if ((rc = out_table_add(&t, row)) < 0)
-			break;
+	if (err) {
+		snprintf(result, sizeof(result), "error: %s", err);
+		row[3] = result;
 	}
-	if (rc == 0)
-		out_table_print(&t, stdout);
-	out_table_free(&t);
-	return rc;
+	bmc_cli_row(r, row);
+	return 0;
 }
 
 static int dry_run_print(const struct cli_ctx *ctx, const json_t *res)
@@ -175,20 +160,6 @@ cleanup:
 	return rc;
 }
 
-/* The progress line on stderr, rewritten in place; only called when stderr is a terminal. */
-static void progress_print(const char *what, size_t done, size_t total, size_t failed,
-			   int batch, int batches, int64_t next_in)
-{
-	fprintf(stderr, "\r\033[Kkiln: %s: %zu/%zu nodes done", what, done, total);
-	if (failed)
-		fprintf(stderr, ", %zu failed", failed);
-	if (batches > 1)
-		fprintf(stderr, " (batch %d/%d)", batch, batches);
-	if (next_in > 0)
-		fprintf(stderr, ", next batch in %llds", (long long)next_in);
-	fflush(stderr);
-}
-
 static void pause_s(int64_t seconds)
 {
 	struct timespec ts = { .tv_sec = (time_t)seconds };
@@ -199,14 +170,16 @@ static void pause_s(int64_t seconds)
 
 /*
  * Runs the action on the targets plan (kilnd's dry-run answer, each node with its "batch"):
- * one request per batch, interval_s apart, the progress on a terminal. *out is the answer in
- * plan order: a node skipped in the plan keeps its error. body is the dry-run request.
+ * one request per batch, interval_s apart, each node's row printed as it answers (rows), the
+ * progress on a terminal. *out is the answer in plan order: a node skipped in the plan keeps
+ * its error (its row printed after the others). body is the dry-run request.
  */
-static int paced_run(json_t **out, struct cli_ctx *ctx, json_t *body, const json_t *plan,
-		     const char *what)
+static int paced_run(json_t **out, struct cli_ctx *ctx, struct bmc_cli_rows *rows, json_t *body,
+		     const json_t *plan)
 {
-	int tty = isatty(STDERR_FILENO), batches = 1, rc = 0;
-	size_t i, total = bmc_cli_ok_count(plan), done = 0, failed = 0;
+	int rc = 0;
+	bool ended = false;
+	size_t i;
 	int64_t interval_s = 0;
 	json_t *results = json_object(), *arr = json_array(), *e;
 	struct kiln_buf names;
@@ -217,26 +190,33 @@ static int paced_run(json_t **out, struct cli_ctx *ctx, json_t *body, const json
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
 	}
+	/* the progress on a terminal with -o json too, a batch at a time */
+	rows->tty = isatty(STDERR_FILENO);
+	rows->batches = 1;
 	json_array_foreach(plan, i, e) {
 		int b = (int)json_integer_value(json_object_get(e, "batch"));
 
-		if (!json_object_get(e, "error") && b > batches)
-			batches = b;
+		if (!json_object_get(e, "error") && b > rows->batches)
+			rows->batches = b;
 		if (json_object_get(e, "interval_s"))
 			interval_s = json_integer_value(json_object_get(e, "interval_s"));
 	}
+	/* In batches the plan's targets are all there will be; one request is the range as
+	 * given, whose count kilnd announces. */
+	rows->total = rows->batches > 1 ? bmc_cli_ok_count(plan) : json_array_size(plan);
+	rows->total_fixed = rows->batches > 1;
 	/* Each request is one batch already: kilnd must not pace it again. */
 	json_object_set_new(body, "dry_run", json_false());
 	json_object_set_new(body, "batch", json_integer(0));
 	json_object_del(body, "interval_s");
-	for (int b = 1; b <= batches && rc == 0; b++) {
-		json_t *res = NULL, *r;
-		size_t n = 0, j;
+	for (int b = 1; b <= rows->batches && rc == 0; b++) {
+		size_t n = 0, first = json_array_size(rows->results), j;
+		json_t *r;
 
 		kiln_buf_free(&names);
 		kiln_buf_init(&names, 0);
 		json_array_foreach(plan, i, e) {
-			if (batches == 1 || json_object_get(e, "error") ||
+			if (rows->batches == 1 || json_object_get(e, "error") ||
 			    json_integer_value(json_object_get(e, "batch")) != b)
 				continue;
 			rc = kiln_buf_printf(&names, "%s%s", n ? "," : "",
@@ -246,46 +226,47 @@ static int paced_run(json_t **out, struct cli_ctx *ctx, json_t *body, const json
 			n++;
 		}
 		/* One batch: the range as given (kilnd answers busy and unknown nodes itself). */
-		if (batches > 1 && n == 0)
+		if (rows->batches > 1 && n == 0)
 			continue;
 		if (b > 1 && interval_s > 0) {
-			if (tty)
-				progress_print(what, done, total, failed, b - 1, batches, interval_s);
+			bmc_cli_rows_progress(rows, interval_s);
 			pause_s(interval_s);
 		}
-		if (tty)
-			progress_print(what, done, total, failed, b, batches, 0);
-		if (batches > 1)
+		rows->batch = b;
+		bmc_cli_rows_progress(rows, 0);
+		if (rows->batches > 1)
 			json_object_set_new(body, "range", json_string(names.data));
-		rc = bmc_cli_post(&res, ctx, "power", body);
-		if (rc == KILN_EEXISTS && batches > 1) {
+		rc = bmc_cli_rows_post(rows, ctx, "power", body);
+		if (rc == KILN_EEXISTS && rows->batches > 1) {
 			/* 409: every node of this batch is busy; the next batch may not be. */
-			json_array_foreach(plan, i, e)
-				if (!json_object_get(e, "error") &&
-				    json_integer_value(json_object_get(e, "batch")) == b)
-					json_object_set_new(results,
-							    json_string_value(json_object_get(e, "node")),
-							    json_pack("{s:O, s:s}", "node",
-								      json_object_get(e, "node"),
-								      "error", "action in flight"));
-			done += n;
-			failed += n;
 			rc = 0;
-			continue;
+			json_array_foreach(plan, i, e) {
+				json_t *busy;
+
+				if (json_object_get(e, "error") ||
+				    json_integer_value(json_object_get(e, "batch")) != b)
+					continue;
+				busy = json_pack("{s:O, s:s}", "node", json_object_get(e, "node"),
+						 "error", "action in flight");
+				rc = busy ? bmc_cli_rows_add(rows, busy)
+					  : kiln_fail(KILN_ERROR, "out of memory");
+				json_decref(busy);
+				if (rc < 0)
+					goto cleanup;
+			}
 		}
 		if (rc < 0)
 			goto cleanup;
-		json_array_foreach(res, j, r) {
-			const char *node = json_string_value(json_object_get(r, "node"));
+		for (j = first; j < json_array_size(rows->results); j++) {
+			const char *node;
 
-			if (node)
+			r = json_array_get(rows->results, j);
+			if ((node = json_string_value(json_object_get(r, "node"))))
 				json_object_set(results, node, r);
-			if (json_object_get(r, "error"))
-				failed++;
-			done++;
 		}
-		json_decref(res);
 	}
+	bmc_cli_rows_end(rows, true);
+	ended = true;
 	json_array_foreach(plan, i, e) {
 		json_t *r = json_object_get(results, json_string_value(json_object_get(e, "node")));
 
@@ -300,16 +281,16 @@ static int paced_run(json_t **out, struct cli_ctx *ctx, json_t *body, const json
 			if (!json_object_get(copy, "error"))
 				json_object_set_new(copy, "error", json_string("no answer"));
 			json_array_append_new(arr, copy);
+			/* its row too, after the nodes that answered */
+			if (rows->print && (rc = rows->print(rows, copy)) < 0)
+				goto cleanup;
 		}
 	}
 	*out = arr;
 	arr = NULL;
 cleanup:
-	if (tty) {
-		if (rc == 0)
-			progress_print(what, done, total, failed, batches, batches, 0);
-		fputc('\n', stderr);
-	}
+	if (!ended)
+		bmc_cli_rows_end(rows, true);
 	kiln_buf_free(&names);
 	json_decref(results);
 	json_decref(arr);
@@ -323,6 +304,8 @@ static int power_run(struct cli_ctx *ctx, int argc, char **argv)
 	json_t *body = NULL, *res = NULL, *plan = NULL;
 	const char *action = NULL, *range = NULL;
 	char *hung = NULL;
+	struct bmc_cli_rows rows = { 0 };
+	size_t widths[] = { 0, action_widths[1], action_widths[2], action_widths[3] };
 	char what[64];
 	int rc, threshold, batch = 0;
 	int64_t interval_s = 0;
@@ -338,7 +321,9 @@ static int power_run(struct cli_ctx *ctx, int argc, char **argv)
 			       "back. --hung targets exactly the nodes kilnd flags hung (none: says "
 			       "so, sends nothing, exit 0). --batch N acts on N nodes at a time, one "
 			       "request per batch, --interval apart (defaults: kilnd's [power] batch "
-			       "and interval); on a terminal the progress is shown on stderr. An "
+			       "and interval). Each node's row is printed as it answers, and on a terminal "
+			       "the progress is shown on stderr. A BMC kilnd knows is down answers at "
+			       "once with its last error unless --retry-unreachable. An "
 			       "action on more nodes than the threshold asks for the count to be "
 			       "typed unless --yes; --dry-run prints the targets (and their batch) and "
 			       "sends nothing. Exit status 3 when some nodes failed.",
@@ -382,15 +367,11 @@ static int power_run(struct cli_ctx *ctx, int argc, char **argv)
 		goto cleanup;
 
 	if (strcmp(action, "status") == 0) {
-		rc = bmc_cli_get(&res, ctx, "power", "range", range, NULL, NULL);
-		if (rc < 0)
-			goto cleanup;
-		if (ctx->output == CLI_OUT_JSON)
-			rc = out_json_print(res, stdout);
-		else
-			rc = status_print(res);
-		if (rc == 0)
-			rc = out_results_status(res);
+		const struct bmc_cli_query q = { .endpoint = "power", .key = "range", .value = range,
+						 .retry_unreachable = a.retry_unreachable };
+
+		rc = bmc_cli_read(ctx, &q, "power status", status_headers, status_widths, 3,
+				  status_row);
 		goto cleanup;
 	}
 	if (a.hung) {
@@ -409,7 +390,10 @@ static int power_run(struct cli_ctx *ctx, int argc, char **argv)
 
 	body = json_pack("{s:s, s:s, s:b, s:b}", "range", range, "action", action, "on_if_off",
 			 a.on_if_off, "dry_run", 1);
-	if (!body || (a.batch && json_object_set_new(body, "batch", json_integer(batch)) < 0) ||
+	if (!body ||
+	    (a.retry_unreachable &&
+	     json_object_set_new(body, "retry_unreachable", json_true()) < 0) ||
+	    (a.batch && json_object_set_new(body, "batch", json_integer(batch)) < 0) ||
 	    (a.interval && json_object_set_new(body, "interval_s", json_integer(interval_s)) < 0)) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
@@ -426,16 +410,19 @@ static int power_run(struct cli_ctx *ctx, int argc, char **argv)
 	if (!ctx->yes && bmc_cli_ok_count(plan) > (size_t)threshold &&
 	    (rc = bmc_cli_confirm_count(bmc_cli_ok_count(plan), what, range)) < 0)
 		goto cleanup;
-	rc = paced_run(&res, ctx, body, plan, what);
+	widths[0] = bmc_cli_results_node_width(plan);
+	rc = bmc_cli_rows_init(&rows, what, action_headers, widths, 4,
+			       ctx->output == CLI_OUT_JSON ? NULL : action_row);
+	if (rc == 0)
+		rc = paced_run(&res, ctx, &rows, body, plan);
 	if (rc < 0)
 		goto cleanup;
 	if (ctx->output == CLI_OUT_JSON)
 		rc = out_json_print(res, stdout);
-	else
-		rc = action_print(res);
 	if (rc == 0)
 		rc = out_results_status(res);
 cleanup:
+	bmc_cli_rows_free(&rows);
 	json_decref(body);
 	json_decref(plan);
 	json_decref(res);

@@ -1,4 +1,5 @@
 /* kiln sel NODERANGE [--since DURATION]: the BMCs' event logs (SEL, Lclog, IML...), read now. */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include <kiln/error.h>
@@ -8,16 +9,18 @@
 #include "cli.h"
 #include "output.h"
 
-enum { O_SINCE = 1 };
+enum { O_SINCE = 1, O_RETRY };
 
 static const struct cli_opt sel_opts[] = {
 	{ "since", 0, "DURATION", O_SINCE, "only entries newer than this (90s, 30m, 12h, 7d)" },
+	BMC_CLI_OPT_RETRY(O_RETRY),
 	{ 0 },
 };
 
 struct sel_args {
 	struct cli_ctx *ctx;
 	const char *since;
+	bool retry_unreachable;
 };
 
 static int sel_opt(void *ud, const struct cli_opt *opt, const char *value)
@@ -29,64 +32,65 @@ static int sel_opt(void *ud, const struct cli_opt *opt, const char *value)
 		if (kiln_parse_duration(&s, value) < 0)
 			return cli_usage_error(a->ctx, "--since: %s", kiln_error_last());
 		a->since = value;
+	} else if (opt->id == O_RETRY) {
+		a->retry_unreachable = true;
+	}
+	return 0;
+}
+
+static const char *const headers[] = { "NODE", "ID", "TIME", "SEVERITY", "MESSAGE" };
+/* "2026-12-01T02:10:00+00:00", "critical" */
+static const size_t widths[] = { 0, 6, 25, 8, 0 };
+
+/* One node's entries, a row each, as its answer arrives; its error on stderr. */
+static int sel_node(struct bmc_cli_rows *r, const json_t *e)
+{
+	size_t j;
+	json_t *en;
+
+	bmc_cli_row_error(r, e);
+	json_array_foreach(json_object_get(e, "entries"), j, en) {
+		char node[128], id[128], time[64], sev[32], msg[1024];
+		const char *row[] = {
+			out_cell(node, sizeof(node), json_object_get(e, "node")),
+			out_cell(id, sizeof(id), json_object_get(en, "id")),
+			out_cell(time, sizeof(time), json_object_get(en, "time")),
+			out_cell(sev, sizeof(sev), json_object_get(en, "severity")),
+			out_cell(msg, sizeof(msg), json_object_get(en, "message")),
+		};
+
+		bmc_cli_row(r, row);
 	}
 	return 0;
 }
 
 static int sel_run(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const char *const headers[] = { "NODE", "ID", "TIME", "SEVERITY", "MESSAGE" };
 	struct sel_args a = { .ctx = ctx };
+	struct bmc_cli_query q = { .endpoint = "sel", .key = "range", .key2 = "since" };
 	struct cli_args pos = { 0 };
-	struct out_table t;
-	json_t *res = NULL, *e, *en;
-	size_t i, j;
 	int rc;
 
-	out_table_init(&t, headers, 5);
 	rc = cli_args_parse(&pos, ctx, sel_opts, argc - 1, argv + 1, sel_opt, &a);
 	if (rc < 0)
 		goto cleanup;
 	if (ctx->help) {
 		cli_help_print(stdout, ctx, "NODERANGE [--since DURATION]",
-			       "Reads each node's BMC event logs now. Exit status 3 when some nodes "
-			       "failed.", sel_opts);
+			       "Reads each node's BMC event logs now. Each node's entries are printed "
+			       "as it answers (the progress on stderr when it is a terminal). A BMC "
+			       "kilnd knows is down answers at once with its last error unless "
+			       "--retry-unreachable. Exit status 3 when some nodes failed.", sel_opts);
 		goto cleanup;
 	}
 	if (pos.n != 1) {
 		rc = cli_usage_error(ctx, "one NODERANGE is required");
 		goto cleanup;
 	}
-	rc = bmc_cli_get(&res, ctx, "sel", "range", pos.v[0], "since", a.since);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->output == CLI_OUT_JSON) {
-		rc = out_json_print(res, stdout);
-		if (rc == 0)
-			rc = out_results_status(res);
-		goto cleanup;
-	}
-	json_array_foreach(res, i, e) {
-		json_array_foreach(json_object_get(e, "entries"), j, en) {
-			char node[128], id[128], time[64], sev[32], msg[1024];
-			const char *row[] = {
-				out_cell(node, sizeof(node), json_object_get(e, "node")),
-				out_cell(id, sizeof(id), json_object_get(en, "id")),
-				out_cell(time, sizeof(time), json_object_get(en, "time")),
-				out_cell(sev, sizeof(sev), json_object_get(en, "severity")),
-				out_cell(msg, sizeof(msg), json_object_get(en, "message")),
-			};
-
-			if ((rc = out_table_add(&t, row)) < 0)
-				goto cleanup;
-		}
-	}
-	if (t.nrows > 0)
-		out_table_print(&t, stdout);
-	rc = bmc_cli_errors_print(res);
+	q.value = pos.v[0];
+	q.value2 = a.since;
+	q.retry_unreachable = a.retry_unreachable;
+	rc = bmc_cli_read(ctx, &q, "sel", headers, widths, 5, sel_node);
 cleanup:
-	out_table_free(&t);
-	json_decref(res);
 	free(pos.v);
 	return rc;
 }

@@ -1,4 +1,5 @@
 /* kiln sensors NODERANGE: temperatures, fans, power and PSUs, asked of the BMCs now. */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include <kiln/error.h>
@@ -7,61 +8,74 @@
 #include "cli.h"
 #include "output.h"
 
+enum { O_RETRY = 1 };
+
+static const struct cli_opt sensors_opts[] = {
+	BMC_CLI_OPT_RETRY(O_RETRY),
+	{ 0 },
+};
+
+static int sensors_opt(void *ud, const struct cli_opt *opt, const char *value)
+{
+	(void)value;
+	if (opt->id == O_RETRY)
+		*(bool *)ud = true;
+	return 0;
+}
+
+static const char *const headers[] = { "NODE", "SENSOR", "KIND", "VALUE", "UNIT", "HEALTH" };
+/* "temperature" is the longest kind; most sensor names fit 24 */
+static const size_t widths[] = { 0, 24, 11, 8, 5, 0 };
+
+/* One node's sensors, a row each, as its answer arrives; its error on stderr. */
+static int sensors_node(struct bmc_cli_rows *r, const json_t *e)
+{
+	size_t j;
+	json_t *s;
+
+	bmc_cli_row_error(r, e);
+	json_array_foreach(json_object_get(e, "sensors"), j, s) {
+		char node[128], name[128], kind[32], value[32], unit[16], health[32];
+		const char *row[] = {
+			out_cell(node, sizeof(node), json_object_get(e, "node")),
+			out_cell(name, sizeof(name), json_object_get(s, "name")),
+			out_cell(kind, sizeof(kind), json_object_get(s, "kind")),
+			out_cell(value, sizeof(value), json_object_get(s, "value")),
+			out_cell(unit, sizeof(unit), json_object_get(s, "unit")),
+			out_cell(health, sizeof(health), json_object_get(s, "health")),
+		};
+
+		bmc_cli_row(r, row);
+	}
+	return 0;
+}
+
 static int sensors_run(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const char *const headers[] = { "NODE", "SENSOR", "KIND", "VALUE", "UNIT",
-						"HEALTH" };
+	struct bmc_cli_query q = { .endpoint = "sensors", .key = "range" };
 	struct cli_args pos = { 0 };
-	struct out_table t;
-	json_t *res = NULL, *e, *s;
-	size_t i, j;
 	int rc;
 
-	out_table_init(&t, headers, 6);
-	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	rc = cli_args_parse(&pos, ctx, sensors_opts, argc - 1, argv + 1, sensors_opt,
+			    &q.retry_unreachable);
 	if (rc < 0)
 		goto cleanup;
 	if (ctx->help) {
 		cli_help_print(stdout, ctx, "NODERANGE",
 			       "Reads each node's sensors from its BMC now: temperatures, fans, power "
-			       "draw, power supplies. Exit status 3 when some nodes failed.", NULL);
+			       "draw, power supplies. Each node's rows are printed as it answers (the "
+			       "progress on stderr when it is a terminal). A BMC kilnd knows is down "
+			       "answers at once with its last error unless --retry-unreachable. Exit "
+			       "status 3 when some nodes failed.", sensors_opts);
 		goto cleanup;
 	}
 	if (pos.n != 1) {
 		rc = cli_usage_error(ctx, "one NODERANGE is required");
 		goto cleanup;
 	}
-	rc = bmc_cli_get(&res, ctx, "sensors", "range", pos.v[0], NULL, NULL);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->output == CLI_OUT_JSON) {
-		rc = out_json_print(res, stdout);
-		if (rc == 0)
-			rc = out_results_status(res);
-		goto cleanup;
-	}
-	json_array_foreach(res, i, e) {
-		json_array_foreach(json_object_get(e, "sensors"), j, s) {
-			char node[128], name[128], kind[32], value[32], unit[16], health[32];
-			const char *row[] = {
-				out_cell(node, sizeof(node), json_object_get(e, "node")),
-				out_cell(name, sizeof(name), json_object_get(s, "name")),
-				out_cell(kind, sizeof(kind), json_object_get(s, "kind")),
-				out_cell(value, sizeof(value), json_object_get(s, "value")),
-				out_cell(unit, sizeof(unit), json_object_get(s, "unit")),
-				out_cell(health, sizeof(health), json_object_get(s, "health")),
-			};
-
-			if ((rc = out_table_add(&t, row)) < 0)
-				goto cleanup;
-		}
-	}
-	if (t.nrows > 0)
-		out_table_print(&t, stdout);
-	rc = bmc_cli_errors_print(res);
+	q.value = pos.v[0];
+	rc = bmc_cli_read(ctx, &q, "sensors", headers, widths, 6, sensors_node);
 cleanup:
-	out_table_free(&t);
-	json_decref(res);
 	free(pos.v);
 	return rc;
 }

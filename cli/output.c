@@ -65,6 +65,13 @@ static void cell_print(FILE *f, const char *s, size_t width, int last)
 			fputc(' ', f);
 }
 
+void out_row_print(FILE *f, const char *const *cells, const size_t *widths, size_t ncols)
+{
+	for (size_t c = 0; c < ncols; c++)
+		cell_print(f, cells[c] ? cells[c] : "-", widths[c], c + 1 == ncols);
+	fputc('\n', f);
+}
+
 void out_table_print(const struct out_table *t, FILE *f)
 {
 	size_t *width = calloc(t->ncols ? t->ncols : 1, sizeof(*width));

@@ -29,6 +29,13 @@ void out_table_print(const struct out_table *t, FILE *f);
 
 void out_table_free(struct out_table *t);
 
+/*
+ * Prints one row of a table whose widths are fixed beforehand (rows printed as they come):
+ * each cell padded to widths[c] characters and two spaces, a longer one pushing the rest
+ * right; the last cell is not padded. NULL prints as "-", control characters as '?'.
+ */
+void out_row_print(FILE *f, const char *const *cells, const size_t *widths, size_t ncols);
+
 /* Prints v as indented JSON and a newline. 0 or KILN_ERROR. */
 int out_json_print(const json_t *v, FILE *f);
 

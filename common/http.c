@@ -1,4 +1,6 @@
-/* libcurl client helpers: TLS trust by CA file or pinned certificate, capped JSON requests. */
+/* libcurl client helpers: TLS trust by CA file or pinned certificate, capped JSON requests,
+ * answers delivered whole or line by line. */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #define DEFAULT_TIMEOUT_MS 30000L
 #define CONNECT_TIMEOUT_MS 10000L /* a server that does not accept within 10 s is down */
 #define DEFAULT_MAX_BODY (16u * 1024 * 1024)
+#define DEFAULT_MAX_LINE (1u * 1024 * 1024)
 #define TOKEN_FILE_MAX 4096
 
 /* The last pin mismatch on this thread, filled by the verify callback for the error message. */
@@ -246,19 +249,113 @@ int kiln_http_apply_trust(CURL *h, const struct kiln_tls_trust *trust)
 	return 0;
 }
 
+enum sink_mode { SINK_UNDECIDED, SINK_BUFFER, SINK_LINES };
+
 struct sink {
-	struct kiln_buf body;
+	struct kiln_buf body;  /* the buffered answer */
 	int toobig;
+	/* line by line (kiln_http_request_lines): decided at the first byte of the answer */
+	const struct kiln_http_lines *lines; /* NULL: always buffered */
+	CURL *h;
+	enum sink_mode mode;
+	struct kiln_buf line;  /* the line being received */
+	size_t streamed;       /* bytes of the streamed body so far (capped like body) */
+	int line_toobig;
+	int cb_rc;             /* a callback's negative code, which stopped the transfer */
 };
+
+/* The media type of ctype (before any ';' parameter) equals want, case-insensitive. */
+static int media_type_is(const char *ctype, const char *want)
+{
+	size_t n = strlen(want);
+
+	if (!ctype || strncasecmp(ctype, want, n) != 0)
+		return 0;
+	ctype += n;
+	while (*ctype == ' ' || *ctype == '\t')
+		ctype++;
+	return *ctype == '\0' || *ctype == ';';
+}
+
+/* Once the headers are in: a 2xx answer of the asked type is streamed, anything else buffered. */
+static int sink_decide(struct sink *s)
+{
+	struct kiln_http_head head = { 0 };
+	struct curl_header *hdr = NULL;
+	int rc;
+
+	s->mode = SINK_BUFFER;
+	if (!s->lines)
+		return 0;
+	curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &head.status);
+	if (curl_easy_getinfo(s->h, CURLINFO_CONTENT_TYPE, &head.content_type) != CURLE_OK)
+		head.content_type = NULL;
+	if (head.status < 200 || head.status > 299 ||
+	    !media_type_is(head.content_type, s->lines->accept))
+		return 0;
+	s->mode = SINK_LINES;
+	if (s->lines->header &&
+	    curl_easy_header(s->h, s->lines->header, 0, CURLH_HEADER, -1, &hdr) == CURLHE_OK)
+		head.header = hdr->value;
+	if (s->lines->start && (rc = s->lines->start(s->lines->ud, &head)) < 0) {
+		s->cb_rc = rc;
+		return rc;
+	}
+	return 0;
+}
+
+/* Hands the line received so far to the callback (empty lines skipped) and starts the next. */
+static int line_emit(struct sink *s)
+{
+	size_t len = s->line.len;
+	int rc = 0;
+
+	if (len > 0 && s->line.data[len - 1] == '\r')
+		s->line.data[--len] = '\0';
+	if (len > 0 && (rc = s->lines->line(s->lines->ud, s->line.data, len)) < 0)
+		s->cb_rc = rc;
+	kiln_buf_reset(&s->line);
+	return rc;
+}
+
+static int lines_feed(struct sink *s, const char *p, size_t n)
+{
+	if (n > s->body.max - s->streamed) {
+		s->toobig = 1;
+		return KILN_ETOOBIG;
+	}
+	s->streamed += n;
+	while (n > 0) {
+		const char *nl = memchr(p, '\n', n);
+		size_t part = nl ? (size_t)(nl - p) : n;
+		int rc;
+
+		if (kiln_buf_append(&s->line, p, part) < 0) {
+			s->line_toobig = s->line.max && s->line.len + part > s->line.max;
+			return KILN_ETOOBIG;
+		}
+		if (!nl)
+			break;
+		if ((rc = line_emit(s)) < 0)
+			return rc;
+		p += part + 1;
+		n -= part + 1;
+	}
+	return 0;
+}
 
 static size_t body_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
 	struct sink *s = userdata;
 	size_t n = size * nmemb;
 
+	if (s->mode == SINK_UNDECIDED && sink_decide(s) < 0)
+		return 0;
+	if (s->mode == SINK_LINES)
+		return lines_feed(s, ptr, n) < 0 ? 0 : n; /* 0 aborts the transfer */
 	if (kiln_buf_append(&s->body, ptr, n) < 0) {
 		s->toobig = s->body.max && s->body.len + n > s->body.max;
-		return 0; /* aborts the transfer */
+		return 0;
 	}
 	return n;
 }
@@ -272,13 +369,15 @@ static int header_value_valid(const char *s)
 	return 1;
 }
 
-int kiln_http_request(struct kiln_http_response *resp, const char *method, const char *url,
-		      const char *bearer_token, const char *body, size_t body_len,
-		      const struct kiln_tls_trust *trust, long timeout_ms, size_t max_body)
+/* One request, buffered (lines NULL) or line by line: what both public calls share. */
+static int perform(struct kiln_http_response *resp, const char *method, const char *url,
+		   const char *bearer_token, const char *body, size_t body_len,
+		   const struct kiln_tls_trust *trust, long timeout_ms, size_t max_body,
+		   const struct kiln_http_lines *lines)
 {
-	struct sink sink = { .toobig = 0 };
+	struct sink sink = { .lines = lines };
 	struct curl_slist *headers = NULL, *tmp;
-	char errbuf[CURL_ERROR_SIZE] = "", auth[4200];
+	char errbuf[CURL_ERROR_SIZE] = "", auth[4200], accept[128];
 	const char *ctype = NULL;
 	CURL *h = NULL;
 	CURLcode c;
@@ -286,6 +385,9 @@ int kiln_http_request(struct kiln_http_response *resp, const char *method, const
 
 	memset(resp, 0, sizeof(*resp));
 	kiln_buf_init(&sink.body, max_body ? max_body : DEFAULT_MAX_BODY);
+	kiln_buf_init(&sink.line, lines && lines->max_line ? lines->max_line : DEFAULT_MAX_LINE);
+	assert(!lines || (lines->accept && lines->line && !strpbrk(lines->accept, "\r\n")));
+	snprintf(accept, sizeof(accept), "Accept: %s", lines ? lines->accept : "application/json");
 	if (!timeout_ms)
 		timeout_ms = DEFAULT_TIMEOUT_MS;
 	if (trust && trust->reuse) {
@@ -298,7 +400,8 @@ int kiln_http_request(struct kiln_http_response *resp, const char *method, const
 		rc = kiln_fail(KILN_ERROR, "curl: cannot create a handle");
 		goto cleanup;
 	}
-	if (!(tmp = curl_slist_append(headers, "Accept: application/json"))) {
+	sink.h = h;
+	if (!(tmp = curl_slist_append(headers, accept))) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
 	}
@@ -370,7 +473,12 @@ int kiln_http_request(struct kiln_http_response *resp, const char *method, const
 		const char *why = pin_mismatch[0] ? pin_mismatch : errbuf[0] ? errbuf :
 			curl_easy_strerror(c);
 
-		if (sink.toobig || c == CURLE_FILESIZE_EXCEEDED)
+		if (sink.cb_rc < 0)
+			rc = sink.cb_rc; /* the callback's own message */
+		else if (sink.line_toobig)
+			rc = kiln_fail(KILN_ETOOBIG, "%s %s: a line of the response exceeds %zu bytes",
+				       method, url, sink.line.max);
+		else if (sink.toobig || c == CURLE_FILESIZE_EXCEEDED)
 			rc = kiln_fail(KILN_ETOOBIG, "%s %s: response body exceeds %zu bytes", method,
 				       url, sink.body.max);
 		else if (c == CURLE_OPERATION_TIMEDOUT)
@@ -380,6 +488,11 @@ int kiln_http_request(struct kiln_http_response *resp, const char *method, const
 			rc = kiln_fail(KILN_ERROR, "%s %s: %s", method, url, why);
 		goto cleanup;
 	}
+	/* an answer without a body: no write came to decide; a last line without its "\n" */
+	if (sink.mode == SINK_UNDECIDED && (rc = sink_decide(&sink)) < 0)
+		goto cleanup;
+	if (sink.mode == SINK_LINES && sink.line.len > 0 && (rc = line_emit(&sink)) < 0)
+		goto cleanup;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
 	if (curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK && ctype) {
 		resp->content_type = strdup(ctype);
@@ -398,10 +511,28 @@ cleanup:
 	if (rc < 0)
 		kiln_http_response_free(resp);
 	kiln_buf_free(&sink.body);
+	kiln_buf_free(&sink.line);
 	curl_slist_free_all(headers);
 	if (!trust || h != trust->reuse)
 		curl_easy_cleanup(h);
 	return rc;
+}
+
+int kiln_http_request(struct kiln_http_response *resp, const char *method, const char *url,
+		      const char *bearer_token, const char *body, size_t body_len,
+		      const struct kiln_tls_trust *trust, long timeout_ms, size_t max_body)
+{
+	return perform(resp, method, url, bearer_token, body, body_len, trust, timeout_ms, max_body,
+		       NULL);
+}
+
+int kiln_http_request_lines(struct kiln_http_response *resp, const char *method, const char *url,
+			    const char *bearer_token, const char *body, size_t body_len,
+			    const struct kiln_tls_trust *trust, long timeout_ms, size_t max_body,
+			    const struct kiln_http_lines *lines)
+{
+	return perform(resp, method, url, bearer_token, body, body_len, trust, timeout_ms, max_body,
+		       lines);
 }
 
 void kiln_http_response_free(struct kiln_http_response *resp)

@@ -63,6 +63,43 @@ int kiln_http_request(struct kiln_http_response *resp, const char *method, const
 		      const char *bearer_token, const char *body, size_t body_len,
 		      const struct kiln_tls_trust *trust, long timeout_ms, size_t max_body);
 
+/* What the callbacks of a line-by-line request are told before the first line. */
+struct kiln_http_head {
+	long status;              /* 2xx */
+	const char *content_type; /* as sent */
+	const char *header;       /* the value of the header kiln_http_lines.header names, or
+				   * NULL when the answer has none */
+};
+
+/*
+ * How kiln_http_request_lines delivers a 2xx answer whose media type is accept (parameters
+ * such as "; charset=utf-8" aside, case-insensitive): line by line as it arrives, each line
+ * without its "\n" and a trailing "\r", NUL-terminated, empty lines skipped; a last line without
+ * "\n" is delivered at the end. Pointers handed to the callbacks are valid during the call only.
+ * A callback returning a negative code (with kiln_fail() set) stops the transfer, and the
+ * request returns that code.
+ */
+struct kiln_http_lines {
+	const char *accept;  /* sent as the Accept header: "application/x-ndjson" */
+	const char *header;  /* a response header whose value start() gets ("X-Kiln-Nodes"), or NULL */
+	size_t max_line;     /* longest line in bytes; 0 means 1 MiB; beyond: KILN_ETOOBIG */
+	int (*start)(void *ud, const struct kiln_http_head *head); /* or NULL */
+	int (*line)(void *ud, const char *line, size_t len);
+	void *ud;
+};
+
+/*
+ * kiln_http_request (same trust, timeouts and max_body, which caps the whole streamed body
+ * too), asking for lines->accept: a 2xx answer of that type goes to the callbacks and
+ * resp->body stays empty (""); any other answer (an error, or a 2xx of another type, e.g. the
+ * application/json of a server that does not stream) is buffered in resp->body as by
+ * kiln_http_request. resp->status and resp->content_type are set in both cases.
+ */
+int kiln_http_request_lines(struct kiln_http_response *resp, const char *method, const char *url,
+			    const char *bearer_token, const char *body, size_t body_len,
+			    const struct kiln_tls_trust *trust, long timeout_ms, size_t max_body,
+			    const struct kiln_http_lines *lines);
+
 void kiln_http_response_free(struct kiln_http_response *resp);
 
 /* Reads a token file: trims whitespace; refuses empty files. Caller frees *out. */

@@ -1,10 +1,13 @@
 /* Unit tests for the HTTP helpers: fingerprints, token files, and real TLS round trips
- * against an in-process OpenSSL server on 127.0.0.1 that records what it received. */
+ * against an in-process OpenSSL server on 127.0.0.1 that records what it received; answers
+ * read line by line as they arrive. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -214,6 +217,7 @@ struct server {
 	int port;
 	int tls;             /* serve TLS, else plain HTTP */
 	const char *reply;   /* the full HTTP response */
+	const char *const *parts; /* or: the response in pieces, written apart (NULL-terminated) */
 	pthread_t thread;
 	/* what it saw */
 	int accepted;
@@ -271,7 +275,19 @@ static void *server_main(void *arg)
 		s->handshake_ok = 1;
 	}
 	server_read(s, ssl, fd);
-	if (s->received) {
+	if (s->received && s->parts) {
+		/* each piece its own segment, so that the client reads it on its own */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+		for (size_t i = 0; s->parts[i]; i++) {
+			size_t len = strlen(s->parts[i]);
+			int n = ssl ? SSL_write(ssl, s->parts[i], (int)len) :
+				      (int)write(fd, s->parts[i], len);
+
+			if (n != (int)len)
+				goto cleanup;
+			usleep(20 * 1000);
+		}
+	} else if (s->received) {
 		if (ssl)
 			SSL_write(ssl, s->reply, (int)strlen(s->reply));
 		else if (write(fd, s->reply, strlen(s->reply)) < 0)
@@ -493,6 +509,255 @@ static void test_bad_token_and_refused(void **state)
 			 KILN_ERROR);
 }
 
+/* --- answers line by line --- */
+
+struct lines_seen {
+	int starts;
+	long status;
+	char header[32];
+	char ctype[64];
+	char lines[8][128];
+	size_t n;
+	size_t stop_at; /* 1-based line whose callback fails, 0: none */
+};
+
+static int seen_start(void *ud, const struct kiln_http_head *head)
+{
+	struct lines_seen *l = ud;
+
+	l->starts++;
+	l->status = head->status;
+	snprintf(l->header, sizeof(l->header), "%s", head->header ? head->header : "(none)");
+	snprintf(l->ctype, sizeof(l->ctype), "%s", head->content_type ? head->content_type : "");
+	return 0;
+}
+
+static int seen_line(void *ud, const char *line, size_t len)
+{
+	struct lines_seen *l = ud;
+
+	assert_int_equal(strlen(line), len);
+	if (l->n < 8)
+		snprintf(l->lines[l->n], sizeof(l->lines[0]), "%s", line);
+	l->n++;
+	if (l->stop_at && l->n == l->stop_at)
+		return kiln_fail(KILN_EPROTO, "line %zu refused", l->n);
+	return 0;
+}
+
+static int request_lines(struct server *s, struct kiln_http_response *resp, struct lines_seen *l,
+			 size_t max_line, size_t max_body)
+{
+	const struct kiln_http_lines lines = { .accept = "application/x-ndjson",
+					       .header = "X-Kiln-Nodes", .max_line = max_line,
+					       .start = seen_start, .line = seen_line, .ud = l };
+	char url[64];
+
+	memset(l->lines, 0, sizeof(l->lines));
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%d/api/v1/power?range=x",
+		 s->tls ? "https" : "http", s->port);
+	return kiln_http_request_lines(resp, "GET", url, "tok123", NULL, 0,
+				       &(struct kiln_tls_trust){ .insecure = 1 }, 5000, max_body,
+				       &lines);
+}
+
+#define NDJSON_HEAD "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson; charset=utf-8\r\n" \
+	"X-Kiln-Nodes: 4\r\nConnection: close\r\n"
+
+/* Lines cut anywhere by the transport (chunk and segment boundaries, a CRLF split in two)
+ * come out whole; empty lines are skipped; a last line without its newline is kept. */
+static void test_lines_split(void **state)
+{
+	static const char *const parts[] = {
+		NDJSON_HEAD "Transfer-Encoding: chunked\r\n\r\n",
+		"f\r\n{\"node\":\"a\"}\n{\"\r\n",
+		"4\r\nnode\r\n",
+		"7\r\n\":\"b\"}\r\r\n",
+		"3\r\n\n\n{\r\n",
+		"c\r\n\"node\":\"c\"}\n\r\n",
+		"c\r\n{\"node\":\"d\"}\r\n0\r\n\r\n",
+		NULL,
+	};
+	struct kiln_http_response r;
+	struct lines_seen l = { 0 };
+	struct server s;
+	int rc;
+
+	(void)state;
+	server_start(&s, 0, NULL);
+	s.parts = parts;
+	rc = request_lines(&s, &r, &l, 0, 0);
+	server_stop(&s);
+	if (rc < 0)
+		fail_msg("request: %s", kiln_error_last());
+	assert_non_null(strstr(s.request, "GET /api/v1/power?range=x HTTP/1.1\r\n"));
+	assert_non_null(strstr(s.request, "\r\nAccept: application/x-ndjson\r\n"));
+	assert_null(strstr(s.request, "application/json"));
+	assert_int_equal(l.starts, 1);
+	assert_int_equal(l.status, 200);
+	assert_string_equal(l.header, "4");
+	assert_string_equal(l.ctype, "application/x-ndjson; charset=utf-8");
+	assert_int_equal(l.n, 4);
+	assert_string_equal(l.lines[0], "{\"node\":\"a\"}");
+	assert_string_equal(l.lines[1], "{\"node\":\"b\"}");
+	assert_string_equal(l.lines[2], "{\"node\":\"c\"}");
+	assert_string_equal(l.lines[3], "{\"node\":\"d\"}");
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "");
+	assert_int_equal(r.body_len, 0);
+	assert_string_equal(r.content_type, "application/x-ndjson; charset=utf-8");
+	kiln_http_response_free(&r);
+}
+
+/* One byte a segment, over TLS; the header is optional. */
+static void test_lines_bytewise_tls(void **state)
+{
+	static const char body[] = "{\"n\":1}\n{\"n\":22}\n";
+	const char *parts[sizeof(body) + 1];
+	char bytes[sizeof(body)][2];
+	struct kiln_http_response r;
+	struct lines_seen l = { 0 };
+	struct server s;
+	int rc;
+
+	(void)state;
+	parts[0] = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+		   "Content-Length: 17\r\n\r\n";
+	for (size_t i = 0; i + 1 < sizeof(body); i++) {
+		bytes[i][0] = body[i];
+		bytes[i][1] = '\0';
+		parts[i + 1] = bytes[i];
+	}
+	parts[sizeof(body)] = NULL;
+	server_start(&s, 1, NULL);
+	s.parts = parts;
+	rc = request_lines(&s, &r, &l, 0, 0);
+	server_stop(&s);
+	if (rc < 0)
+		fail_msg("request: %s", kiln_error_last());
+	assert_int_equal(l.starts, 1);
+	assert_string_equal(l.header, "(none)");
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.lines[0], "{\"n\":1}");
+	assert_string_equal(l.lines[1], "{\"n\":22}");
+	kiln_http_response_free(&r);
+}
+
+/* The cap holds per line and for the whole streamed body. */
+static void test_lines_caps(void **state)
+{
+	static const char *const parts[] = { NDJSON_HEAD "\r\n", "{\"node\":\"a\"}\n",
+					     "{\"node\":\"b\",\"x\":\"0123456789\"}\n", NULL };
+	struct kiln_http_response r;
+	struct lines_seen l = { 0 };
+	struct server s;
+
+	(void)state;
+	server_start(&s, 0, NULL);
+	s.parts = parts;
+	assert_int_equal(request_lines(&s, &r, &l, 28, 0), KILN_ETOOBIG);
+	server_stop(&s);
+	assert_non_null(strstr(kiln_error_last(), "a line of the response exceeds 28 bytes"));
+	assert_int_equal(l.n, 1); /* the first line was delivered before */
+	assert_null(r.body);
+	/* exactly at the line cap is fine */
+	memset(&l, 0, sizeof(l));
+	server_start(&s, 0, NULL);
+	s.parts = parts;
+	assert_int_equal(request_lines(&s, &r, &l, 29, 0), 0);
+	server_stop(&s);
+	assert_int_equal(l.n, 2);
+	kiln_http_response_free(&r);
+	/* the whole body */
+	memset(&l, 0, sizeof(l));
+	server_start(&s, 0, NULL);
+	s.parts = parts;
+	assert_int_equal(request_lines(&s, &r, &l, 0, 30), KILN_ETOOBIG);
+	server_stop(&s);
+	assert_non_null(strstr(kiln_error_last(), "exceeds 30 bytes"));
+	assert_int_equal(l.n, 1);
+}
+
+/* A callback's failure stops the transfer with its own code and message. */
+static void test_lines_callback_stops(void **state)
+{
+	static const char *const parts[] = { NDJSON_HEAD "\r\n", "one\ntwo\nthree\n", NULL };
+	struct kiln_http_response r;
+	struct lines_seen l = { .stop_at = 2 };
+	struct server s;
+
+	(void)state;
+	server_start(&s, 0, NULL);
+	s.parts = parts;
+	assert_int_equal(request_lines(&s, &r, &l, 0, 0), KILN_EPROTO);
+	server_stop(&s);
+	assert_string_equal(kiln_error_last(), "line 2 refused");
+	assert_int_equal(l.n, 2);
+}
+
+/* Error answers, and a 2xx of another type (a server that does not stream), are buffered. */
+static void test_lines_buffered_answers(void **state)
+{
+	static const char err[] = "HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\n"
+				  "Content-Length: 16\r\nConnection: close\r\n\r\n{\"error\":\"busy\"}";
+	static const char arr[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				  "Content-Length: 14\r\nConnection: close\r\n\r\n[{\"node\":\"a\"}]";
+	static const char nd_err[] = "HTTP/1.1 500 Oops\r\nContent-Type: application/x-ndjson\r\n"
+				     "Content-Length: 6\r\nConnection: close\r\n\r\nx\ny\nz\n";
+	struct kiln_http_response r;
+	struct lines_seen l = { 0 };
+	struct server s;
+
+	(void)state;
+	server_start(&s, 0, err);
+	assert_int_equal(request_lines(&s, &r, &l, 0, 0), 0);
+	server_stop(&s);
+	assert_int_equal(r.status, 409);
+	assert_string_equal(r.body, "{\"error\":\"busy\"}");
+	assert_int_equal(l.starts + (int)l.n, 0);
+	kiln_http_response_free(&r);
+
+	server_start(&s, 0, arr);
+	assert_int_equal(request_lines(&s, &r, &l, 0, 0), 0);
+	server_stop(&s);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.content_type, "application/json");
+	assert_string_equal(r.body, "[{\"node\":\"a\"}]");
+	assert_int_equal(l.starts + (int)l.n, 0);
+	kiln_http_response_free(&r);
+
+	server_start(&s, 0, nd_err);
+	assert_int_equal(request_lines(&s, &r, &l, 0, 0), 0);
+	server_stop(&s);
+	assert_int_equal(r.status, 500);
+	assert_string_equal(r.body, "x\ny\nz\n");
+	assert_int_equal(l.starts + (int)l.n, 0);
+	kiln_http_response_free(&r);
+	/* the buffered cap still holds */
+	server_start(&s, 0, arr);
+	assert_int_equal(request_lines(&s, &r, &l, 0, 10), KILN_ETOOBIG);
+	server_stop(&s);
+}
+
+/* A streamed answer with no line at all still says its start. */
+static void test_lines_empty(void **state)
+{
+	struct kiln_http_response r;
+	struct lines_seen l = { 0 };
+	struct server s;
+
+	(void)state;
+	server_start(&s, 0, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+			    "X-Kiln-Nodes: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+	assert_int_equal(request_lines(&s, &r, &l, 0, 0), 0);
+	server_stop(&s);
+	assert_int_equal(l.starts, 1);
+	assert_string_equal(l.header, "0");
+	assert_int_equal(l.n, 0);
+	assert_string_equal(r.body, "");
+	kiln_http_response_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -507,9 +772,16 @@ int main(void)
 		cmocka_unit_test(test_body_cap),
 		cmocka_unit_test(test_plain_status_and_empty_body),
 		cmocka_unit_test(test_bad_token_and_refused),
+		cmocka_unit_test(test_lines_split),
+		cmocka_unit_test(test_lines_bytewise_tls),
+		cmocka_unit_test(test_lines_caps),
+		cmocka_unit_test(test_lines_callback_stops),
+		cmocka_unit_test(test_lines_buffered_answers),
+		cmocka_unit_test(test_lines_empty),
 	};
 	int rc;
 
+	signal(SIGPIPE, SIG_IGN); /* a client that gives up must fail its test, not end the run */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	rc = cmocka_run_group_tests(tests, fixture_setup, fixture_teardown);
 	curl_global_cleanup();
