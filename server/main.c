@@ -17,6 +17,7 @@
 #include "kiln/error.h"
 #include "kiln/json_arena.h"
 #include "kiln/log.h"
+#include "live.h"
 #include "poller.h"
 #include "statedir.h"
 #include "store/store.h"
@@ -112,6 +113,7 @@ int main(int argc, char **argv)
 	struct bmc_engine *engine = NULL;
 	struct poller *poller = NULL;
 	struct jobs *jobs = NULL;
+	struct live *live = NULL;
 	struct webhook *hooks = NULL;
 	struct api_listen listen_at;
 	struct api_options opt = { 0 };
@@ -324,6 +326,17 @@ int main(int argc, char **argv)
 		}
 	}
 	opt.engine = engine;
+	/* Live BMC calls of the API run on their own thread: no HTTP thread waits for a BMC. */
+	{
+		struct live_options lopt = { .db_path = db_path, .engine = engine,
+					     .poller = poller };
+
+		if (live_start(&live, &lopt) < 0) {
+			ret = die("live calls");
+			goto cleanup;
+		}
+	}
+	opt.live = live;
 	api_power_pacing_set(cfg.power_batch, cfg.power_interval);
 	/* Agent reports are committed in groups by one writer; their requests wait suspended. */
 	if (ingest_writer_start(db_path, INGEST_QUEUE_MAX) < 0) {
@@ -368,10 +381,13 @@ cleanup:
 	/* Before the server: it answers every report it queued (libmicrohttpd must not stop
 	 * with a suspended connection); reports after it are answered 503 (agents resend). */
 	ingest_writer_stop();
+	live_stop(live);          /* likewise: every live answer ends, none stays suspended */
 	api_server_stop(srv);
+	bmc_engine_drain(engine); /* queued reads end now; the poller waits only for what runs */
 	poller_stop(poller);      /* before the engine its operations run on */
 	jobs_stop(jobs);
 	bmc_engine_stop(engine);
+	live_free(live);          /* after the engine: the last results finish their audit rows */
 	jobs_free(jobs);          /* after the engine: its callbacks write into the jobs */
 	if (srv && sd) {
 		char *url_path = statedir_file(sd, "kilnd.url");

@@ -155,6 +155,7 @@ struct completion {
 	int64_t node_id;
 	enum bmc_op_kind kind;
 	int64_t audit_id;
+	int live;                   /* a live call's reading (poller_observe), not a poll */
 	int rc;
 	char error[512];
 	json_t *data;
@@ -403,6 +404,61 @@ static void inventory_store(struct poller *p, struct slot *s, json_t *data, int6
 	s->inventory_due = now + p->opt.cfg.inventory_every_s;
 }
 
+/* A reading the BMC gave (a poll's or a live call's): the node's state, events, history. */
+static void reading_store(struct poller *p, struct slot *s, enum bmc_op_kind kind, json_t *data,
+			  int64_t now)
+{
+	enum poller_transition t;
+
+	t = poller_record_success(&s->st, now);
+	if (t == POLLER_UP)
+		event_add(p, s, SEV_INFO, "bmc", "bmc", NULL, "BMC reachable again");
+	set_error(&s->st, NULL);
+	switch (kind) {
+	case BMC_OP_POWER_GET: {
+		const char *pw = json_string_value(json_object_get(data, "power"));
+
+		if (!pw || (strcmp(pw, "on") != 0 && strcmp(pw, "off") != 0))
+			pw = "unknown";
+		if (strcmp(pw, s->st.power) != 0) {
+			if (s->st.power_time > 0 && strcmp(s->st.power, "unknown") != 0 &&
+			    strcmp(pw, "unknown") != 0)
+				event_add(p, s, SEV_INFO, "bmc", "power", NULL, "power %s -> %s",
+					  s->st.power, pw);
+			s->st.power_changed = now;
+			snprintf(s->st.power, sizeof(s->st.power), "%s", pw);
+		}
+		s->st.power_time = now;
+		break;
+	}
+	case BMC_OP_SENSORS: {
+		char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+		double watts, inlet;
+
+		if (text) {
+			free(s->st.sensors);
+			s->st.sensors = text;
+			s->st.sensors_time = now;
+		}
+		/* The report's energy and peaks: a compact row per read. */
+		poller_sensors_summary(data, &watts, &inlet);
+		if ((!isnan(watts) || !isnan(inlet)) &&
+		    store_bmc_sample_insert(p->st, s->node->id, now, watts, inlet) < 0)
+			log_warn("poller: %s: history: %s", s->node->name, kiln_error_last());
+		break;
+	}
+	case BMC_OP_SEL:
+		sel_entries(p, s, data);
+		break;
+	case BMC_OP_INVENTORY:
+		inventory_store(p, s, data, now);
+		break;
+	default:
+		break;
+	}
+	state_put(p, s);
+}
+
 static void poll_result(struct poller *p, struct slot *s, struct completion *c, int64_t now)
 {
 	enum poller_transition t;
@@ -449,53 +505,7 @@ static void poll_result(struct poller *p, struct slot *s, struct completion *c, 
 		state_put(p, s);
 		return;
 	}
-	t = poller_record_success(&s->st, now);
-	if (t == POLLER_UP)
-		event_add(p, s, SEV_INFO, "bmc", "bmc", NULL, "BMC reachable again");
-	set_error(&s->st, NULL);
-	switch (c->kind) {
-	case BMC_OP_POWER_GET: {
-		const char *pw = json_string_value(json_object_get(c->data, "power"));
-
-		if (!pw || (strcmp(pw, "on") != 0 && strcmp(pw, "off") != 0))
-			pw = "unknown";
-		if (strcmp(pw, s->st.power) != 0) {
-			if (s->st.power_time > 0 && strcmp(s->st.power, "unknown") != 0 &&
-			    strcmp(pw, "unknown") != 0)
-				event_add(p, s, SEV_INFO, "bmc", "power", NULL, "power %s -> %s",
-					  s->st.power, pw);
-			s->st.power_changed = now;
-			snprintf(s->st.power, sizeof(s->st.power), "%s", pw);
-		}
-		s->st.power_time = now;
-		break;
-	}
-	case BMC_OP_SENSORS: {
-		char *text = c->data ? json_dumps(c->data, JSON_COMPACT) : NULL;
-		double watts, inlet;
-
-		if (text) {
-			free(s->st.sensors);
-			s->st.sensors = text;
-			s->st.sensors_time = now;
-		}
-		/* The report's energy and peaks: a compact row per read. */
-		poller_sensors_summary(c->data, &watts, &inlet);
-		if ((!isnan(watts) || !isnan(inlet)) &&
-		    store_bmc_sample_insert(p->st, s->node->id, now, watts, inlet) < 0)
-			log_warn("poller: %s: history: %s", s->node->name, kiln_error_last());
-		break;
-	}
-	case BMC_OP_SEL:
-		sel_entries(p, s, c->data);
-		break;
-	case BMC_OP_INVENTORY:
-		inventory_store(p, s, c->data, now);
-		break;
-	default:
-		break;
-	}
-	state_put(p, s);
+	reading_store(p, s, c->kind, c->data, now);
 	chain_next(p, s, c->kind, now);
 }
 
@@ -521,6 +531,8 @@ static void action_result(struct poller *p, struct slot *s, struct completion *c
 	log_info("poller: %s: automatic power cycle %s", s->node->name, outcome);
 }
 
+static int refresh(struct poller *p, int64_t now);
+
 static void completions_process(struct poller *p, struct completion *list)
 {
 	int64_t now = time(NULL);
@@ -531,7 +543,12 @@ static void completions_process(struct poller *p, struct completion *list)
 		struct slot *s = slot_find(p, c->node_id);
 
 		list = c->next;
-		if (s && c->kind == BMC_OP_POWER_ACTION) {
+		if (!s && c->live && refresh(p, now) == 0)
+			s = slot_find(p, c->node_id); /* a node added since the last refresh */
+		if (c->live) {
+			if (s)
+				reading_store(p, s, c->kind, c->data, now);
+		} else if (s && c->kind == BMC_OP_POWER_ACTION) {
 			action_result(p, s, c);
 		} else if (s) {
 			poll_result(p, s, c, now);
@@ -556,6 +573,31 @@ static void completions_process(struct poller *p, struct completion *list)
 		log_warn("poller: commit: %s", kiln_error_last());
 		store_rollback(p->st);
 	}
+}
+
+void poller_observe(struct poller *p, int64_t node_id, enum bmc_op_kind kind, const json_t *data)
+{
+	struct completion *c;
+
+	if (kind == BMC_OP_POWER_ACTION)
+		kind = BMC_OP_POWER_GET; /* its "power" is the state read back */
+	if (kind != BMC_OP_POWER_GET && kind != BMC_OP_SENSORS && kind != BMC_OP_SEL &&
+	    kind != BMC_OP_INVENTORY)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	c->p = p;
+	c->node_id = node_id;
+	c->kind = kind;
+	c->live = 1;
+	c->data = json_deep_copy(data);
+	pthread_mutex_lock(&p->lock);
+	p->outstanding++;
+	c->next = p->done_head;
+	p->done_head = c;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
 }
 
 static int cmp_node_id(const void *a, const void *b)

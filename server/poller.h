@@ -48,6 +48,14 @@ struct poller_options {
 struct poller;
 
 int poller_start(struct poller **out, const struct poller_options *opt);
+
+/*
+ * A reading an operator's live call got (power, sensors, SEL, inventory, or a power action's
+ * state read back): stored as the poller's own readings are, with the time it is taken in,
+ * and it counts as the BMC answering. data is copied; other kinds are ignored. From any
+ * thread, before poller_stop.
+ */
+void poller_observe(struct poller *p, int64_t node_id, enum bmc_op_kind kind, const json_t *data);
 /* Stops the thread, waits for the operations in flight; accepts NULL. Call before
  * stopping the engine. */
 void poller_stop(struct poller *p);

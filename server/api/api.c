@@ -26,6 +26,7 @@ struct api_server {
 	pthread_key_t store_key;  /* each server thread's own store handle */
 	int store_key_made;
 	struct bmc_engine *engine;
+	struct live *live;
 };
 
 /* One request, from its headers to its answer. */
@@ -425,6 +426,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		call->ctx.conn = conn;
 		call->ctx.key = &srv->key;
 		call->ctx.engine = srv->engine;
+		call->ctx.live = srv->live;
 		kiln_buf_init(&call->body, API_BODY_MAX);
 		*con_cls = call;
 		return request_begin(call, url, method);
@@ -507,6 +509,7 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 	}
 	srv->key = *opt->key;
 	srv->engine = opt->engine;
+	srv->live = opt->live;
 	if (pthread_key_create(&srv->store_key, store_destroy) != 0) {
 		rc = kiln_fail(KILN_ERROR, "pthread_key_create failed");
 		goto cleanup;

@@ -17,6 +17,7 @@
 
 struct api_server;
 struct bmc_engine;
+struct live;
 
 /* A parsed --listen ADDR:PORT. */
 struct api_listen {
@@ -46,7 +47,8 @@ struct api_options {
 	unsigned connection_timeout;    /* seconds */
 	const char *tls_cert_pem;       /* both NULL: plain HTTP */
 	const char *tls_key_pem;
-	struct bmc_engine *engine;     /* live BMC calls (power, sensors, ...); NULL: none */
+	struct bmc_engine *engine;     /* the BMC engine; NULL: none */
+	struct live *live;             /* live BMC calls (power, sensors, ...); NULL: none */
 };
 
 /* Starts serving. The caller stops it with api_server_stop. */

@@ -9,6 +9,7 @@
 #include "api/api_internal.h"
 #include "bmc/bmc.h"
 #include "bmc/target.h"
+#include "live.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "kiln/parse.h"
@@ -95,41 +96,15 @@ void api_node_busy_release(int64_t node_id)
 	busy_release(node_id);
 }
 
-/* One node of a fan-out: its stored row, its answer so far, its target when it has one. */
-struct fan_node {
-	const char *name;      /* borrowed from the range */
-	struct node *node;     /* NULL: no such node */
-	json_t *out;           /* {"node", ...} */
-	int targeted;          /* a BMC call goes out for it */
-	int claimed;           /* holds the busy mark */
-	int batch;             /* 1-based batch of a paced action; 0 when not paced */
-	int64_t audit_id;
-	char *password;
-	struct bmc_target target;
-	struct bmc_result result;
-};
-
+/* A fan-out being built: the expanded range and the call it becomes. */
 struct fan {
 	struct kiln_nodelist range;
-	struct fan_node *nodes;
-	size_t count;
-	struct node **all;
-	size_t nall;
+	struct live_call *call;
 };
 
 static void fan_free(struct fan *f)
 {
-	for (size_t i = 0; i < f->count; i++) {
-		struct fan_node *fn = &f->nodes[i];
-
-		if (fn->claimed)
-			busy_release(fn->node->id);
-		secret_free_string(fn->password);
-		json_decref(fn->result.data);
-		json_decref(fn->out);
-	}
-	free(f->nodes);
-	node_list_free(f->all, f->nall);
+	live_call_free(f->call);
 	kiln_nodelist_free(&f->range);
 }
 
@@ -138,18 +113,45 @@ static int cmp_node(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, (*(struct node *const *)b)->name);
 }
 
-static void node_error(struct fan_node *fn, const char *msg)
+static void node_error(struct live_node *n, const char *msg)
 {
-	json_object_set_new(fn->out, "error", json_string(msg));
+	json_object_set_new(n->out, "error", json_string(msg));
+}
+
+/*
+ * A BMC the poller counts unreachable is answered at once from its last error, unless the
+ * request asks it anyway (retry): a live call does not wait out the timeout again.
+ */
+static void fan_known_down(struct api_ctx *c, struct live_node *n)
+{
+	struct fleet_state fs;
+	char since[21];
+	char msg[700];
+
+	if (store_fleet_state_get(c->st, &fs, n->node->id) < 0)
+		return;
+	if (fs.failures > 0 && (!fs.reachable || fs.circuit_open) && fs.down_since > 0) {
+		live_time_iso(since, fs.down_since);
+		snprintf(msg, sizeof(msg), "unreachable since %s: %.600s", since,
+			 fs.power_error ? fs.power_error : "no answer");
+		node_error(n, msg);
+		json_object_set_new(n->out, "unreachable_since", json_integer(fs.down_since));
+		n->targeted = 0;
+	}
+	fleet_state_clear(&fs);
 }
 
 /*
  * Expands range (answers 400/404 itself) and builds each node's target: unknown nodes,
- * agent-only nodes and passwords that do not decrypt become that node's error. Returns 0
- * or a negative code with the answer set.
+ * agent-only nodes, passwords that do not decrypt and (without retry) BMCs known to be down
+ * become that node's answer. Returns 0 or a negative code with the answer set.
  */
-static int fan_open(struct api_ctx *c, struct fan *f, const char *range, const char *field)
+static int fan_open(struct api_ctx *c, struct fan *f, const char *range, const char *field,
+		    int retry)
 {
+	struct node **all = NULL;
+	unsigned char *taken = NULL;
+	size_t nall = 0, found = 0;
 	int rc;
 
 	memset(f, 0, sizeof(*f));
@@ -157,51 +159,67 @@ static int fan_open(struct api_ctx *c, struct fan *f, const char *range, const c
 		api_fail(c, MHD_HTTP_BAD_REQUEST, field, "%s is required", field);
 		return KILN_EINVAL;
 	}
-	if (!c->engine) {
+	if (!c->live) {
 		api_fail(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "kilnd runs without a BMC engine");
 		return KILN_ERROR;
 	}
 	if ((rc = api_fleet_range_expand(c, &f->range, range)) < 0)
 		return rc;
-	if ((rc = store_node_list(c->st, &f->all, &f->nall)) < 0) {
+	if ((rc = store_node_list(c->st, &all, &nall)) < 0) {
 		api_fail_code(c, rc, NULL);
 		return rc;
 	}
-	f->nodes = calloc(f->range.count ? f->range.count : 1, sizeof(*f->nodes));
-	if (!f->nodes) {
+	f->call = live_call_new(f->range.count);
+	taken = calloc(nall ? nall : 1, 1);
+	if (!f->call || !taken) {
+		rc = KILN_ERROR;
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
-		return KILN_ERROR;
+		goto cleanup;
 	}
+	f->call->count = 0;
 	for (size_t i = 0; i < f->range.count; i++) {
-		struct fan_node *fn = &f->nodes[f->count];
-		struct node **hit = bsearch(&f->range.names[i], f->all, f->nall, sizeof(*f->all),
-					    cmp_node);
+		struct live_node *n = &f->call->nodes[f->call->count];
+		struct node **hit = bsearch(&f->range.names[i], all, nall, sizeof(*all), cmp_node);
 
-		fn->name = f->range.names[i];
-		fn->node = hit ? *hit : NULL;
-		fn->out = json_pack("{s:s}", "node", fn->name);
-		if (!fn->out) {
+		n->name = strdup(f->range.names[i]);
+		n->out = json_pack("{s:s}", "node", f->range.names[i]);
+		n->batch = 1;
+		if (!n->name || !n->out) {
+			f->call->count++;
+			rc = KILN_ERROR;
 			api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
-			return KILN_ERROR;
+			goto cleanup;
 		}
-		f->count++;
-		if (!fn->node) {
-			node_error(fn, "no such node");
+		f->call->count++;
+		if (!hit) {
+			node_error(n, "no such node");
 			continue;
 		}
+		n->node = *hit; /* taken from the list below */
+		taken[hit - all] = 1;
+		found++;
 		kiln_error_clear();
-		rc = bmc_target_from_node(&fn->target, &fn->password, fn->node, c->key);
+		rc = bmc_target_from_node(&n->target, &n->password, n->node, c->key);
 		if (rc < 0) {
-			node_error(fn, rc == KILN_ENOTFOUND ? "no BMC" : kiln_error_last());
+			node_error(n, rc == KILN_ENOTFOUND ? "no BMC" : kiln_error_last());
 			continue;
 		}
-		fn->targeted = 1;
+		n->targeted = 1;
+		if (!retry)
+			fan_known_down(c, n);
 	}
-	for (size_t i = 0; i < f->count; i++)
-		if (f->nodes[i].node)
-			return 0;
-	api_fail(c, MHD_HTTP_NOT_FOUND, field, "no node matches '%.200s'", range);
-	return KILN_ENOTFOUND;
+	rc = 0;
+	if (found == 0) {
+		api_fail(c, MHD_HTTP_NOT_FOUND, field, "no node matches '%.200s'", range);
+		rc = KILN_ENOTFOUND;
+	}
+cleanup:
+	for (size_t j = 0; taken && j < nall; j++)
+		if (taken[j])
+			all[j] = NULL; /* the call's now */
+	node_list_free(all, nall);
+	free(taken);
+	return rc;
 }
 
 /*
@@ -214,19 +232,19 @@ static int fan_claim(struct api_ctx *c, struct fan *f)
 	int rc = 0;
 
 	pthread_mutex_lock(&busy_lock);
-	for (size_t i = 0; i < f->count && rc >= 0; i++) {
-		struct fan_node *fn = &f->nodes[i];
+	for (size_t i = 0; i < f->call->count && rc >= 0; i++) {
+		struct live_node *n = &f->call->nodes[i];
 
-		if (!fn->targeted)
+		if (!n->targeted)
 			continue;
 		want++;
-		rc = busy_claim_locked(fn->node->id);
+		rc = busy_claim_locked(n->node->id);
 		if (rc == 1) {
-			fn->claimed = 1;
+			n->claimed = 1;
 			got++;
 		} else if (rc == 0) {
-			fn->targeted = 0;
-			node_error(fn, "action in flight");
+			n->targeted = 0;
+			node_error(n, "action in flight");
 		}
 	}
 	pthread_mutex_unlock(&busy_lock);
@@ -242,104 +260,16 @@ static int fan_claim(struct api_ctx *c, struct fan *f)
 	return 0;
 }
 
-/* Writes the audit row of each targeted node (of batch, when not 0) before the call; a node
- * whose row cannot be written is not called. detail is borrowed. */
-static void fan_audit_begin(struct api_ctx *c, struct fan *f, const char *action,
-			    const json_t *detail, int batch)
-{
-	for (size_t i = 0; i < f->count; i++) {
-		struct fan_node *fn = &f->nodes[i];
-		char *text;
-
-		if (!fn->targeted || (batch && fn->batch != batch))
-			continue;
-		text = detail ? json_dumps(detail, JSON_COMPACT) : NULL;
-		if (store_audit_begin(c->st, &fn->audit_id, c->caller.name ? c->caller.name : "?",
-				      action, fn->name, text) < 0) {
-			fn->targeted = 0;
-			node_error(fn, "audit log unavailable; nothing sent");
-		}
-		free(text);
-	}
-}
-
-/* Runs op on every targeted node (of batch, when not 0) as one engine batch, then merges
- * each result into its node's answer and, for actions, finishes its audit row. */
-static int fan_run(struct api_ctx *c, struct fan *f, const struct bmc_op *op, int audited,
-		   int batch)
-{
-	struct bmc_target *targets = NULL;
-	struct bmc_result *results = NULL;
-	size_t *index = NULL, n = 0;
-	int rc = 0;
-
-	targets = calloc(f->count ? f->count : 1, sizeof(*targets));
-	results = calloc(f->count ? f->count : 1, sizeof(*results));
-	index = calloc(f->count ? f->count : 1, sizeof(*index));
-	if (!targets || !results || !index) {
-		rc = kiln_fail(KILN_ERROR, "out of memory");
-		goto cleanup;
-	}
-	for (size_t i = 0; i < f->count; i++) {
-		if (!f->nodes[i].targeted || (batch && f->nodes[i].batch != batch))
-			continue;
-		targets[n] = f->nodes[i].target;
-		index[n++] = i;
-	}
-	if (n > 0 && (rc = bmc_run_batch(c->engine, targets, n, op, results)) < 0)
-		goto cleanup;
-	for (size_t k = 0; k < n; k++) {
-		struct fan_node *fn = &f->nodes[index[k]];
-		const char *key;
-		json_t *v;
-
-		fn->result = results[k];
-		results[k].data = NULL;
-		if (fn->result.data)
-			json_object_foreach(fn->result.data, key, v)
-				json_object_set(fn->out, key, v);
-		if (fn->result.rc < 0)
-			node_error(fn, fn->result.error[0] ? fn->result.error
-							   : kiln_error_name(fn->result.rc));
-		if (audited) {
-			char outcome[600];
-
-			if (fn->result.rc == 0)
-				snprintf(outcome, sizeof(outcome), "ok");
-			else
-				snprintf(outcome, sizeof(outcome), "failed: %s",
-					 fn->result.error[0] ? fn->result.error
-							     : kiln_error_name(fn->result.rc));
-			store_audit_finish(c->st, fn->audit_id, outcome); /* best effort */
-		}
-	}
-cleanup:
-	/* Not sent (out of memory): the audit rows begun for this batch get their end. */
-	for (size_t i = 0; rc < 0 && audited && i < f->count; i++)
-		if (f->nodes[i].targeted && (!batch || f->nodes[i].batch == batch))
-			store_audit_finish(c->st, f->nodes[i].audit_id, "failed: not sent");
-	for (size_t k = 0; results && k < n; k++)
-		json_decref(results[k].data);
-	free(targets);
-	free(results);
-	free(index);
-	return rc;
-}
-
-/* Answers 200 with the array of per-node objects (which it takes). */
-static void fan_reply(struct api_ctx *c, struct fan *f)
+/* Answers 200 at once with the array of per-node objects (a dry run). */
+static void fan_reply_now(struct api_ctx *c, struct fan *f)
 {
 	json_t *arr = json_array();
 
-	for (size_t i = 0; arr && i < f->count; i++) {
-		if (json_array_append_new(arr, f->nodes[i].out) < 0) {
-			f->nodes[i].out = NULL;
+	for (size_t i = 0; arr && i < f->call->count; i++)
+		if (json_array_append(arr, f->call->nodes[i].out) < 0) {
 			json_decref(arr);
 			arr = NULL;
-			break;
 		}
-		f->nodes[i].out = NULL;
-	}
 	if (!arr) {
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
@@ -347,21 +277,101 @@ static void fan_reply(struct api_ctx *c, struct fan *f)
 	api_reply(c, MHD_HTTP_OK, arr);
 }
 
-/* A read over ?range=: one batch, no audit, no busy mark. */
+/* The answer's reader: runs on the connection's thread as libmicrohttpd has room. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	long n = live_call_read(cls, buf, max);
+
+	(void)pos;
+	if (n == LIVE_READ_END)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n == LIVE_READ_ERROR)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	return (ssize_t)n; /* 0: suspended until the live thread has more */
+}
+
+static void stream_free(void *cls)
+{
+	live_call_release(cls);
+}
+
+static void conn_suspend(void *ud)
+{
+	MHD_suspend_connection(ud);
+}
+
+static void conn_resume(void *ud)
+{
+	MHD_resume_connection(ud);
+}
+
+/* NDJSON when the client asks for it (Accept: application/x-ndjson). */
+static enum live_form fan_form(struct api_ctx *c)
+{
+	const char *accept = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND,
+							 MHD_HTTP_HEADER_ACCEPT);
+
+	return accept && strstr(accept, "application/x-ndjson") ? LIVE_NDJSON : LIVE_ARRAY;
+}
+
+/*
+ * Hands the call to the live thread and answers with its stream: 200 at once, then an
+ * object per node as each finishes (NDJSON) or the array in node order. The request's
+ * thread goes on serving others; the connection waits suspended between results.
+ */
+static void fan_start(struct api_ctx *c, struct fan *f)
+{
+	struct live_waker w = { conn_suspend, conn_resume, c->conn };
+	struct live_call *call = f->call;
+	struct MHD_Response *resp;
+	char count[24];
+
+	call->form = fan_form(c);
+	if (c->caller.name && !(call->audit_actor = strdup(c->caller.name))) {
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+		return;
+	}
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, call,
+						 stream_free);
+	if (!resp) {
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+		return;
+	}
+	if (live_call_start(c->live, call, &w) < 0) {
+		/* the reader's free must not release a call that never started */
+		MHD_destroy_response(resp);
+		api_fail(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", kiln_error_last());
+		return;
+	}
+	f->call = NULL; /* the live thread's and the stream's now */
+	snprintf(count, sizeof(count), "%zu", call->count);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				call->form == LIVE_NDJSON ? "application/x-ndjson"
+							  : "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(resp, "X-Kiln-Nodes", count);
+	c->status = MHD_HTTP_OK;
+	c->response = resp;
+}
+
+/* GET's retry_unreachable=1|true. */
+static int query_retry(struct api_ctx *c)
+{
+	const char *v = api_query(c, "retry_unreachable");
+
+	return v && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
+}
+
+/* A read over ?range=: no audit, no busy mark. */
 static void fan_read(struct api_ctx *c, const struct bmc_op *op, const char *range,
 		     const char *field)
 {
 	struct fan f;
-	int rc;
 
-	if (fan_open(c, &f, range, field) < 0)
+	if (fan_open(c, &f, range, field, query_retry(c)) < 0)
 		goto cleanup;
-	rc = fan_run(c, &f, op, 0, 0);
-	if (rc < 0) {
-		api_fail_code(c, rc, NULL);
-		goto cleanup;
-	}
-	fan_reply(c, &f);
+	f.call->op = *op;
+	fan_start(c, &f);
 cleanup:
 	fan_free(&f);
 }
@@ -371,85 +381,79 @@ static int fan_batches(struct fan *f, const struct pacing *pace)
 {
 	int k = 0;
 
-	for (size_t i = 0; i < f->count; i++) {
-		struct fan_node *fn = &f->nodes[i];
+	for (size_t i = 0; i < f->call->count; i++) {
+		struct live_node *n = &f->call->nodes[i];
 
-		if (!fn->targeted)
+		if (!n->targeted)
 			continue;
-		fn->batch = pace && pace->size > 0 ? k / pace->size + 1 : 1;
+		n->batch = pace && pace->size > 0 ? k / pace->size + 1 : 1;
 		k++;
 		if (pace && pace->size > 0)
-			json_object_set_new(fn->out, "batch", json_integer(fn->batch));
+			json_object_set_new(n->out, "batch", json_integer(n->batch));
 	}
 	return k == 0 ? 0 : pace && pace->size > 0 ? (k - 1) / pace->size + 1 : 1;
-}
-
-static void pause_s(int64_t seconds)
-{
-	struct timespec ts = { .tv_sec = (time_t)seconds };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }
 
 /*
  * An action: targets, the busy marks (every node of the range claimed before the first
  * batch), dry_run (the targets and the action, nothing sent, no audit row), an audit row per
- * node before its call and its outcome after; paced (pace not NULL, size > 0): one engine
- * batch after the other, interval_s apart.
+ * node before its call and its outcome after (the live thread's); paced (pace not NULL,
+ * size > 0): one batch after the other, interval_s apart.
  */
 static void fan_act(struct api_ctx *c, const struct bmc_op *op, const char *range,
 		    const char *field, const char *audit_action, json_t *per_node, int dry_run,
-		    const struct pacing *pace)
+		    int retry, const struct pacing *pace)
 {
 	struct fan f;
 	const char *key;
 	json_t *v;
-	int rc, batches;
+	int batches;
 
-	if (fan_open(c, &f, range, field) < 0)
+	if (fan_open(c, &f, range, field, retry) < 0)
 		goto cleanup;
 	if (dry_run) {
 		pthread_mutex_lock(&busy_lock);
-		for (size_t i = 0; i < f.count; i++) {
-			struct fan_node *fn = &f.nodes[i];
+		for (size_t i = 0; i < f.call->count; i++) {
+			struct live_node *n = &f.call->nodes[i];
 
-			if (!fn->targeted)
+			if (!n->targeted)
 				continue;
-			if (busy_find(fn->node->id) >= 0) {
-				node_error(fn, "action in flight");
+			if (busy_find(n->node->id) >= 0) {
+				node_error(n, "action in flight");
+				n->targeted = 0;
 				continue;
 			}
 			json_object_foreach(per_node, key, v)
-				json_object_set(fn->out, key, v);
-			json_object_set_new(fn->out, "dry_run", json_true());
+				json_object_set(n->out, key, v);
+			json_object_set_new(n->out, "dry_run", json_true());
 		}
 		pthread_mutex_unlock(&busy_lock);
-		for (size_t i = 0; i < f.count; i++)
-			if (json_object_get(f.nodes[i].out, "error"))
-				f.nodes[i].targeted = 0;
 		fan_batches(&f, pace);
-		fan_reply(c, &f);
+		fan_reply_now(c, &f);
 		goto cleanup;
 	}
 	if (fan_claim(c, &f) < 0)
 		goto cleanup;
-	for (size_t i = 0; i < f.count; i++)
-		if (f.nodes[i].targeted)
+	for (size_t i = 0; i < f.call->count; i++)
+		if (f.call->nodes[i].targeted)
 			json_object_foreach(per_node, key, v)
-				json_object_set(f.nodes[i].out, key, v);
+				json_object_set(f.call->nodes[i].out, key, v);
 	batches = fan_batches(&f, pace);
-	for (int b = 1; b <= batches; b++) {
-		if (b > 1 && pace->interval_s > 0)
-			pause_s(pace->interval_s);
-		fan_audit_begin(c, &f, audit_action, per_node, b);
-		rc = fan_run(c, &f, op, 1, b);
-		if (rc < 0) {
-			api_fail_code(c, rc, NULL);
-			goto cleanup;
-		}
+	f.call->op = *op;
+	if (op->media_url) {
+		if (!(f.call->media_url = strdup(op->media_url)))
+			goto oom;
+		f.call->op.media_url = f.call->media_url;
 	}
-	fan_reply(c, &f);
+	f.call->batches = batches > 0 ? batches : 1;
+	f.call->interval_s = pace ? pace->interval_s : 0;
+	if (!(f.call->audit_action = strdup(audit_action)) ||
+	    (per_node && !(f.call->audit_detail = json_dumps(per_node, JSON_COMPACT))))
+		goto oom;
+	fan_start(c, &f);
+	goto cleanup;
+oom:
+	api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 cleanup:
 	fan_free(&f);
 }
@@ -507,12 +511,12 @@ void api_power_get(struct api_ctx *c)
 void api_power_post(struct api_ctx *c)
 {
 	static const char *const fields[] = { "range", "action", "on_if_off", "dry_run",
-					      "batch", "interval_s", NULL };
+					      "batch", "interval_s", "retry_unreachable", NULL };
 	struct bmc_op op = { .kind = BMC_OP_POWER_ACTION };
 	const char *range, *action;
 	json_t *per_node = NULL;
 	char audit_action[32];
-	int dry_run, found = 0;
+	int dry_run, retry, found = 0;
 	int64_t batch, interval_s;
 	struct pacing pace;
 
@@ -523,6 +527,7 @@ void api_power_post(struct api_ctx *c)
 	if (!api_body_require(c) || body_only(c, fields) < 0 ||
 	    api_body_string(c, &range, "range") < 0 || api_body_string(c, &action, "action") < 0 ||
 	    api_body_bool(c, &op.on_if_off, "on_if_off") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0 ||
+	    api_body_bool(c, &retry, "retry_unreachable") < 0 ||
 	    body_int(c, &batch, "batch", 0, 100000) < 0 ||
 	    body_int(c, &interval_s, "interval_s", 0, 3600) < 0)
 		return;
@@ -556,7 +561,7 @@ void api_power_post(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, range, "range", audit_action, per_node, dry_run, &pace);
+	fan_act(c, &op, range, "range", audit_action, per_node, dry_run, retry, &pace);
 	json_decref(per_node);
 }
 
@@ -570,15 +575,17 @@ static const struct {
 
 void api_boot_post(struct api_ctx *c)
 {
-	static const char *const fields[] = { "range", "device", "persistent", "dry_run", NULL };
+	static const char *const fields[] = { "range", "device", "persistent", "dry_run",
+					      "retry_unreachable", NULL };
 	struct bmc_op op = { .kind = BMC_OP_BOOT_SET };
 	const char *range, *device;
 	json_t *per_node = NULL;
-	int dry_run, found = 0;
+	int dry_run, retry, found = 0;
 
 	if (!api_body_require(c) || body_only(c, fields) < 0 ||
 	    api_body_string(c, &range, "range") < 0 || api_body_string(c, &device, "device") < 0 ||
-	    api_body_bool(c, &op.persistent, "persistent") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0)
+	    api_body_bool(c, &op.persistent, "persistent") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0 ||
+	    api_body_bool(c, &retry, "retry_unreachable") < 0)
 		return;
 	for (size_t i = 0; device && i < sizeof(boot_devices) / sizeof(boot_devices[0]); i++) {
 		if (strcmp(device, boot_devices[i].name) == 0) {
@@ -596,7 +603,7 @@ void api_boot_post(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, range, "range", "boot.set", per_node, dry_run, NULL);
+	fan_act(c, &op, range, "range", "boot.set", per_node, dry_run, retry, NULL);
 	json_decref(per_node);
 }
 
@@ -632,15 +639,15 @@ static int url_valid(const char *url)
 
 void api_media_insert(struct api_ctx *c)
 {
-	static const char *const fields[] = { "node", "url", "dry_run", NULL };
+	static const char *const fields[] = { "node", "url", "dry_run", "retry_unreachable", NULL };
 	struct bmc_op op = { .kind = BMC_OP_MEDIA_INSERT };
 	const char *node, *url;
 	json_t *per_node;
-	int dry_run;
+	int dry_run, retry;
 
 	if (!api_body_require(c) || body_only(c, fields) < 0 || api_body_string(c, &node, "node") < 0 ||
 	    api_body_string(c, &url, "url") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0 ||
-	    one_node(c, node) < 0)
+	    api_body_bool(c, &retry, "retry_unreachable") < 0 || one_node(c, node) < 0)
 		return;
 	if (!url_valid(url)) {
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "url", "url must be an http, https, nfs or cifs URL "
@@ -653,27 +660,28 @@ void api_media_insert(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, node, "node", "media.insert", per_node, dry_run, NULL);
+	fan_act(c, &op, node, "node", "media.insert", per_node, dry_run, retry, NULL);
 	json_decref(per_node);
 }
 
 void api_media_eject(struct api_ctx *c)
 {
-	static const char *const fields[] = { "node", "dry_run", NULL };
+	static const char *const fields[] = { "node", "dry_run", "retry_unreachable", NULL };
 	struct bmc_op op = { .kind = BMC_OP_MEDIA_EJECT };
 	const char *node;
 	json_t *per_node;
-	int dry_run;
+	int dry_run, retry;
 
 	if (!api_body_require(c) || body_only(c, fields) < 0 || api_body_string(c, &node, "node") < 0 ||
-	    api_body_bool(c, &dry_run, "dry_run") < 0 || one_node(c, node) < 0)
+	    api_body_bool(c, &dry_run, "dry_run") < 0 ||
+	    api_body_bool(c, &retry, "retry_unreachable") < 0 || one_node(c, node) < 0)
 		return;
 	per_node = json_pack("{s:s}", "action", "media.eject");
 	if (!per_node) {
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, node, "node", "media.eject", per_node, dry_run, NULL);
+	fan_act(c, &op, node, "node", "media.eject", per_node, dry_run, retry, NULL);
 	json_decref(per_node);
 }
 
@@ -710,36 +718,10 @@ void api_sel_get(struct api_ctx *c)
 	fan_read(c, &op, api_query(c, "range"), "range");
 }
 
+/* What the BMC says is kept by the poller (the inventory, and the serial agents enroll by). */
 void api_inventory_get(struct api_ctx *c)
 {
 	struct bmc_op op = { .kind = BMC_OP_INVENTORY };
-	struct fan f;
-	int rc;
 
-	if (fan_open(c, &f, api_query(c, "range"), "range") < 0)
-		goto cleanup;
-	rc = fan_run(c, &f, &op, 0, 0);
-	if (rc < 0) {
-		api_fail_code(c, rc, NULL);
-		goto cleanup;
-	}
-	/* What the BMC said is kept (best effort): agents enrolling are matched on the serial,
-	 * the audit groups by the BMC firmware; the poller refreshes it on its own too. */
-	for (size_t i = 0; i < f.count; i++) {
-		const char *serial = json_string_value(json_object_get(f.nodes[i].out, "serial"));
-		char *text;
-
-		if (!f.nodes[i].targeted || f.nodes[i].result.rc != 0)
-			continue;
-		if (serial && serial[0])
-			store_node_bmc_serial_set(c->st, f.nodes[i].name, serial);
-		text = f.nodes[i].result.data ? json_dumps(f.nodes[i].result.data, JSON_COMPACT)
-					      : NULL;
-		if (text && f.nodes[i].node)
-			store_node_inventory_put(c->st, f.nodes[i].node->id, text, time(NULL));
-		free(text);
-	}
-	fan_reply(c, &f);
-cleanup:
-	fan_free(&f);
+	fan_read(c, &op, api_query(c, "range"), "range");
 }

@@ -1,0 +1,649 @@
+/* Live BMC calls off the HTTP threads: results per node as they finish, audit outcomes,
+ * readings handed to the poller, paced batches, and the answer written as it grows. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "kiln/buf.h"
+#include "kiln/error.h"
+#include "kiln/log.h"
+#include "live.h"
+#include "poller.h"
+
+/* The most an answer may hold unread (a client that stopped reading). */
+#define LIVE_OUT_MAX (256u << 20)
+
+struct live_call_private {
+	struct live_call_private *next;   /* the live module's active calls */
+	struct live_call *call;
+	atomic_int refs;                  /* the live module's and the reader's */
+	/* the live thread's */
+	int batch;                        /* the batch running, 0 before the first */
+	size_t pending;                   /* submitted, not yet back */
+	int64_t next_batch_ms;            /* > 0: the next batch starts then */
+	int submitted_all;                /* every batch was submitted */
+	size_t next_write;                /* LIVE_ARRAY: the first node not yet written */
+	int opened;                       /* LIVE_ARRAY: its '[' is written */
+	/* under lock */
+	pthread_mutex_t lock;
+	struct kiln_buf out;
+	size_t out_off;                   /* bytes of out already read */
+	int complete;                     /* out holds the whole answer */
+	int failed;                       /* the answer could not be completed */
+	int waiting;                      /* the reader is suspended */
+	int reader_gone;
+	struct live_waker waker;
+};
+
+/* One node's result, from an engine thread to the live thread. */
+struct live_done {
+	struct live_done *next;
+	struct live_call_private *p;
+	size_t index;
+	int rc;
+	char error[512];
+	json_t *data;
+};
+
+struct live {
+	struct bmc_engine *engine;
+	struct store *st;
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int stopping;                     /* live_stop asked: no new call */
+	int stopped;                      /* the thread ended every answer */
+	pthread_cond_t stopped_cond;
+	int quitting;                     /* live_free: the thread ends */
+	struct live_done *done_head;
+	struct live_call_private *starting; /* calls handed over, not yet begun */
+	struct live_call_private *active;   /* the live thread's */
+	pthread_mutex_t poller_lock;      /* guards poller: live_stop clears it */
+	struct poller *poller;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void live_time_iso(char out[21], int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!gmtime_r(&tt, &tm) || strftime(out, 21, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(out, 21, "%lld", (long long)t);
+}
+
+struct live_call *live_call_new(size_t count)
+{
+	struct live_call *call = calloc(1, sizeof(*call));
+
+	if (!call)
+		return NULL;
+	call->nodes = calloc(count ? count : 1, sizeof(*call->nodes));
+	call->priv = calloc(1, sizeof(*call->priv));
+	if (!call->nodes || !call->priv) {
+		free(call->nodes);
+		free(call->priv);
+		free(call);
+		return NULL;
+	}
+	call->count = count;
+	call->batches = 1;
+	call->priv->call = call;
+	atomic_init(&call->priv->refs, 0);
+	pthread_mutex_init(&call->priv->lock, NULL);
+	kiln_buf_init(&call->priv->out, LIVE_OUT_MAX);
+	return call;
+}
+
+void live_call_free(struct live_call *call)
+{
+	if (!call)
+		return;
+	for (size_t i = 0; i < call->count; i++) {
+		struct live_node *n = &call->nodes[i];
+
+		if (n->claimed)
+			api_node_busy_release(n->node->id);
+		free(n->name);
+		node_free(n->node);
+		secret_free_string(n->password);
+		json_decref(n->out);
+	}
+	free(call->nodes);
+	free(call->media_url);
+	free(call->audit_action);
+	free(call->audit_actor);
+	free(call->audit_detail);
+	if (call->priv) {
+		kiln_buf_free(&call->priv->out);
+		pthread_mutex_destroy(&call->priv->lock);
+		free(call->priv);
+	}
+	free(call);
+}
+
+static void call_unref(struct live_call_private *p)
+{
+	if (atomic_fetch_sub(&p->refs, 1) == 1)
+		live_call_free(p->call);
+}
+
+/* --- the answer ---------------------------------------------------------------------- */
+
+/* Appends node i's object (and what the form puts around it); under p->lock. */
+static int out_node_locked(struct live_call_private *p, size_t i, int first)
+{
+	struct live_call *call = p->call;
+	char *text = json_dumps(call->nodes[i].out, JSON_COMPACT);
+	int rc;
+
+	if (!text)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	if (call->form == LIVE_NDJSON)
+		rc = kiln_buf_printf(&p->out, "%s\n", text);
+	else
+		rc = kiln_buf_printf(&p->out, "%s%s", first ? "" : ",", text);
+	free(text);
+	call->nodes[i].written = 1;
+	return rc;
+}
+
+/*
+ * Writes what became final into the answer and wakes the reader: NDJSON writes node i (a
+ * finished node) at once, the array form every finished node in order up to the first one
+ * still waiting. last: the call is over, the answer ends. i (size_t)-1: none.
+ */
+static void out_write(struct live *l, struct live_call_private *p, size_t i, int last)
+{
+	struct live_call *call = p->call;
+	int rc = 0;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->reader_gone || p->failed || p->complete)
+		goto unlock;
+	if (call->form == LIVE_NDJSON) {
+		if (i != (size_t)-1 && !call->nodes[i].written)
+			rc = out_node_locked(p, i, 0);
+	} else {
+		if (!p->opened) {
+			rc = kiln_buf_puts(&p->out, "[");
+			p->opened = 1;
+		}
+		while (rc == 0 && p->next_write < call->count &&
+		       call->nodes[p->next_write].finished) {
+			rc = out_node_locked(p, p->next_write, p->next_write == 0);
+			p->next_write++;
+		}
+		if (rc == 0 && last)
+			rc = kiln_buf_puts(&p->out, "]\n");
+	}
+	if (rc < 0)
+		p->failed = 1;
+	else if (last)
+		p->complete = 1;
+	if (p->waiting && (p->failed || p->complete || p->out.len > p->out_off)) {
+		p->waiting = 0;
+		p->waker.resume(p->waker.ud);
+	}
+unlock:
+	pthread_mutex_unlock(&p->lock);
+	(void)l;
+}
+
+long live_call_read(struct live_call *call, char *buf, size_t max)
+{
+	struct live_call_private *p = call->priv;
+	long n = 0;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->failed) {
+		n = LIVE_READ_ERROR;
+	} else if (p->out.len > p->out_off) {
+		size_t avail = p->out.len - p->out_off;
+
+		if (avail > max)
+			avail = max;
+		memcpy(buf, p->out.data + p->out_off, avail);
+		p->out_off += avail;
+		if (p->out_off == p->out.len) {
+			kiln_buf_reset(&p->out);
+			p->out_off = 0;
+		}
+		n = (long)avail;
+	} else if (p->complete) {
+		n = LIVE_READ_END;
+	} else {
+		p->waiting = 1;
+		p->waker.suspend(p->waker.ud);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+void live_call_release(struct live_call *call)
+{
+	struct live_call_private *p = call->priv;
+
+	pthread_mutex_lock(&p->lock);
+	p->reader_gone = 1;
+	p->waiting = 0;
+	kiln_buf_free(&p->out);
+	pthread_mutex_unlock(&p->lock);
+	call_unref(p);
+}
+
+/* --- results ------------------------------------------------------------------------- */
+
+/* The engine's callback carries the module and the node's result slot. */
+struct live_sub {
+	struct live *l;
+	struct live_done *d;
+};
+
+static void on_engine_done(void *ud, const struct bmc_result *res)
+{
+	struct live_sub *s = ud;
+	struct live *l = s->l;
+	struct live_done *d = s->d;
+
+	free(s);
+	d->rc = res->rc;
+	snprintf(d->error, sizeof(d->error), "%s", res->error);
+	d->data = res->data ? json_incref(res->data) : NULL;
+	pthread_mutex_lock(&l->lock);
+	d->next = l->done_head;
+	l->done_head = d;
+	pthread_cond_signal(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* What the BMC said goes to the poller, which stores it as a reading of its own. */
+static void observe(struct live *l, const struct live_node *n, enum bmc_op_kind kind,
+		    const json_t *data)
+{
+	pthread_mutex_lock(&l->poller_lock);
+	if (l->poller && n->node)
+		poller_observe(l->poller, n->node->id, kind, data);
+	pthread_mutex_unlock(&l->poller_lock);
+}
+
+static void node_error(struct live_node *n, const char *msg)
+{
+	json_object_set_new(n->out, "error", json_string(msg));
+}
+
+/* Node i's result: merged into its answer, its audit outcome, its reading, its busy mark. */
+static void result_apply(struct live *l, struct live_call_private *p, struct live_done *d)
+{
+	struct live_call *call = p->call;
+	struct live_node *n = &call->nodes[d->index];
+	const char *key;
+	json_t *v;
+
+	if (d->data)
+		json_object_foreach(d->data, key, v)
+			json_object_set(n->out, key, v);
+	if (d->rc < 0)
+		node_error(n, d->error[0] ? d->error : kiln_error_name(d->rc));
+	if (call->audit_action) {
+		char outcome[600];
+
+		if (d->rc == 0)
+			snprintf(outcome, sizeof(outcome), "ok");
+		else
+			snprintf(outcome, sizeof(outcome), "failed: %s",
+				 d->error[0] ? d->error : kiln_error_name(d->rc));
+		if (store_audit_finish(l->st, n->audit_id, outcome) < 0)
+			log_warn("live: %s: audit: %s", n->name, kiln_error_last());
+	}
+	if (d->rc == 0 && d->data)
+		observe(l, n, call->op.kind, d->data);
+	if (n->claimed) {
+		api_node_busy_release(n->node->id);
+		n->claimed = 0;
+	}
+	n->finished = 1;
+}
+
+/* Submits node i (its audit row first, for an action); 0 when it went out. */
+static int node_submit(struct live *l, struct live_call_private *p, size_t i)
+{
+	struct live_call *call = p->call;
+	struct live_node *n = &call->nodes[i];
+	struct live_sub *s = NULL;
+	struct live_done *d = NULL;
+	int rc;
+
+	if (call->audit_action &&
+	    store_audit_begin(l->st, &n->audit_id, call->audit_actor ? call->audit_actor : "?",
+			      call->audit_action, n->name, call->audit_detail) < 0) {
+		node_error(n, "audit log unavailable; nothing sent");
+		return KILN_ERROR;
+	}
+	s = calloc(1, sizeof(*s));
+	d = calloc(1, sizeof(*d));
+	if (!s || !d) {
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+		goto fail;
+	}
+	d->p = p;
+	d->index = i;
+	s->l = l;
+	s->d = d;
+	kiln_error_clear();
+	rc = bmc_submit(l->engine, &n->target, &call->op, on_engine_done, s);
+	if (rc < 0)
+		goto fail;
+	p->pending++;
+	return 0;
+fail:
+	node_error(n, kiln_error_last()[0] ? kiln_error_last() : "not sent");
+	if (call->audit_action)
+		store_audit_finish(l->st, n->audit_id, "failed: not sent");
+	free(s);
+	free(d);
+	return rc;
+}
+
+/* Ends a node that never went out: its busy mark goes, its answer is final. */
+static void node_end(struct live_node *n)
+{
+	if (n->claimed) {
+		api_node_busy_release(n->node->id);
+		n->claimed = 0;
+	}
+	n->finished = 1;
+}
+
+/* Starts the next batch; the nodes that cannot go out are final at once. */
+static void batch_start(struct live *l, struct live_call_private *p)
+{
+	struct live_call *call = p->call;
+
+	p->batch++;
+	p->next_batch_ms = 0;
+	for (size_t i = 0; i < call->count; i++) {
+		struct live_node *n = &call->nodes[i];
+
+		if (n->finished || !n->targeted || n->batch != p->batch)
+			continue;
+		if (node_submit(l, p, i) < 0) {
+			node_end(n);
+			out_write(l, p, i, 0);
+		}
+	}
+	if (p->batch >= call->batches)
+		p->submitted_all = 1;
+}
+
+/* After a result or a batch: the next batch is due, or the call is over. 1 when over. */
+static int call_advance(struct live *l, struct live_call_private *p)
+{
+	struct live_call *call = p->call;
+
+	while (p->pending == 0 && !p->submitted_all && p->next_batch_ms == 0) {
+		if (p->batch > 0 && call->interval_s > 0) {
+			p->next_batch_ms = now_ms() + call->interval_s * 1000;
+			return 0;
+		}
+		batch_start(l, p);
+	}
+	if (p->pending > 0 || !p->submitted_all)
+		return 0;
+	out_write(l, p, (size_t)-1, 1);
+	return 1;
+}
+
+static void active_remove(struct live *l, struct live_call_private *p)
+{
+	for (struct live_call_private **pp = &l->active; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	}
+	call_unref(p);
+}
+
+/* Every node's audit row before anything is read: the nodes answered at once are final. */
+static void call_begin(struct live *l, struct live_call_private *p)
+{
+	struct live_call *call = p->call;
+
+	for (size_t i = 0; i < call->count; i++)
+		if (!call->nodes[i].targeted)
+			node_end(&call->nodes[i]);
+	out_write(l, p, (size_t)-1, 0);
+	if (call->form == LIVE_NDJSON)
+		for (size_t i = 0; i < call->count; i++)
+			if (!call->nodes[i].targeted)
+				out_write(l, p, i, 0);
+	p->next = l->active;
+	l->active = p;
+	if (call_advance(l, p))
+		active_remove(l, p);
+}
+
+/* Ends one call's answer now (kilnd stops): the nodes still out are answered as not known,
+ * those not sent as not sent; no batch starts after. Results still to come only finish
+ * their audit rows. */
+static void call_cut(struct live *l, struct live_call_private *p)
+{
+	struct live_call *call = p->call;
+
+	for (size_t i = 0; i < call->count; i++) {
+		struct live_node *n = &call->nodes[i];
+		int out = n->targeted && n->batch <= p->batch;
+
+		if (n->finished)
+			continue;
+		if (!n->targeted) {
+			node_end(n);
+			out_write(l, p, i, 0);
+			continue;
+		}
+		node_error(n, out ? "kilnd is stopping; the outcome is not known (see the audit "
+				    "log)"
+				  : "kilnd is stopping; not sent");
+		if (out)
+			n->finished = 1; /* its busy mark goes when its result comes */
+		else
+			node_end(n);
+		out_write(l, p, i, 0);
+	}
+	p->submitted_all = 1;
+	p->next_batch_ms = 0;
+	out_write(l, p, (size_t)-1, 1);
+}
+
+/* On the live thread, once live_stop asked: every answer ends, no connection stays
+ * suspended. Calls handed over but not begun are answered without a BMC call. */
+static void stop_answers(struct live *l, struct live_call_private *starting)
+{
+	while (starting) {
+		struct live_call_private *p = starting;
+
+		starting = p->next;
+		p->next = l->active;
+		l->active = p;
+	}
+	for (struct live_call_private *p = l->active, *next; p; p = next) {
+		next = p->next;
+		call_cut(l, p);
+		if (p->pending == 0)
+			active_remove(l, p);
+	}
+}
+
+static void *live_main(void *arg)
+{
+	struct live *l = arg;
+
+	for (;;) {
+		struct live_done *done;
+		struct live_call_private *starting;
+		int64_t due = 0, ms = now_ms();
+		int stop_now;
+
+		for (struct live_call_private *p = l->active; p; p = p->next)
+			if (p->next_batch_ms > 0 && (due == 0 || p->next_batch_ms < due))
+				due = p->next_batch_ms;
+		pthread_mutex_lock(&l->lock);
+		if (!l->done_head && !l->starting && !l->quitting && (l->stopped || !l->stopping) &&
+		    (due == 0 || due > ms)) {
+			if (due > 0) {
+				struct timespec until = { .tv_sec = due / 1000,
+							  .tv_nsec = (due % 1000) * 1000000 };
+
+				pthread_cond_timedwait(&l->cond, &l->lock, &until);
+			} else {
+				pthread_cond_wait(&l->cond, &l->lock);
+			}
+		}
+		done = l->done_head;
+		l->done_head = NULL;
+		starting = l->starting;
+		l->starting = NULL;
+		stop_now = l->stopping && !l->stopped;
+		if (l->quitting && !done && !starting) {
+			pthread_mutex_unlock(&l->lock);
+			break;
+		}
+		pthread_mutex_unlock(&l->lock);
+
+		if (stop_now) {
+			stop_answers(l, starting);
+			starting = NULL;
+			pthread_mutex_lock(&l->lock);
+			l->stopped = 1;
+			pthread_cond_broadcast(&l->stopped_cond);
+			pthread_mutex_unlock(&l->lock);
+		}
+		while (starting) {
+			struct live_call_private *p = starting;
+
+			starting = p->next;
+			call_begin(l, p);
+		}
+		while (done) {
+			struct live_done *d = done;
+			struct live_call_private *p = d->p;
+
+			done = d->next;
+			result_apply(l, p, d);
+			out_write(l, p, d->index, 0);
+			p->pending--;
+			json_decref(d->data);
+			free(d);
+			if (call_advance(l, p))
+				active_remove(l, p);
+		}
+		ms = now_ms();
+		for (struct live_call_private *p = l->active, *next; p; p = next) {
+			next = p->next;
+			if (p->next_batch_ms > 0 && p->next_batch_ms <= ms) {
+				batch_start(l, p);
+				if (call_advance(l, p))
+					active_remove(l, p);
+			}
+		}
+	}
+	return NULL;
+}
+
+int live_call_start(struct live *l, struct live_call *call, const struct live_waker *w)
+{
+	struct live_call_private *p = call->priv;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->stopping) {
+		pthread_mutex_unlock(&l->lock);
+		return kiln_fail(KILN_EBUSY, "kilnd is stopping");
+	}
+	p->waker = *w;
+	atomic_store(&p->refs, 2);
+	p->next = l->starting;
+	l->starting = p;
+	pthread_cond_signal(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	return 0;
+}
+
+int live_start(struct live **out, const struct live_options *opt)
+{
+	struct live *l = calloc(1, sizeof(*l));
+	int rc;
+
+	if (!l)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	l->engine = opt->engine;
+	l->poller = opt->poller;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_mutex_init(&l->poller_lock, NULL);
+	pthread_cond_init(&l->cond, NULL);
+	pthread_cond_init(&l->stopped_cond, NULL);
+	if ((rc = store_open(&l->st, opt->db_path)) < 0)
+		goto fail;
+	if (pthread_create(&l->thread, NULL, live_main, l) != 0) {
+		rc = kiln_fail(KILN_ERROR, "live calls: cannot start their thread");
+		goto fail;
+	}
+	l->started = 1;
+	*out = l;
+	return 0;
+fail:
+	live_free(l);
+	return rc;
+}
+
+void live_stop(struct live *l)
+{
+	if (!l || !l->started)
+		return;
+	pthread_mutex_lock(&l->poller_lock);
+	l->poller = NULL;
+	pthread_mutex_unlock(&l->poller_lock);
+	pthread_mutex_lock(&l->lock);
+	l->stopping = 1;
+	pthread_cond_broadcast(&l->cond);
+	while (!l->stopped)
+		pthread_cond_wait(&l->stopped_cond, &l->lock);
+	pthread_mutex_unlock(&l->lock);
+}
+
+void live_free(struct live *l)
+{
+	if (!l)
+		return;
+	if (l->started) {
+		pthread_mutex_lock(&l->lock);
+		l->quitting = 1;
+		pthread_cond_signal(&l->cond);
+		pthread_mutex_unlock(&l->lock);
+		pthread_join(l->thread, NULL);
+	}
+	while (l->active) {
+		struct live_call_private *p = l->active;
+
+		l->active = p->next;
+		call_unref(p);
+	}
+	store_close(l->st);
+	pthread_mutex_destroy(&l->lock);
+	pthread_mutex_destroy(&l->poller_lock);
+	pthread_cond_destroy(&l->cond);
+	pthread_cond_destroy(&l->stopped_cond);
+	free(l);
+}
