@@ -23,6 +23,7 @@
 #define HEADER_MAX 16384
 #define ERROR_BODY_MAX 65536
 #define LINGER_MS 1500 /* after the end of piped input, how long output is still shown */
+#define LAST_MAX 512    /* the end of kilnd's output kept to find why it ended the session */
 
 enum { O_TAIL = 1, O_STEAL, O_NO_STEAL, O_CAPTURE };
 
@@ -263,16 +264,59 @@ static int escape_filter(struct kiln_buf *out, int *state, const char *in, size_
 	return 0;
 }
 
-/* The attached session: stdin to kilnd, kilnd to stdout, until ~. or the end. */
-static int attach_loop(CURL *h, curl_socket_t s, struct kiln_buf *first)
+/* Keeps the last LAST_MAX bytes kilnd sent in last. */
+static void last_keep(struct kiln_buf *last, const char *p, size_t n)
 {
-	struct kiln_buf typed;
+	if (n == 0)
+		return;
+	if (n >= LAST_MAX) {
+		p += n - LAST_MAX;
+		n = LAST_MAX;
+	}
+	if (last->len + n > LAST_MAX) {
+		size_t drop = last->len + n - LAST_MAX;
+
+		memmove(last->data, last->data + drop, last->len - drop);
+		last->len -= drop;
+	}
+	(void)kiln_buf_append(last, p, n);
+}
+
+/*
+ * kilnd ended the session: fails with its reason, the line "\r\n[kiln: REASON]\r\n" it
+ * writes as its last bytes before closing (docs/API.md), or with a generic one.
+ */
+static int session_lost(const struct kiln_buf *last, const char *node)
+{
+	static const char mark[] = "[kiln: ";
+	size_t end = last->len, at;
+
+	while (end > 0 && (last->data[end - 1] == '\r' || last->data[end - 1] == '\n'))
+		end--;
+	if (end > 0 && last->data[end - 1] == ']') {
+		for (at = end - 1; at >= sizeof(mark) - 1; at--) {
+			const char *m = last->data + at - (sizeof(mark) - 1);
+
+			if (memcmp(m, mark, sizeof(mark) - 1) == 0)
+				return kiln_fail(KILN_ERROR, "%.*s", (int)(end - 1 - at), last->data + at);
+		}
+	}
+	return kiln_fail(KILN_ERROR, "console: %s: kilnd closed the connection", node);
+}
+
+/* The attached session: stdin to kilnd, kilnd to stdout, until ~. or the end of input (0),
+ * or until kilnd ends it (the reason as the error). */
+static int attach_loop(CURL *h, curl_socket_t s, struct kiln_buf *first, const char *node)
+{
+	struct kiln_buf typed, last;
 	int esc = 1, in_open = 1, rc = 0;
 	long linger_until = 0;
 
 	kiln_buf_init(&typed, 0);
+	kiln_buf_init(&last, LAST_MAX);
+	last_keep(&last, first->data, first->len);
 	if (first->len > 0 && out_write(first->data, first->len) < 0)
-		return 0;
+		goto cleanup;
 	for (;;) {
 		struct pollfd p[2] = { { s, POLLIN, 0 }, { STDIN_FILENO, POLLIN, 0 } };
 		int timeout = -1, r;
@@ -297,8 +341,11 @@ static int attach_loop(CURL *h, curl_socket_t s, struct kiln_buf *first)
 			CURLcode cc = curl_easy_recv(h, buf, sizeof(buf), &got);
 
 			if (cc != CURLE_AGAIN) {
-				if (cc != CURLE_OK || got == 0)
-					break; /* kilnd ended the session; its last line said why */
+				if (cc != CURLE_OK || got == 0) {
+					rc = session_lost(&last, node);
+					break;
+				}
+				last_keep(&last, buf, got);
 				if (out_write(buf, got) < 0)
 					break;
 			}
@@ -324,7 +371,9 @@ static int attach_loop(CURL *h, curl_socket_t s, struct kiln_buf *first)
 				break;
 		}
 	}
+cleanup:
 	kiln_buf_free(&typed);
+	kiln_buf_free(&last);
 	return rc;
 }
 
@@ -397,9 +446,10 @@ static int console_attach(struct cli_ctx *ctx, const char *node, int steal)
 	raw = tty_raw();
 	fprintf(stderr, "[kiln: attached to %s's console; type ~. at the start of a line to leave]%s",
 		node, raw ? "\r\n" : "\n");
-	rc = attach_loop(h, s, &extra);
+	rc = attach_loop(h, s, &extra, node);
 	tty_restore();
-	fprintf(stderr, "\n[kiln: left %s's console]\n", node);
+	if (rc == 0) /* otherwise kilnd ended it, and the error says why */
+		fprintf(stderr, "\n[kiln: left %s's console]\n", node);
 cleanup:
 	tty_restore();
 	if (h)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The kiln demo lab: kilnd on its embedded SQLite with simulated BMCs (kiln-bmcsim serving the
-# project's iDRAC-, iLO- and generic-shaped fixtures, two OpenIPMI ipmi_sim BMCs) and an agent
-# per node with simulated GPUs (the fake NVML), all on 127.0.0.1.
+# project's iDRAC-, iLO- and generic-shaped fixtures, two OpenIPMI ipmi_sim BMCs with a serial
+# side each) and an agent per node with simulated GPUs (the fake NVML), all on 127.0.0.1.
 #
 #   deploy/lab.sh          install what is missing, build, start the lab, print how to use it
 #   deploy/lab.sh down     stop everything the lab started
@@ -9,7 +9,7 @@
 #
 # Each simulated BMC's power hook stops the node's agent when the node powers off and starts
 # it with a new boot id when it powers on, so power actions and reinstalls are visible end to
-# end. Environment: KILN_LAB_DIR (default .lab in the repository), KILN_LAB_PORT (8470;
+# end; an IPMI node that powers on prints boot text on its serial console. Environment: KILN_LAB_DIR (default .lab in the repository), KILN_LAB_PORT (8470;
 # 0 picks a free port), KILN_LAB_BUILD_DIR (default build), KILN_LAB_NO_BUILD=1 (use the
 # binaries already in KILN_LAB_BUILD_DIR; the tests do).
 set -euo pipefail
@@ -49,7 +49,8 @@ lab_down() {
 	local f node
 	[ -d "$LAB/run" ] || { say "no lab is running in $LAB"; return 0; }
 	# kilnd first (its poller could act on a node), then the BMCs (their power hooks start
-	# agents), then the agents under each node's hook lock, then the IPMI simulators.
+	# agents), then the agents under each node's hook lock, then the IPMI simulators and
+	# their serial sides.
 	stop_pidfile "$LAB/run/kilnd.pid" 30
 	for f in "$LAB"/run/bmcsim-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
 	for f in "$LAB"/run/agent-*.pid; do
@@ -63,6 +64,7 @@ lab_down() {
 		)
 	done
 	for f in "$LAB"/run/ipmisim-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+	for f in "$LAB"/run/serialsim-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
 	say "stopped the lab in $LAB"
 }
 
@@ -99,12 +101,44 @@ lab_hook() {
 	esac
 }
 
+# --- the IPMI nodes' serial consoles ---------------------------------------------------
+
+# serial_boot INDEX: IPMI node INDEX "boots": kernel lines and a login prompt on its serial
+# side (what kiln-serialsim finds appended to its tx file goes out on the BMC's SOL).
+serial_boot() {
+	local node
+	node=$(cat "$LAB/nodes/by-bmc/ipmi-$1" 2>/dev/null) || return 0
+	printf '%s\r\n' "" "kiln lab BIOS 2.19.1: booting from disk" \
+		"[    0.000000] Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org) #1 SMP Debian 6.1.76-1" \
+		"[    0.000000] Command line: BOOT_IMAGE=/vmlinuz-6.1.0-18-amd64 root=/dev/sda2 ro console=ttyS1,115200n8" \
+		"[    0.004211] DMI: kiln lab simulated node $node, BIOS 2.19.1 01/01/2026" \
+		"[    2.318420] nvidia: loading out-of-tree module taints kernel." \
+		"[    3.902117] systemd[1]: Reached target multi-user.target - Multi-User System." \
+		"" "Debian GNU/Linux 12 $node ttyS1" "" >>"$LAB/ipmi/bmc$1/serial.tx"
+	printf '%s login: ' "$node" >>"$LAB/ipmi/bmc$1/serial.tx"
+}
+
+# ipmi-chassis INDEX get|set ...: ipmi_sim's chassis_control, the tests' chassis.sh; a power
+# on or reset boots the node again on its serial console, a moment later as a BIOS would.
+lab_ipmi_chassis() {
+	local i=$1 boot=
+	shift
+	case "$*" in
+	"set power 1" | "set reset 1") boot=1 ;;
+	esac
+	"$REPO/tests/ipmi/chassis.sh" "$LAB/ipmi/bmc$i/chassis" "$@" || return
+	if [ -n "$boot" ]; then
+		(sleep 2 && serial_boot "$i") >/dev/null 2>&1 </dev/null &
+	fi
+	return 0
+}
+
 # --- starting -------------------------------------------------------------------------
 
 build() {
 	if [ "${KILN_LAB_NO_BUILD:-}" = 1 ]; then
 		local b
-		for b in kilnd kiln kiln-agent kiln-bmcsim; do
+		for b in kilnd kiln kiln-agent kiln-bmcsim kiln-serialsim; do
 			[ -x "$BIN/$b" ] || die "$BIN/$b is missing (KILN_LAB_NO_BUILD=1 builds nothing)"
 		done
 		return 0
@@ -114,8 +148,8 @@ build() {
 	say "building into $BUILD"
 	cmake -S "$REPO" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$LAB/logs/cmake.log" 2>&1 ||
 		{ cat "$LAB/logs/cmake.log" >&2; die "cmake failed"; }
-	cmake --build "$BUILD" -j"$(nproc)" --target kilnd kiln kiln-agent kiln-bmcsim fake-nvml \
-		fake-nvml-old >>"$LAB/logs/cmake.log" 2>&1 ||
+	cmake --build "$BUILD" -j"$(nproc)" --target kilnd kiln kiln-agent kiln-bmcsim kiln-serialsim \
+		fake-nvml fake-nvml-old >>"$LAB/logs/cmake.log" 2>&1 ||
 		{ tail -40 "$LAB/logs/cmake.log" >&2; die "build failed (log: $LAB/logs/cmake.log)"; }
 }
 
@@ -156,28 +190,48 @@ start_bmcsim() {
 	die "kiln-bmcsim ($kind) did not start; see $LAB/logs/bmcsim-$kind.log"
 }
 
-# start_ipmisim INDEX PORT: one ipmi_sim BMC with the project's kit from tests/ipmi.
+# start_ipmisim INDEX PORT NODE: one ipmi_sim BMC with the project's kit from tests/ipmi, and
+# its serial side: kiln-serialsim on PORT + 1000, answering what is typed like NODE's getty.
+# Text appended to DIR/serial.tx is what the node prints (serial_boot); what is typed into
+# its console lands in DIR/serial.rx.
 start_ipmisim() {
-	local i=$1 port=$2 kit=$REPO/tests/ipmi dir=$LAB/ipmi/bmc$1
+	local i=$1 port=$2 node=$3 kit=$REPO/tests/ipmi dir=$LAB/ipmi/bmc$1 solport=$(($2 + 1000))
 	mkdir -p "$dir/chassis" "$dir/state/ipmi_sim/lab$i"
 	sdrcomp -o "$dir/state/ipmi_sim/lab$i/sdr.20.main" "$kit/node.sdrs"
 	echo 1 >"$dir/chassis/power"
+	: >"$dir/serial.tx"
 	sed -e "s|@NAME@|lab$i|" -e "s|@PORT@|$port|" \
 		-e "s|@GUID@|$(printf 'a1b2c3d4e5f60718293a4b5c6d7f%04x' "$i")|" \
-		-e "s|@CHASSIS@|$kit/chassis.sh|" -e "s|@CHASSIS_DIR@|$dir/chassis|" \
-		-e "s|@SOLPORT@|$((port + 1000))|" -e "s|@USER@|admin|" -e "s|@PASSWORD@|password|" \
+		-e "s|@CHASSIS@|$REPO/deploy/lab.sh ipmi-chassis|" -e "s|@CHASSIS_DIR@|$i|" \
+		-e "s|@SOLPORT@|$solport|" -e "s|@USER@|admin|" -e "s|@PASSWORD@|password|" \
 		"$kit/lan.conf.in" >"$dir/lan.conf"
+	# ipmi_sim connects to its serial side as it starts: the serial side listens first
+	setsid "$BIN/kiln-serialsim" --port "$solport" --tx "$dir/serial.tx" --rx "$dir/serial.rx" \
+		--prompt "$node login: " >>"$LAB/logs/serialsim-$i.log" 2>&1 </dev/null &
+	echo $! >"$LAB/run/serialsim-$i.pid"
+	for _ in $(seq 1 50); do
+		[ -n "$(ss -Hltn "sport = :$solport" 2>/dev/null)" ] && break
+		sleep 0.1
+	done
 	(cd "$dir" && exec setsid ipmi_sim -c lan.conf -f "$kit/node.emu" -s state -n \
 		>>"$LAB/logs/ipmisim-$i.log" 2>&1 </dev/null) &
 	echo $! >"$LAB/run/ipmisim-$i.pid"
+	for _ in $(seq 1 50); do
+		[ -n "$(ss -Hlun "sport = :$port" 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	say "ipmi_sim $i does not listen on UDP $port; see $LAB/logs/ipmisim-$i.log"
 }
 
 # add_node NAME BMC GROUP RACK NVML_CONFIG [LIB]
 add_node() {
 	local name=$1 bmc=$2 group=$3 rack=$4 nvml=$5 lib=${6:-fake-nvml} root=$LAB/roots/$1
 	local extra=()
+	# ipmi_sim's bugs (tests/ipmi): it answers Open Session with privilege 0 (opensesspriv),
+	# reports SOL payload sizes byte-swapped (solpayloadsize), and dies of a segfault on the
+	# Get Channel Payload Support that libipmiconsole sends before SOL (solchannelsupport).
 	case "$bmc" in
-	ipmi://*) extra=(--ipmi-workarounds opensesspriv) ;;
+	ipmi://*) extra=(--ipmi-workarounds opensesspriv,solpayloadsize,solchannelsupport) ;;
 	esac
 	"$BIN/kiln" node add "$name" --bmc "$bmc" --bmc-user admin --bmc-password-file "$LAB/bmc.pw" \
 		--group "$group" --group lab --rack "$rack" "${extra[@]}" >/dev/null
@@ -218,8 +272,6 @@ lab_up() {
 	start_bmcsim ilo5 2
 	start_bmcsim generic 3
 	local ipmi_base=$((16000 + RANDOM % 8000))
-	start_ipmisim 0 "$ipmi_base"
-	start_ipmisim 1 $((ipmi_base + 1))
 
 	printf 'password\n' >"$LAB/bmc.pw"
 	local n=0 kind i port name rack nvml lib
@@ -238,11 +290,17 @@ lab_up() {
 			i=$((i + 1))
 		done <"$LAB/run/bmcsim-$kind.ports"
 	done
+	local ipmi_nodes=()
 	for i in 0 1; do
 		n=$((n + 1))
 		name=$(printf 'gpu%02d' "$n")
+		start_ipmisim "$i" $((ipmi_base + i)) "$name"
 		add_node "$name" "ipmi://127.0.0.1:$((ipmi_base + i))" legacy r2 h100-8gpu
+		echo "$name" >"$LAB/nodes/by-bmc/ipmi-$i"
+		ipmi_nodes+=("$name")
 	done
+	# kilnd keeps the IPMI nodes' SOL sessions open and their output (kiln console --tail)
+	"$BIN/kiln" console "$(IFS=,; echo "${ipmi_nodes[*]}")" --capture on >/dev/null
 
 	"$BIN/kiln" agent enroll-token create --name lab >"$LAB/enroll.token.out"
 	grep -o 'kiln_[A-Za-z0-9_-]*' "$LAB/enroll.token.out" | head -1 >"$LAB/enroll.token"
@@ -266,6 +324,15 @@ lab_up() {
 		[ "${seen:-0}" -ge 6 ] && break
 		sleep 1
 	done
+	say "booting the IPMI nodes on their serial consoles"
+	for i in 0 1; do
+		for _ in $(seq 1 100); do
+			[ "$("$BIN/kiln" -o json console "${ipmi_nodes[$i]}" --tail 1 2>/dev/null |
+				jq -r .session 2>/dev/null)" = open ] && break
+			sleep 0.1
+		done
+		serial_boot "$i"
+	done
 	print_usage
 }
 
@@ -281,6 +348,8 @@ export KILN_TOKEN_FILE=$LAB/kilnd/admin.token
 export PATH=$BIN:\$PATH
 
 Try: kiln status, kiln power cycle gpu01, kiln gpus gpu01, kiln audit, kiln events --since 1h.
+Serial console of an IPMI node: kiln console gpu10 (Enter shows its login prompt, ~. leaves),
+kiln console gpu10 --tail (what it printed), kiln power cycle gpu10 (watch it boot).
 Stop it with: deploy/lab.sh down
 
 EOF
@@ -293,5 +362,6 @@ down) lab_down ;;
 status) KILN_URL=$(cat "$LAB/kilnd/kilnd.url") KILN_TOKEN_FILE=$LAB/kilnd/admin.token "$BIN/kiln" status ;;
 hook) shift; lab_hook "$@" ;;
 agent-start) agent_start "$2" ;;
+ipmi-chassis) shift; lab_ipmi_chassis "$@" ;;
 *) echo "usage: deploy/lab.sh [up|down|status]" >&2; exit 2 ;;
 esac

@@ -1,14 +1,17 @@
 # Integration: the README's demo lab (deploy/lab.sh) with the binaries of this build: it ends
 # with the export lines and a status table of its 10 simulated nodes; a power cycle through the
 # CLI goes through the simulated BMC's power hook and comes back as a new boot id from the
-# node's agent; deploy/lab.sh down stops every process it started.
+# node's agent; the IPMI nodes' serial consoles show their serial side's boot text (attached
+# and --tail), survive SOL (ipmi_sim once died of it) and a power cycle boots gpu10 again on
+# its console; a console whose BMC dies ends non-zero with the reason; deploy/lab.sh down
+# stops every process it started.
 set -u
 FAILS=0
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
-for tool in ipmi_sim sdrcomp jq curl setsid; do
+for tool in ipmi_sim sdrcomp jq curl setsid ss script; do
 	command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: $tool not installed"; exit 77; }
 done
 
@@ -18,7 +21,9 @@ export KILN_LAB_BUILD_DIR
 LAB_SH=$SRC/deploy/lab.sh
 KILN=$KILN_BIN/kiln
 
+con_pid=
 lab_cleanup() {
+	[ -n "$con_pid" ] && kill "$con_pid" 2>/dev/null
 	"$LAB_SH" down >/dev/null 2>&1
 	kiln_test_cleanup
 }
@@ -45,6 +50,68 @@ before=$(boot_id)
 	pass "power cycle gpu01" || fail "power cycle: $(cat "$KILN_TEST_TMP/cycle.out")"
 new_boot() { b=$(boot_id); [ -n "$b" ] && [ "$b" != "$before" ]; }
 wait_for "gpu01's agent came back with a new boot id" 60 new_boot && pass "new boot id after the cycle"
+
+# --- the IPMI nodes' serial consoles ---
+sim_pid=$(cat "$KILN_LAB_DIR/run/ipmisim-1.pid")
+booted() { "$KILN" console gpu10 --tail 1 2>/dev/null | grep -qxF 'gpu10 login: '; }
+wait_for "gpu10's boot text captured" 20 booted
+tail=$("$KILN" console gpu10 --tail 3 2>&1)
+same "kiln console gpu10 --tail 3: the last lines" "$tail" "Debian GNU/Linux 12 gpu10 ttyS1
+
+gpu10 login: "
+"$KILN" console gpu10 --tail 2>&1 | grep -q '\] Linux version' && pass "--tail shows the kernel lines" ||
+	fail "--tail: no kernel lines: $("$KILN" console gpu10 --tail 2>&1)"
+
+# attached under a pty: typed lines reach the serial side, which answers with its prompt; a
+# power cycle boots the node on the attached console; ~. leaves with 0
+CON_IN=$KILN_TEST_TMP/console.in
+CON_OUT=$KILN_TEST_TMP/console.out
+mkfifo "$CON_IN"
+exec 7<>"$CON_IN"
+script -qefc "$KILN console gpu10" /dev/null <"$CON_IN" >"$CON_OUT" 2>&1 &
+con_pid=$!
+con_has() { grep -qF -- "$1" "$CON_OUT"; }
+gone() { ! kill -0 "$con_pid" 2>/dev/null; }
+wait_for "kiln console gpu10 attached" 10 con_has "type ~. at the start of a line" &&
+	pass "kiln console gpu10 attached"
+# ipmi_sim may drop a session's first SOL packet as a duplicate: a throwaway CR first
+printf '\r' >&7
+sleep 0.4
+printf 'root\r' >&7
+prompted() { tr -d '\r' <"$CON_OUT" | grep -qx 'gpu10 login: root' && tr -d '\r' <"$CON_OUT" | tail -1 | grep -qx 'gpu10 login: '; }
+wait_for "the console shows the serial side's echo and login prompt" 10 prompted &&
+	pass "kiln console shows the serial side's login prompt"
+"$KILN" power cycle gpu10 --yes >"$KILN_TEST_TMP/cycle10.out" 2>&1 || fail "power cycle gpu10: $(cat "$KILN_TEST_TMP/cycle10.out")"
+wait_for "gpu10's boot text on the attached console" 20 con_has "DMI: kiln lab simulated node gpu10" &&
+	pass "kiln console shows gpu10 booting after the power cycle"
+printf '~.' >&7
+wait_for "~. ends kiln console" 5 gone || kill "$con_pid"
+wait "$con_pid"
+check "~. leaves kiln console with 0" $? "$(cat "$CON_OUT")"
+con_has "left gpu10's console" && pass "kiln console says it left" || fail "no goodbye: $(cat "$CON_OUT")"
+kill -0 "$sim_pid" 2>/dev/null && pass "ipmi_sim of gpu10 is alive after SOL" ||
+	fail "ipmi_sim of gpu10 died: $(tail -5 "$KILN_LAB_DIR/logs/ipmisim-1.log")"
+power=$("$KILN" -o json power status gpu10 2>&1)
+same "kiln power status gpu10 after the console" "$(echo "$power" | jq -r '.[0].power' 2>/dev/null)" on
+
+# a console whose BMC dies under it ends non-zero, saying why (input from a new pipe: none
+# of the bytes typed above is left for it)
+exec 7>&-
+rm -f "$CON_IN"
+mkfifo "$CON_IN"
+exec 7<>"$CON_IN"
+script -qefc "$KILN console gpu09" /dev/null <"$CON_IN" >"$CON_OUT" 2>&1 &
+con_pid=$!
+wait_for "kiln console gpu09 attached" 10 con_has "type ~. at the start of a line"
+kill "$(cat "$KILN_LAB_DIR/run/ipmisim-0.pid")"
+wait_for "kiln console gpu09 ends after its BMC died" 30 gone || kill "$con_pid"
+wait "$con_pid"
+rc=$?
+con_pid=
+[ "$rc" != 0 ] && pass "a lost console exits non-zero ($rc)" || fail "a lost console exited 0: $(cat "$CON_OUT")"
+grep -q '^kiln: console closed: .*session timeout' "$CON_OUT" && pass "a lost console prints why" ||
+	fail "a lost console does not say why: $(cat "$CON_OUT")"
+exec 7>&-
 
 pids=$(cat "$KILN_LAB_DIR"/run/*.pid 2>/dev/null)
 "$LAB_SH" down >"$KILN_TEST_TMP/down.out" 2>&1 || fail "deploy/lab.sh down failed: $(tail -5 "$KILN_TEST_TMP/down.out")"

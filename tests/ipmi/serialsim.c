@@ -2,7 +2,9 @@
  * `sol "tcp:127.0.0.1:PORT"` connects here as a TCP client. Bytes appended to the --tx
  * file are sent to the BMC (the node "prints" them); bytes the BMC sends (typed into the
  * console) are appended to the --rx file. Output printed while no BMC is connected is
- * lost, as on a real serial line. Stops on SIGTERM. */
+ * lost, as on a real serial line. With --prompt TEXT it also answers like a getty: what
+ * is typed is echoed, and each line typed gets a new line and TEXT (the demo lab's
+ * "gpu10 login: "). Stops on SIGTERM. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -64,15 +66,38 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* Answers n typed bytes on fd as a getty would: the bytes echoed, each CR (or a LF not
+ * after a CR) a new line and the prompt. *cr carries "the last byte was a CR" from one read
+ * to the next. A BMC gone meanwhile is noticed by the next read. */
+static void getty_answer(int fd, const char *in, size_t n, const char *prompt, int *cr)
+{
+	size_t from = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int eol = in[i] == '\r' || (in[i] == '\n' && !*cr);
+
+		*cr = in[i] == '\r';
+		if (!eol && in[i] != '\n')
+			continue;
+		(void)write_all(fd, in + from, i - from); /* the echo up to here */
+		from = i + 1;
+		if (eol && (write_all(fd, "\r\n", 2) < 0 || write_all(fd, prompt, strlen(prompt)) < 0))
+			return;
+	}
+	(void)write_all(fd, in + from, n - from);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "rx", required_argument, NULL, 'r' },
 		{ "tx", required_argument, NULL, 't' },
+		{ "prompt", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *rx_path = NULL, *tx_path = NULL;
+	const char *rx_path = NULL, *tx_path = NULL, *prompt = NULL;
+	int cr = 0;
 	int64_t port = 0;
 	struct {
 		int fd;
@@ -94,11 +119,15 @@ int main(int argc, char **argv)
 			tx_path = optarg;
 			continue;
 		}
-		fprintf(stderr, "usage: kiln-serialsim --port PORT --rx FILE --tx FILE\n");
+		if (c == 'P') {
+			prompt = optarg;
+			continue;
+		}
+		fprintf(stderr, "usage: kiln-serialsim --port PORT --rx FILE --tx FILE [--prompt TEXT]\n");
 		return 2;
 	}
 	if (!port || !rx_path || !tx_path) {
-		fprintf(stderr, "usage: kiln-serialsim --port PORT --rx FILE --tx FILE\n");
+		fprintf(stderr, "usage: kiln-serialsim --port PORT --rx FILE --tx FILE [--prompt TEXT]\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -145,6 +174,8 @@ int main(int argc, char **argv)
 			if (r > 0) {
 				if (write_all(rx, buf, (size_t)r) < 0)
 					return 1;
+				if (prompt)
+					getty_answer(conns[i].fd, buf, (size_t)r, prompt, &cr);
 			} else if (r == 0 || errno != EINTR) {
 				close(conns[i].fd);
 				conns[i].fd = -1;

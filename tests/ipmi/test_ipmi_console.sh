@@ -2,7 +2,8 @@
 # The serial console end to end: ipmi_sim with a serial side (kiln-serialsim), kilnd with the
 # node's capture on, `kiln console` under a pty (script). Text printed on the serial side
 # reaches the attached console and the captured log (kiln console --tail); text typed into
-# the console reaches the serial side; capture opens its session again after the BMC drops it.
+# the console reaches the serial side; an attached console whose BMC dies ends non-zero with
+# the reason; capture opens its session again after the BMC drops it.
 . "$(dirname "$0")/lib.sh"
 ipmisim_require
 for tool in script curl jq; do
@@ -116,9 +117,22 @@ grep -qF "left con1's console" "$OUT" || fail "no goodbye: $(cat "$OUT")"
 file_wait "kiln-line-two $$" 1 "$KILND_DIR/console/con1.log" || fail "attached output not captured"
 session_wait open 2 # capture keeps the session after the client left
 
-# the BMC goes away (its session times out) and comes back: capture opens the session again
+# the BMC goes away (its session times out) and comes back: an attached kiln console ends
+# with an error and the reason, capture opens the session again
+script -qefc "$KILN console con1" /dev/null < "$IN" > "$OUT" 2>&1 &
+SCRIPT_PID=$!
+file_wait "type ~. at the start of a line to leave" 10 "$OUT" || fail "no banner: $(cat "$OUT")"
 kill "${IPMISIM_PIDS[0]}"
 wait "${IPMISIM_PIDS[0]}" 2> /dev/null
+for ((i = 0; i < 300; i++)); do
+	kill -0 "$SCRIPT_PID" 2> /dev/null || break
+	sleep 0.1
+done
+kill -0 "$SCRIPT_PID" 2> /dev/null && fail "kiln console outlived its BMC by 30 s: $(cat "$OUT")"
+wait "$SCRIPT_PID" && fail "kiln console exited 0 when its BMC died: $(cat "$OUT")"
+SCRIPT_PID=
+grep -q "^kiln: console closed: .*session timeout" "$OUT" ||
+	fail "kiln console did not say why it ended: $(cat "$OUT")"
 deadline=$((SECONDS + 30))
 while [ "$SECONDS" -lt "$deadline" ]; do
 	kiln_api GET /nodes/con1/console/log > /dev/null
