@@ -331,19 +331,19 @@ static void fan_start(struct api_ctx *c, struct fan *f)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, call,
-						 stream_free);
-	if (!resp) {
-		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
-		return;
-	}
 	if (live_call_start(c->live, call, &w) < 0) {
-		/* the reader's free must not release a call that never started */
-		MHD_destroy_response(resp);
 		api_fail(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", kiln_error_last());
 		return;
 	}
 	f->call = NULL; /* the live thread's and the stream's now */
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, call,
+						 stream_free);
+	if (!resp) {
+		/* the call runs to its end (audit rows) without a reader */
+		live_call_release(call);
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+		return;
+	}
 	snprintf(count, sizeof(count), "%zu", call->count);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 				call->form == LIVE_NDJSON ? "application/x-ndjson"

@@ -69,7 +69,7 @@ else
 fi
 
 # The same request as NDJSON straight from the API: objects in completion order.
-curl -s -H "Authorization: Bearer $(cat "$KILN_TOKEN_FILE")" -H "Accept: application/x-ndjson" \
+curl -sN -H "Authorization: Bearer $(cat "$KILN_TOKEN_FILE")" -H "Accept: application/x-ndjson" \
 	-D "$T/nd.headers" "$KILND_URL/api/v1/power?range=f%5B01-18%5D,s%5B01-02%5D" >"$T/nd.out"
 same "NDJSON: one object a line, 20 lines" "$(jq -c . "$T/nd.out" | wc -l)" 20
 same "NDJSON: the slow nodes come last" "$(jq -r .node "$T/nd.out" | tail -2 | sort | tr '\n' ' ')" "s01 s02 "
@@ -81,6 +81,28 @@ check "NDJSON: X-Kiln-Nodes says 20" $? "$(cat "$T/nd.headers")"
 same "the plain answer is the array in range order" \
 	"$(kiln_api GET "/power?range=s01,f01" && jq -r 'map(.node) | join(",")' "$KILN_BODY_FILE")" \
 	"200f01,s01"
+
+# A paced action through the API: two batches of two, 2 s apart, on the live thread.
+t0=$(date +%s%3N)
+curl -sN -H "Authorization: Bearer $(cat "$KILN_TOKEN_FILE")" -H "Accept: application/x-ndjson" \
+	-H "Content-Type: application/json" \
+	--data-binary '{"range":"f[01-04]","action":"on","batch":2,"interval_s":2}' \
+	"$KILND_URL/api/v1/power" | while IFS= read -r line; do
+	echo "$(($(date +%s%3N) - t0)) $line"
+done >"$T/paced.out"
+same "paced: 4 results, each ok" \
+	"$(cut -d' ' -f2- "$T/paced.out" | jq -r 'select(.error == null) | "\(.node):\(.batch)"' |
+		sort | tr '\n' ' ')" "f01:1 f02:1 f03:2 f04:2 "
+b1=$(cut -d' ' -f2- "$T/paced.out" | jq -r .batch | head -2 | sort -u | tr -d '\n')
+gap=$(awk 'NR == 2 {a = $1} NR == 3 {print $1 - a}' "$T/paced.out")
+if [ "$b1" = 1 ] && [ "${gap:-0}" -ge 1900 ]; then
+	pass "paced: batch 2 began ${gap} ms after batch 1 ended"
+else
+	fail "paced: first rows of batch '$b1', gap '${gap}' ms: $(cat "$T/paced.out")"
+fi
+same "paced: one audit row per node, each ok" \
+	"$("$KILN" audit log -o json | jq -r '[.[] | select(.action == "power.on") | .target + ":" + .outcome] | sort | join(" ")')" \
+	"f01:ok f02:ok f03:ok f04:ok"
 
 # What the live read learned is stored.
 if [ -n "$probe" ]; then
