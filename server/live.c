@@ -317,7 +317,7 @@ static void result_apply(struct live *l, struct live_call_private *p, struct liv
 	n->finished = 1;
 }
 
-/* Submits node i (its audit row first, for an action); 0 when it went out. */
+/* Submits node i, whose audit row (for an action) is written; 0 when it went out. */
 static int node_submit(struct live *l, struct live_call_private *p, size_t i)
 {
 	struct live_call *call = p->call;
@@ -326,12 +326,6 @@ static int node_submit(struct live *l, struct live_call_private *p, size_t i)
 	struct live_done *d = NULL;
 	int rc;
 
-	if (call->audit_action &&
-	    store_audit_begin(l->st, &n->audit_id, call->audit_actor ? call->audit_actor : "?",
-			      call->audit_action, n->name, call->audit_detail) < 0) {
-		node_error(n, "audit log unavailable; nothing sent");
-		return KILN_ERROR;
-	}
 	s = calloc(1, sizeof(*s));
 	d = calloc(1, sizeof(*d));
 	if (!s || !d) {
@@ -367,6 +361,37 @@ static void node_end(struct live_node *n)
 	n->finished = 1;
 }
 
+/* A batch's audit rows, committed together before any of its BMC calls (one fsync, not one
+ * a node); a node whose row is not written is not called: its answer is final. */
+static void batch_audit(struct live *l, struct live_call_private *p)
+{
+	struct live_call *call = p->call;
+	int ok = store_begin(l->st) == 0;
+
+	for (size_t i = 0; ok && i < call->count; i++) {
+		struct live_node *n = &call->nodes[i];
+
+		if (n->finished || !n->targeted || n->batch != p->batch)
+			continue;
+		if (store_audit_begin(l->st, &n->audit_id, call->audit_actor ? call->audit_actor : "?",
+				      call->audit_action, n->name, call->audit_detail) < 0)
+			ok = 0;
+	}
+	if (ok && store_commit(l->st) == 0)
+		return;
+	log_warn("live: audit: %s", kiln_error_last());
+	store_rollback(l->st);
+	for (size_t i = 0; i < call->count; i++) {
+		struct live_node *n = &call->nodes[i];
+
+		if (n->finished || !n->targeted || n->batch != p->batch)
+			continue;
+		node_error(n, "audit log unavailable; nothing sent");
+		node_end(n);
+		out_write(l, p, i, 0);
+	}
+}
+
 /* Starts the next batch; the nodes that cannot go out are final at once. */
 static void batch_start(struct live *l, struct live_call_private *p)
 {
@@ -374,6 +399,8 @@ static void batch_start(struct live *l, struct live_call_private *p)
 
 	p->batch++;
 	p->next_batch_ms = 0;
+	if (call->audit_action)
+		batch_audit(l, p);
 	for (size_t i = 0; i < call->count; i++) {
 		struct live_node *n = &call->nodes[i];
 
@@ -537,12 +564,22 @@ static void *live_main(void *arg)
 			starting = p->next;
 			call_begin(l, p);
 		}
+		/* The outcomes in one transaction, committed before the answers say them. */
+		if (done) {
+			int began = store_begin(l->st) == 0;
+
+			for (struct live_done *d = done; d; d = d->next)
+				result_apply(l, d->p, d);
+			if (began && store_commit(l->st) < 0) {
+				log_warn("live: audit: %s", kiln_error_last());
+				store_rollback(l->st);
+			}
+		}
 		while (done) {
 			struct live_done *d = done;
 			struct live_call_private *p = d->p;
 
 			done = d->next;
-			result_apply(l, p, d);
 			out_write(l, p, d->index, 0);
 			p->pending--;
 			json_decref(d->data);
