@@ -99,6 +99,10 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	KEY("health", "hung_intervals", KILN_CFG_INT, health_hung_intervals, 1, 1000, NULL, "3",
 	    "A node powered on whose agent is silent for more than this many report intervals is "
 	    "hung (not when powered off or in maintenance)."),
+	KEY("health", "power_fresh_intervals", KILN_CFG_INT, health_power_fresh_intervals, 1, 100,
+	    NULL, "3",
+	    "The hung rule, and so remediation, needs a power reading younger than this many "
+	    "poller intervals: a BMC that stopped answering is no evidence that the node is on."),
 	KEY("health", "xid_window", KILN_CFG_DURATION, health_xid_window, 1, 30 * 86400, NULL,
 	    "1h", "A critical Xid (48, 62, 64, 74, 79, 94, 95, 119, 120) this recent makes a node "
 	    "critical."),

@@ -49,6 +49,7 @@ struct kilnd_config {
 	/* [health] thresholds of server/health/health.c */
 	int64_t health_agent_interval;
 	int health_hung_intervals;
+	int health_power_fresh_intervals;
 	int64_t health_xid_window;
 	int64_t health_ecc_window;
 	double health_gpu_temp_max;

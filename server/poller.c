@@ -59,6 +59,7 @@ void poller_config_from(struct poller_config *out, const struct kilnd_config *cf
 	out->history_retention_s = cfg->poller_history_retention;
 	out->health.agent_interval_s = cfg->health_agent_interval;
 	out->health.hung_intervals = cfg->health_hung_intervals;
+	out->health.power_max_age_s = cfg->health_power_fresh_intervals * cfg->poller_interval;
 	out->health.xid_window_s = cfg->health_xid_window;
 	out->health.ecc_window_s = cfg->health_ecc_window;
 	out->health.gpu_temp_max_c = cfg->health_gpu_temp_max;
@@ -103,6 +104,8 @@ enum poller_transition poller_record_failure(struct fleet_state *s, int64_t now,
 	if (s->failures == 0)
 		s->down_since = now;
 	s->failures++;
+	/* The BMC did not answer: its last word on power is not the node's state now. */
+	snprintf(s->power, sizeof(s->power), "unknown");
 	if (s->reachable && s->failures >= cfg->unreachable_failures) {
 		s->reachable = 0;
 		t = POLLER_DOWN;
@@ -110,8 +113,6 @@ enum poller_transition poller_record_failure(struct fleet_state *s, int64_t now,
 	if (s->failures >= cfg->circuit_failures) {
 		s->circuit_open = 1;
 		s->next_try = now + cfg->probe_interval_s;
-		/* A reading this old says nothing about the node any more. */
-		snprintf(s->power, sizeof(s->power), "unknown");
 	} else {
 		s->next_try = now + poller_backoff_s(s->failures, cfg->interval_s, cfg->backoff_max_s);
 	}

@@ -10,6 +10,7 @@ void health_config_defaults(struct health_config *cfg)
 {
 	cfg->agent_interval_s = 30;
 	cfg->hung_intervals = 3;
+	cfg->power_max_age_s = 90;
 	cfg->xid_window_s = 3600;
 	cfg->ecc_window_s = 3600;
 	cfg->gpu_temp_max_c = 90;
@@ -89,16 +90,34 @@ static void add(struct health_result *r, enum health_level level, const char *fm
 	va_end(ap);
 }
 
-int health_is_hung(const struct health_facts *f, const struct health_config *cfg)
+/* The agent has been silent for more than hung_intervals (counted from a power-on too). */
+static int agent_silent_long(const struct health_facts *f, const struct health_config *cfg)
 {
 	int64_t interval = f->agent_interval_s > 0 ? f->agent_interval_s : cfg->agent_interval_s;
 	int64_t from = f->agent_last_seen;
 
-	if (f->power != 1 || f->maintenance || f->reinstalling || f->agent_last_seen <= 0)
+	if (f->agent_last_seen <= 0)
 		return 0;
-	if (f->power_on_since > from)
+	if (f->power == 1 && f->power_on_since > from)
 		from = f->power_on_since; /* a node just powered on gets its intervals too */
 	return f->now - from > interval * cfg->hung_intervals;
+}
+
+/* A power reading young enough to say the node is on now. */
+static int power_fresh(const struct health_facts *f, const struct health_config *cfg)
+{
+	return f->power_time > 0 && f->now - f->power_time <= cfg->power_max_age_s;
+}
+
+int health_is_hung(const struct health_facts *f, const struct health_config *cfg)
+{
+	if (f->power != 1 || f->maintenance || f->reinstalling)
+		return 0;
+	/* "on" read before the BMC went quiet says nothing now (a switch or PDU that took the
+	 * BMC and the agent away together is not a hung node to cycle) */
+	if (!power_fresh(f, cfg))
+		return 0;
+	return agent_silent_long(f, cfg);
 }
 
 static void rule_bmc(struct health_result *r, const struct health_facts *f)
@@ -134,8 +153,16 @@ static void rule_hung(struct health_result *r, const struct health_facts *f,
 {
 	char age[32];
 
-	if (!health_is_hung(f, cfg))
+	if (!health_is_hung(f, cfg)) {
+		/* Silent, and the BMC cannot say the node is on: shown, never acted on. */
+		if (f->power != 2 && !f->maintenance && !f->reinstalling &&
+		    (f->power == 0 || !power_fresh(f, cfg)) && agent_silent_long(f, cfg)) {
+			age_text(age, sizeof(age), f->now - f->agent_last_seen);
+			add(r, HEALTH_WARNING, "agent silent for %s, power unknown: not judged hung",
+			    age);
+		}
 		return;
+	}
 	r->hung = 1;
 	age_text(age, sizeof(age), f->now - f->agent_last_seen);
 	add(r, HEALTH_CRITICAL, "hung: powered on, agent silent for %s", age);

@@ -12,6 +12,7 @@ enum health_level { HEALTH_OK = 0, HEALTH_WARNING = 1, HEALTH_CRITICAL = 2 };
 struct health_config {
 	int64_t agent_interval_s;   /* report interval assumed when a report names none */
 	int hung_intervals;         /* powered on and silent for more than this many intervals */
+	int64_t power_max_age_s;    /* hung needs a power reading at most this old */
 	int64_t xid_window_s;       /* a critical Xid this recent counts */
 	int64_t ecc_window_s;       /* uncorrected ECC compared over this window */
 	double gpu_temp_max_c;
@@ -37,6 +38,7 @@ struct health_facts {
 	int credentials_rejected;
 	int power;                  /* enum bmc_power: 0 unknown, 1 on, 2 off */
 	int64_t power_on_since;     /* when it was seen turning on (0: not seen) */
+	int64_t power_time;         /* when power was last read (0: never) */
 	int maintenance;
 	int reinstalling;           /* a reinstall job is queued or running */
 	const char *reinstall_step; /* its step (may be NULL) */

@@ -178,6 +178,7 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 			state->power_error &&
 			strncmp(state->power_error, "credentials rejected", 20) == 0;
 		f->power = power_code(state->power);
+		f->power_time = state->power_time;
 		if (f->power == 1)
 			f->power_on_since = state->power_changed;
 		f->starved_since = state->starved_since;

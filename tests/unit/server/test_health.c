@@ -20,6 +20,7 @@ static void healthy(struct health_facts *f)
 	f->has_bmc = 1;
 	f->bmc_reachable = 1;
 	f->power = 1;
+	f->power_time = NOW - 5;
 	f->agent_last_seen = NOW - 10;
 	f->agent_interval_s = 30;
 	f->gpus_seen = 8;
@@ -37,6 +38,17 @@ static void set_silent(struct health_facts *f) { f->agent_last_seen = NOW - 91; 
 static void set_silent_edge(struct health_facts *f) { f->agent_last_seen = NOW - 90; }
 static void set_silent_off(struct health_facts *f) { set_silent(f); f->power = 2; }
 static void set_silent_unknown(struct health_facts *f) { set_silent(f); f->power = 0; }
+static void set_silent_stale_power(struct health_facts *f)
+{
+	set_silent(f);
+	f->power_time = NOW - 91; /* the BMC went quiet with the agent: its "on" is too old */
+}
+static void set_silent_power_edge(struct health_facts *f)
+{
+	set_silent(f);
+	f->power_time = NOW - 90; /* 3 poll intervals of 30 s: still fresh */
+}
+static void set_silent_never_read(struct health_facts *f) { set_silent(f); f->power_time = 0; }
 static void set_silent_maint(struct health_facts *f) { set_silent(f); f->maintenance = 1; }
 static void set_never_reported(struct health_facts *f) { f->agent_last_seen = 0; f->gpus_seen = -1; }
 static void set_just_on(struct health_facts *f)
@@ -119,7 +131,11 @@ static const struct row rows[] = {
 	{ "agent silent > 3 intervals while on", set_silent, HEALTH_CRITICAL, 1, "hung: " },
 	{ "silent exactly 3 intervals", set_silent_edge, HEALTH_OK, 0, NULL },
 	{ "silent but powered off", set_silent_off, HEALTH_OK, 0, NULL },
-	{ "silent, power unknown", set_silent_unknown, HEALTH_OK, 0, NULL },
+	{ "silent, power unknown", set_silent_unknown, HEALTH_WARNING, 0, "agent silent for " },
+	{ "silent, power read 91 s ago: stale", set_silent_stale_power, HEALTH_WARNING, 0,
+	  "agent silent for " },
+	{ "silent, power read 90 s ago: fresh", set_silent_power_edge, HEALTH_CRITICAL, 1, "hung: " },
+	{ "silent, power never read", set_silent_never_read, HEALTH_WARNING, 0, "agent silent for " },
 	{ "silent in maintenance", set_silent_maint, HEALTH_OK, 0, NULL },
 	{ "never reported", set_never_reported, HEALTH_OK, 0, NULL },
 	{ "silent, just powered on", set_just_on, HEALTH_OK, 0, NULL },

@@ -1,0 +1,103 @@
+# Integration: kiln judges hung on fresh facts only. Two nodes with agents and remediation on:
+# on one the BMC stops answering and the agent stops together (a switch or PDU failure): its
+# power turns unknown at the first failed poll, it is never flagged hung and never cycled; the
+# other's agent alone stops while its BMC still answers "on": flagged hung and cycled.
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
+KILN_LIB=${KILN_LIB:?"KILN_LIB must name the build's lib/ folder"}
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+# shellcheck source=../sim/bmcsim.sh
+. "$SRC/tests/sim/bmcsim.sh"
+
+KILN=$KILN_BIN/kiln
+AGENT=$KILN_BIN/kiln-agent
+NVML=$KILN_LIB/fake-nvml/libnvidia-ml.so.1
+NVML_CONF=$SRC/tests/fake-nvml/configs/h100-8gpu.conf
+ROOT=$SRC/tests/fixtures/agent/roots/h100
+MOCKUP=$SRC/tests/sim/fixtures/idrac9
+for f in "$AGENT" "$NVML" "$NVML_CONF" "$BMCSIM" "$MOCKUP"; do
+	[ -e "$f" ] || { echo "FAIL: $f is missing (build kiln-agent, kiln-bmcsim, the fake NVML)" >&2; exit 1; }
+done
+FAILS=0
+T=$KILN_TEST_TMP
+# A failed poll must show before the hung threshold: 5 s interval + 1 s status timeout is
+# under 5 agent intervals of 2 s.
+cat >"$T/kilnd.conf" <<EOF
+[bmc]
+status_timeout = 1s
+[poller]
+interval = 5s
+health_every = 1s
+[health]
+agent_interval = 2s
+hung_intervals = 5
+power_fresh_intervals = 2
+[remediation]
+enabled = yes
+grace = 1s
+max_per_hour = 10
+EOF
+declare -A AGENT_PID
+on_exit() {
+	local p
+	for p in "${AGENT_PID[@]}"; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	bmcsim_stop_all
+	kiln_test_cleanup
+}
+trap on_exit EXIT
+
+bmcsim_start "$T/sim" "$MOCKUP" --count 2 || exit 1
+PORTS=("${BMCSIM_PORTS[@]}")
+kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
+printf 'password\n' >"$T/bmc.pw"
+grep -v xid_events "$NVML_CONF" >"$T/clean-nvml.conf"
+i=0
+for n in quiet alone; do
+	"$KILN" node add "$n" --bmc "redfish+http://127.0.0.1:${PORTS[$i]}" --bmc-user admin \
+		--bmc-password-file "$T/bmc.pw" >/dev/null || { echo "node add $n failed" >&2; exit 1; }
+	mkdir -p "$T/roots"
+	cp -r "$ROOT" "$T/roots/$n"
+	printf '%s\n' "$n" >"$T/roots/$n/proc/sys/kernel/hostname"
+	printf 'SN-FRESH-%s\n' "$n" >"$T/roots/$n/sys/class/dmi/id/product_serial"
+	: >"$T/roots/$n/dev/kmsg"
+	"$KILN" agent token "$n" >"$T/$n.token" 2>/dev/null || { echo "agent token $n failed" >&2; exit 1; }
+	FAKE_NVML_CONFIG=$T/clean-nvml.conf "$AGENT" --server "$KILND_URL" --root "$T/roots/$n" \
+		--nvml-lib "$NVML" --state-dir "$T/agent-$n" --token-file "$T/$n.token" --interval 2 \
+		>>"$T/agent-$n.log" 2>&1 &
+	AGENT_PID[$n]=$!
+	i=$((i + 1))
+done
+field() { "$KILN" status -o json | jq -r --arg n "$1" ".[] | select(.node == \$n) | .$2"; }
+ready() { [ "$(field quiet power)/$(field alone power)" = on/on ] &&
+	[ "$(field quiet agent_last_seen)" != null ] && [ "$(field alone agent_last_seen)" != null ]; }
+wait_for "both agents reported and both BMCs read" 30 ready || exit 1
+
+# quiet: its BMC hangs and its agent stops at once; alone: only its agent stops.
+curl -s -o /dev/null -X POST -d '{"fault":"hang"}' "http://127.0.0.1:${PORTS[0]}/_sim/inject"
+for n in quiet alone; do
+	kill -TERM "${AGENT_PID[$n]}" 2>/dev/null
+	wait "${AGENT_PID[$n]}" 2>/dev/null
+	unset "AGENT_PID[$n]"
+done
+is_hung() { field "$1" 'reasons[]' | grep -q '^hung:'; }
+hung_seen=
+for ((k = 0; k < 40; k++)); do # 20 s: twice the hung threshold
+	is_hung quiet && hung_seen=1
+	sleep 0.5
+done
+same "the node whose BMC went quiet with its agent is never flagged hung" "${hung_seen:-no}" no
+same "its power is unknown" "$(field quiet power)" unknown
+field quiet 'reasons[]' | grep -q '^agent silent for .*power unknown: not judged hung'
+check "its reasons say it is silent and not judged" $? "$(field quiet reasons)"
+same "the node whose agent alone stopped is flagged hung" "$(is_hung alone && echo yes || echo no)" yes
+same "remediation cycled only that one" \
+	"$("$KILN" audit log -o json | jq -r '[.[] | select(.actor == "kilnd") | .target] | unique | join(",")')" \
+	alone
+same "no reset reached the quiet BMC" \
+	"$(curl -s -m 2 "http://127.0.0.1:${PORTS[0]}/_sim/state" | jq -r '.resets | length' 2>/dev/null || echo '?')" 0
+
+kiln_test_stop_kilnd || fail "kilnd exited non-zero (sanitizers?): $(tail -20 "$KILND_LOG")"
+[ "$FAILS" = 0 ] || { echo "$FAILS check(s) failed; kilnd log tail:" >&2; tail -20 "$KILND_LOG" >&2; exit 1; }
+echo "all checks passed"
