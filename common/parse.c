@@ -1,9 +1,11 @@
 /* Safe parsers for numbers, durations and booleans. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "kiln/error.h"
 #include "kiln/parse.h"
@@ -159,4 +161,13 @@ size_t kiln_strlcpy(char *dst, const char *src, size_t n)
 		dst[c] = '\0';
 	}
 	return len;
+}
+
+void kiln_time_utc(char out[KILN_TIME_UTC_LEN], int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!gmtime_r(&tt, &tm) || strftime(out, KILN_TIME_UTC_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(out, KILN_TIME_UTC_LEN, "%lld", (long long)t);
 }

@@ -42,6 +42,7 @@ struct live_call_private {
 /* One node's result, from an engine thread to the live thread. */
 struct live_done {
 	struct live_done *next;
+	struct live *l;
 	struct live_call_private *p;
 	size_t index;
 	int rc;
@@ -63,8 +64,7 @@ struct live {
 	struct live_done *done_head;
 	struct live_call_private *starting; /* calls handed over, not yet begun */
 	struct live_call_private *active;   /* the live thread's */
-	pthread_mutex_t poller_lock;      /* guards poller: live_stop clears it */
-	struct poller *poller;
+	struct poller *poller;            /* the live thread's; NULL once the answers are cut */
 };
 
 static int64_t now_ms(void)
@@ -73,15 +73,6 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void live_time_iso(char out[21], int64_t t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (!gmtime_r(&tt, &tm) || strftime(out, 21, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		snprintf(out, 21, "%lld", (long long)t);
 }
 
 struct live_call *live_call_new(size_t count)
@@ -165,7 +156,7 @@ static int out_node_locked(struct live_call_private *p, size_t i, int first)
  * finished node) at once, the array form every finished node in order up to the first one
  * still waiting. last: the call is over, the answer ends. i (size_t)-1: none.
  */
-static void out_write(struct live *l, struct live_call_private *p, size_t i, int last)
+static void out_write(struct live_call_private *p, size_t i, int last)
 {
 	struct live_call *call = p->call;
 	int rc = 0;
@@ -199,7 +190,6 @@ static void out_write(struct live *l, struct live_call_private *p, size_t i, int
 	}
 unlock:
 	pthread_mutex_unlock(&p->lock);
-	(void)l;
 }
 
 long live_call_read(struct live_call *call, char *buf, size_t max)
@@ -246,19 +236,11 @@ void live_call_release(struct live_call *call)
 
 /* --- results ------------------------------------------------------------------------- */
 
-/* The engine's callback carries the module and the node's result slot. */
-struct live_sub {
-	struct live *l;
-	struct live_done *d;
-};
-
 static void on_engine_done(void *ud, const struct bmc_result *res)
 {
-	struct live_sub *s = ud;
-	struct live *l = s->l;
-	struct live_done *d = s->d;
+	struct live_done *d = ud;
+	struct live *l = d->l;
 
-	free(s);
 	d->rc = res->rc;
 	snprintf(d->error, sizeof(d->error), "%s", res->error);
 	d->data = res->data ? json_incref(res->data) : NULL;
@@ -269,19 +251,19 @@ static void on_engine_done(void *ud, const struct bmc_result *res)
 	pthread_mutex_unlock(&l->lock);
 }
 
-/* What the BMC said goes to the poller, which stores it as a reading of its own. */
-static void observe(struct live *l, const struct live_node *n, enum bmc_op_kind kind,
-		    const json_t *data)
-{
-	pthread_mutex_lock(&l->poller_lock);
-	if (l->poller && n->node)
-		poller_observe(l->poller, n->node->id, kind, data);
-	pthread_mutex_unlock(&l->poller_lock);
-}
-
 static void node_error(struct live_node *n, const char *msg)
 {
 	json_object_set_new(n->out, "error", json_string(msg));
+}
+
+/* Ends a node: its busy mark goes, its answer is final. */
+static void node_end(struct live_node *n)
+{
+	if (n->claimed) {
+		api_node_busy_release(n->node->id);
+		n->claimed = 0;
+	}
+	n->finished = 1;
 }
 
 /* Node i's result: merged into its answer, its audit outcome, its reading, its busy mark. */
@@ -308,13 +290,10 @@ static void result_apply(struct live *l, struct live_call_private *p, struct liv
 		if (store_audit_finish(l->st, n->audit_id, outcome) < 0)
 			log_warn("live: %s: audit: %s", n->name, kiln_error_last());
 	}
-	if (d->rc == 0 && d->data)
-		observe(l, n, call->op.kind, d->data);
-	if (n->claimed) {
-		api_node_busy_release(n->node->id);
-		n->claimed = 0;
-	}
-	n->finished = 1;
+	/* What the BMC said goes to the poller, which stores it as a reading of its own. */
+	if (d->rc == 0 && d->data && l->poller)
+		poller_observe(l->poller, n->node->id, call->op.kind, d->data);
+	node_end(n);
 }
 
 /* Submits node i, whose audit row (for an action) is written; 0 when it went out. */
@@ -322,22 +301,18 @@ static int node_submit(struct live *l, struct live_call_private *p, size_t i)
 {
 	struct live_call *call = p->call;
 	struct live_node *n = &call->nodes[i];
-	struct live_sub *s = NULL;
-	struct live_done *d = NULL;
+	struct live_done *d = calloc(1, sizeof(*d));
 	int rc;
 
-	s = calloc(1, sizeof(*s));
-	d = calloc(1, sizeof(*d));
-	if (!s || !d) {
+	if (!d) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto fail;
 	}
+	d->l = l;
 	d->p = p;
 	d->index = i;
-	s->l = l;
-	s->d = d;
 	kiln_error_clear();
-	rc = bmc_submit(l->engine, &n->target, &call->op, on_engine_done, s);
+	rc = bmc_submit(l->engine, &n->target, &call->op, on_engine_done, d);
 	if (rc < 0)
 		goto fail;
 	p->pending++;
@@ -346,19 +321,8 @@ fail:
 	node_error(n, kiln_error_last()[0] ? kiln_error_last() : "not sent");
 	if (call->audit_action)
 		store_audit_finish(l->st, n->audit_id, "failed: not sent");
-	free(s);
 	free(d);
 	return rc;
-}
-
-/* Ends a node that never went out: its busy mark goes, its answer is final. */
-static void node_end(struct live_node *n)
-{
-	if (n->claimed) {
-		api_node_busy_release(n->node->id);
-		n->claimed = 0;
-	}
-	n->finished = 1;
 }
 
 /* A batch's audit rows, committed together before any of its BMC calls (one fsync, not one
@@ -388,7 +352,7 @@ static void batch_audit(struct live *l, struct live_call_private *p)
 			continue;
 		node_error(n, "audit log unavailable; nothing sent");
 		node_end(n);
-		out_write(l, p, i, 0);
+		out_write(p, i, 0);
 	}
 }
 
@@ -408,7 +372,7 @@ static void batch_start(struct live *l, struct live_call_private *p)
 			continue;
 		if (node_submit(l, p, i) < 0) {
 			node_end(n);
-			out_write(l, p, i, 0);
+			out_write(p, i, 0);
 		}
 	}
 	if (p->batch >= call->batches)
@@ -429,7 +393,7 @@ static int call_advance(struct live *l, struct live_call_private *p)
 	}
 	if (p->pending > 0 || !p->submitted_all)
 		return 0;
-	out_write(l, p, (size_t)-1, 1);
+	out_write(p, (size_t)-1, 1);
 	return 1;
 }
 
@@ -444,19 +408,18 @@ static void active_remove(struct live *l, struct live_call_private *p)
 	call_unref(p);
 }
 
-/* Every node's audit row before anything is read: the nodes answered at once are final. */
+/* A call handed over: the nodes answered already (no such node, known down, busy) are
+ * written at once, then its first batch starts. */
 static void call_begin(struct live *l, struct live_call_private *p)
 {
 	struct live_call *call = p->call;
 
-	for (size_t i = 0; i < call->count; i++)
-		if (!call->nodes[i].targeted)
-			node_end(&call->nodes[i]);
-	out_write(l, p, (size_t)-1, 0);
-	if (call->form == LIVE_NDJSON)
-		for (size_t i = 0; i < call->count; i++)
-			if (!call->nodes[i].targeted)
-				out_write(l, p, i, 0);
+	for (size_t i = 0; i < call->count; i++) {
+		if (call->nodes[i].targeted)
+			continue;
+		node_end(&call->nodes[i]);
+		out_write(p, i, 0);
+	}
 	p->next = l->active;
 	l->active = p;
 	if (call_advance(l, p))
@@ -466,7 +429,7 @@ static void call_begin(struct live *l, struct live_call_private *p)
 /* Ends one call's answer now (kilnd stops): the nodes still out are answered as not known,
  * those not sent as not sent; no batch starts after. Results still to come only finish
  * their audit rows. */
-static void call_cut(struct live *l, struct live_call_private *p)
+static void call_cut(struct live_call_private *p)
 {
 	struct live_call *call = p->call;
 
@@ -478,7 +441,7 @@ static void call_cut(struct live *l, struct live_call_private *p)
 			continue;
 		if (!n->targeted) {
 			node_end(n);
-			out_write(l, p, i, 0);
+			out_write(p, i, 0);
 			continue;
 		}
 		node_error(n, out ? "kilnd is stopping; the outcome is not known (see the audit "
@@ -488,11 +451,11 @@ static void call_cut(struct live *l, struct live_call_private *p)
 			n->finished = 1; /* its busy mark goes when its result comes */
 		else
 			node_end(n);
-		out_write(l, p, i, 0);
+		out_write(p, i, 0);
 	}
 	p->submitted_all = 1;
 	p->next_batch_ms = 0;
-	out_write(l, p, (size_t)-1, 1);
+	out_write(p, (size_t)-1, 1);
 }
 
 /* On the live thread, once live_stop asked: every answer ends, no connection stays
@@ -508,7 +471,7 @@ static void stop_answers(struct live *l, struct live_call_private *starting)
 	}
 	for (struct live_call_private *p = l->active, *next; p; p = next) {
 		next = p->next;
-		call_cut(l, p);
+		call_cut(p);
 		if (p->pending == 0)
 			active_remove(l, p);
 	}
@@ -551,6 +514,7 @@ static void *live_main(void *arg)
 		pthread_mutex_unlock(&l->lock);
 
 		if (stop_now) {
+			l->poller = NULL; /* live_stop returns before the poller stops */
 			stop_answers(l, starting);
 			starting = NULL;
 			pthread_mutex_lock(&l->lock);
@@ -580,7 +544,7 @@ static void *live_main(void *arg)
 			struct live_call_private *p = d->p;
 
 			done = d->next;
-			out_write(l, p, d->index, 0);
+			out_write(p, d->index, 0);
 			p->pending--;
 			json_decref(d->data);
 			free(d);
@@ -628,7 +592,6 @@ int live_start(struct live **out, const struct live_options *opt)
 	l->engine = opt->engine;
 	l->poller = opt->poller;
 	pthread_mutex_init(&l->lock, NULL);
-	pthread_mutex_init(&l->poller_lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
 	pthread_cond_init(&l->stopped_cond, NULL);
 	if ((rc = store_open(&l->st, opt->db_path)) < 0)
@@ -649,9 +612,6 @@ void live_stop(struct live *l)
 {
 	if (!l || !l->started)
 		return;
-	pthread_mutex_lock(&l->poller_lock);
-	l->poller = NULL;
-	pthread_mutex_unlock(&l->poller_lock);
 	pthread_mutex_lock(&l->lock);
 	l->stopping = 1;
 	pthread_cond_broadcast(&l->cond);
@@ -679,7 +639,6 @@ void live_free(struct live *l)
 	}
 	store_close(l->st);
 	pthread_mutex_destroy(&l->lock);
-	pthread_mutex_destroy(&l->poller_lock);
 	pthread_cond_destroy(&l->cond);
 	pthread_cond_destroy(&l->stopped_cond);
 	free(l);

@@ -103,7 +103,4 @@ long live_call_read(struct live_call *call, char *buf, size_t max);
 /* The reader is done with the call (answered, or the client went away); no resume after. */
 void live_call_release(struct live_call *call);
 
-/* "2026-12-01T02:10:00Z" for unix seconds t, in out[21]. */
-void live_time_iso(char out[21], int64_t t);
-
 #endif

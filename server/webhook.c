@@ -9,6 +9,7 @@
 
 #include "kiln/error.h"
 #include "kiln/http.h"
+#include "kiln/parse.h"
 #include "webhook.h"
 
 #define SCAN_BATCH 256
@@ -61,14 +62,11 @@ static int64_t now_ms(void)
 
 json_t *webhook_payload(const struct event *ev)
 {
-	char when[32], text[900];
-	struct tm tm;
-	time_t t = (time_t)ev->time;
+	char when[KILN_TIME_UTC_LEN], text[900];
 	const char *sev = sev_names[ev->severity >= SEV_CRITICAL ? SEV_CRITICAL :
 				    ev->severity <= SEV_INFO ? SEV_INFO : SEV_WARNING];
 
-	gmtime_r(&t, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	kiln_time_utc(when, ev->time);
 	/* Slack reads "text"; the markup characters <, > and & are escaped as it asks. */
 	{
 		char msg[600];

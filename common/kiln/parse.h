@@ -20,6 +20,11 @@ int kiln_parse_duration_ms(int64_t *out_ms, const char *s);
 /* yes/no, true/false, on/off, 1/0. */
 int kiln_parse_bool(bool *out, const char *s);
 
+/* Unix seconds as UTC ISO 8601, "2026-12-01T02:10:00Z", into out (the digits when the time
+ * cannot be shown so). */
+#define KILN_TIME_UTC_LEN 21
+void kiln_time_utc(char out[KILN_TIME_UTC_LEN], int64_t t);
+
 /* Copies src into dst (size n), always terminated; returns strlen(src) like strlcpy. */
 size_t kiln_strlcpy(char *dst, const char *src, size_t n);
 

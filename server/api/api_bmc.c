@@ -118,27 +118,32 @@ static void node_error(struct live_node *n, const char *msg)
 	json_object_set_new(n->out, "error", json_string(msg));
 }
 
-/*
- * A BMC the poller counts unreachable is answered at once from its last error, unless the
- * request asks it anyway (retry): a live call does not wait out the timeout again.
- */
-static void fan_known_down(struct api_ctx *c, struct live_node *n)
+static int cmp_down(const void *a, const void *b)
 {
-	struct fleet_state fs;
-	char since[21];
-	char msg[700];
+	int64_t x = *(const int64_t *)a, y = ((const struct fleet_down *)b)->node_id;
 
-	if (store_fleet_state_get(c->st, &fs, n->node->id) < 0)
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A BMC the poller counts unreachable (in down[0..ndown), by node id) is answered at once
+ * from its last error: a live call does not wait out the timeout again.
+ */
+static void fan_known_down(struct live_node *n, const struct fleet_down *down, size_t ndown)
+{
+	const struct fleet_down *d = ndown ? bsearch(&n->node->id, down, ndown, sizeof(*down),
+						     cmp_down)
+					   : NULL;
+	char since[KILN_TIME_UTC_LEN], msg[700];
+
+	if (!d)
 		return;
-	if (fs.failures > 0 && (!fs.reachable || fs.circuit_open) && fs.down_since > 0) {
-		live_time_iso(since, fs.down_since);
-		snprintf(msg, sizeof(msg), "unreachable since %s: %.600s", since,
-			 fs.power_error ? fs.power_error : "no answer");
-		node_error(n, msg);
-		json_object_set_new(n->out, "unreachable_since", json_integer(fs.down_since));
-		n->targeted = 0;
-	}
-	fleet_state_clear(&fs);
+	kiln_time_utc(since, d->down_since);
+	snprintf(msg, sizeof(msg), "unreachable since %s: %.600s", since,
+		 d->error ? d->error : "no answer");
+	node_error(n, msg);
+	json_object_set_new(n->out, "unreachable_since", json_integer(d->down_since));
+	n->targeted = 0;
 }
 
 /*
@@ -150,8 +155,9 @@ static int fan_open(struct api_ctx *c, struct fan *f, const char *range, const c
 		    int retry)
 {
 	struct node **all = NULL;
+	struct fleet_down *down = NULL;
 	unsigned char *taken = NULL;
-	size_t nall = 0, found = 0;
+	size_t nall = 0, ndown = 0, found = 0;
 	int rc;
 
 	memset(f, 0, sizeof(*f));
@@ -165,9 +171,10 @@ static int fan_open(struct api_ctx *c, struct fan *f, const char *range, const c
 	}
 	if ((rc = api_fleet_range_expand(c, &f->range, range)) < 0)
 		return rc;
-	if ((rc = store_node_list(c->st, &all, &nall)) < 0) {
+	if ((rc = store_node_list(c->st, &all, &nall)) < 0 ||
+	    (!retry && (rc = store_fleet_down_list(c->st, &down, &ndown)) < 0)) {
 		api_fail_code(c, rc, NULL);
-		return rc;
+		goto cleanup;
 	}
 	f->call = live_call_new(f->range.count);
 	taken = calloc(nall ? nall : 1, 1);
@@ -205,8 +212,7 @@ static int fan_open(struct api_ctx *c, struct fan *f, const char *range, const c
 			continue;
 		}
 		n->targeted = 1;
-		if (!retry)
-			fan_known_down(c, n);
+		fan_known_down(n, down, ndown);
 	}
 	rc = 0;
 	if (found == 0) {
@@ -218,6 +224,7 @@ cleanup:
 		if (taken[j])
 			all[j] = NULL; /* the call's now */
 	node_list_free(all, nall);
+	fleet_down_list_free(down, ndown);
 	free(taken);
 	return rc;
 }

@@ -389,6 +389,18 @@ int store_fleet_state_put(struct store *st, const struct fleet_state *s);
 /* Every stored state, ordered by node name. */
 int store_fleet_state_list(struct store *st, struct fleet_state **out, size_t *out_count);
 
+/* A node whose BMC the poller counts down (unreachable, or its circuit open). */
+struct fleet_down {
+	int64_t node_id;
+	int64_t down_since;
+	char *error;             /* its last failure's message, or NULL */
+};
+
+/* The nodes whose BMC is down, ordered by node id: one small query (usually no row), not
+ * a whole state per node. */
+int store_fleet_down_list(struct store *st, struct fleet_down **out, size_t *out_count);
+void fleet_down_list_free(struct fleet_down *list, size_t count); /* accepts NULL */
+
 struct maintenance {
 	int64_t node_id;
 	char *node;

@@ -179,6 +179,49 @@ cleanup:
 	return 0;
 }
 
+int store_fleet_down_list(struct store *st, struct fleet_down **out, size_t *out_count)
+{
+	struct fleet_down *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_FLEET_DOWN_LIST,
+			      "SELECT node_id, down_since, power_error FROM node_bmc_state"
+			      " WHERE failures > 0 AND down_since > 0"
+			      " AND (reachable = 0 OR circuit_open = 1) ORDER BY node_id")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			goto cleanup;
+		list[count].node_id = sqlite3_column_int64(s, 0);
+		list[count].down_since = sqlite3_column_int64(s, 1);
+		if ((ret = store_column_strdup(&list[count].error, s, 2)) < 0)
+			goto cleanup;
+		count++;
+	}
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "reading the BMCs that are down");
+cleanup:
+	store_stmt_done(s);
+	if (ret < 0) {
+		fleet_down_list_free(list, count);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
+
+void fleet_down_list_free(struct fleet_down *list, size_t count)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < count; i++)
+		free(list[i].error);
+	free(list);
+}
+
 /* --- maintenance ----------------------------------------------------------------------- */
 
 int store_maintenance_set(struct store *st, int64_t node_id, const char *reason, const char *by)

@@ -8,6 +8,7 @@
 
 #include "bmc/ipmi/ipmi_ops.h"
 #include "kiln/error.h"
+#include "kiln/parse.h"
 
 /* Timestamps below this are seconds since the BMC started, not a date (IPMI spec 37.1). */
 #define SEL_PREINIT_MAX 0x20000000u
@@ -261,11 +262,7 @@ static json_t *sel_entry(ipmi_monitoring_ctx_t ctx, int id, unsigned int ts)
 	json_object_set_new(e, "id", json_string(idbuf));
 	json_object_set_new(e, "record_id", json_integer(id));
 	if (ts >= SEL_PREINIT_MAX) {
-		time_t t = (time_t)ts;
-		struct tm tm;
-
-		gmtime_r(&t, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		kiln_time_utc(when, ts);
 		json_object_set_new(e, "time", json_string(when));
 	} else {
 		json_object_set_new(e, "time", json_null()); /* the BMC's clock was not set */

@@ -208,6 +208,25 @@ static void test_strlcpy(void **state)
 	assert_int_equal(buf[0], 'x');
 }
 
+static void test_time_utc(void **state)
+{
+	static const struct {
+		int64_t t;
+		const char *want;
+	} rows[] = {
+		{ 0, "1970-01-01T00:00:00Z" },
+		{ 1796090400, "2026-12-01T02:00:00Z" },
+		{ 951782400, "2000-02-29T00:00:00Z" },
+	};
+	char out[KILN_TIME_UTC_LEN];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		kiln_time_utc(out, rows[i].t);
+		assert_string_equal(out, rows[i].want);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +237,7 @@ int main(void)
 		cmocka_unit_test(test_duration_ms),
 		cmocka_unit_test(test_bool),
 		cmocka_unit_test(test_strlcpy),
+		cmocka_unit_test(test_time_utc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

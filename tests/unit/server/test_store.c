@@ -695,6 +695,49 @@ static void test_journal_size_limit(void **state)
 	sqlite3_finalize(s);
 }
 
+/* Only BMCs the poller counts down are listed, by node id, with their last error. */
+static void test_fleet_down_list(void **state)
+{
+	static const struct {
+		const char *name;
+		int reachable, failures, circuit_open;
+		int64_t down_since;
+		const char *error;
+	} rows[] = {
+		{ "up", 1, 0, 0, 0, NULL },
+		{ "one-failure", 1, 1, 0, 900, "timed out" }, /* still reachable: asked again */
+		{ "down", 0, 2, 0, 800, "refused" },
+		{ "circuit", 0, 5, 1, 700, NULL },
+	};
+	struct fx *f = *state;
+	struct fleet_down *down = NULL;
+	int64_t ids[4];
+	size_t n = 0;
+
+	for (size_t i = 0; i < 4; i++) {
+		struct node nd = { .name = (char *)rows[i].name, .ipmi_cipher = 3 };
+		struct fleet_state fs;
+
+		assert_int_equal(store_node_insert(f->st, &nd), 0);
+		ids[i] = nd.id;
+		fleet_state_init(&fs, nd.id);
+		fs.reachable = rows[i].reachable;
+		fs.failures = rows[i].failures;
+		fs.circuit_open = rows[i].circuit_open;
+		fs.down_since = rows[i].down_since;
+		fs.power_error = (char *)rows[i].error;
+		assert_int_equal(store_fleet_state_put(f->st, &fs), 0);
+	}
+	assert_int_equal(store_fleet_down_list(f->st, &down, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(down[0].node_id, ids[2]);
+	assert_int_equal(down[0].down_since, 800);
+	assert_string_equal(down[0].error, "refused");
+	assert_int_equal(down[1].node_id, ids[3]);
+	assert_null(down[1].error);
+	fleet_down_list_free(down, n);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -712,6 +755,7 @@ int main(void)
 		T(test_reopen_keeps_data),
 		T(test_two_handles),
 		T(test_journal_size_limit),
+		T(test_fleet_down_list),
 	};
 #undef T
 
