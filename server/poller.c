@@ -148,6 +148,9 @@ struct slot {
 	int acting;                 /* an automatic power cycle is in flight */
 	int64_t cred_version;       /* credentials the circuit was opened with */
 	int64_t inventory_due;      /* inventory read at the first chain from then (0: now) */
+	char known[8];              /* the last power the BMC said, "on" | "off" ("": none): a
+				     * failed read makes st.power unknown, and the next answer is
+				     * compared with this one (events, power_changed) */
 };
 
 struct completion {
@@ -421,14 +424,14 @@ static void reading_store(struct poller *p, struct slot *s, enum bmc_op_kind kin
 
 		if (!pw || (strcmp(pw, "on") != 0 && strcmp(pw, "off") != 0))
 			pw = "unknown";
-		if (strcmp(pw, s->st.power) != 0) {
-			if (s->st.power_time > 0 && strcmp(s->st.power, "unknown") != 0 &&
-			    strcmp(pw, "unknown") != 0)
+		if (strcmp(pw, "unknown") != 0 && strcmp(pw, s->known) != 0) {
+			if (s->known[0])
 				event_add(p, s, SEV_INFO, "bmc", "power", NULL, "power %s -> %s",
-					  s->st.power, pw);
+					  s->known, pw);
 			s->st.power_changed = now;
-			snprintf(s->st.power, sizeof(s->st.power), "%s", pw);
+			snprintf(s->known, sizeof(s->known), "%s", pw);
 		}
+		snprintf(s->st.power, sizeof(s->st.power), "%s", pw);
 		s->st.power_time = now;
 		break;
 	}
@@ -637,6 +640,9 @@ static int refresh(struct poller *p, int64_t now)
 
 			if (store_fleet_state_get(p->st, &s->st, nodes[i]->id) < 0)
 				fleet_state_init(&s->st, nodes[i]->id);
+			if (s->st.power_time > 0 && (strcmp(s->st.power, "on") == 0 ||
+						     strcmp(s->st.power, "off") == 0))
+				snprintf(s->known, sizeof(s->known), "%s", s->st.power);
 			/* After a restart the stored inventory's age counts; none: at first contact. */
 			if (store_node_inventory_time(p->st, nodes[i]->id, &inv) == 0 && inv > 0)
 				s->inventory_due = inv + p->opt.cfg.inventory_every_s;

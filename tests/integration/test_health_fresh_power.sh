@@ -1,7 +1,8 @@
 # Integration: kiln judges hung on fresh facts only. Two nodes with agents and remediation on:
 # on one the BMC stops answering and the agent stops together (a switch or PDU failure): its
 # power turns unknown at the first failed poll, it is never flagged hung and never cycled; the
-# other's agent alone stops while its BMC still answers "on": flagged hung and cycled.
+# other's agent alone stops while its BMC still answers "on": flagged hung and cycled. When
+# the quiet BMC answers again, off, the change from its last word is still an event.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
@@ -97,6 +98,16 @@ same "remediation cycled only that one" \
 	alone
 same "no reset reached the quiet BMC" \
 	"$(curl -s -m 2 "http://127.0.0.1:${PORTS[0]}/_sim/state" | jq -r '.resets | length' 2>/dev/null || echo '?')" 0
+
+# The quiet BMC answers again, powered off meanwhile: the change from the last power it said
+# is an event, though a failed read stood in between (power was unknown).
+curl -s -o /dev/null -X POST -d '{"fault":"none"}' "http://127.0.0.1:${PORTS[0]}/_sim/inject"
+curl -s -o /dev/null -X POST -d '{"power":"Off"}' "http://127.0.0.1:${PORTS[0]}/_sim/inject"
+is_off() { [ "$(field quiet power)" = off ]; }
+wait_for "the quiet node reads off once its BMC answers" 30 is_off
+same "the change across the failed reads is an event" \
+	"$("$KILN" events quiet --since 1h -o json | jq -r '[.[] | select(.kind == "power") | .message] | join(",")')" \
+	"power on -> off"
 
 kiln_test_stop_kilnd || fail "kilnd exited non-zero (sanitizers?): $(tail -20 "$KILND_LOG")"
 [ "$FAILS" = 0 ] || { echo "$FAILS check(s) failed; kilnd log tail:" >&2; tail -20 "$KILND_LOG" >&2; exit 1; }
