@@ -103,6 +103,15 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    NULL, "3",
 	    "The hung rule, and so remediation, needs a power reading younger than this many "
 	    "poller intervals: a BMC that stopped answering is no evidence that the node is on."),
+	{ .section = "health", .name = "fleet_silence_percent", .type = KILN_CFG_DOUBLE,
+	  .offset = offsetof(struct kilnd_config, health_fleet_silence_pct), .dmin = 1,
+	  .dmax = 100, .def = "50",
+	  .help = "When this share (percent) of the reporting agents, and at least "
+		  "fleet_silence_min, fall silent together, the fault is the network's or "
+		  "kilnd's: one event says so, no node is judged hung and remediation does "
+		  "nothing until half of them report again." },
+	KEY("health", "fleet_silence_min", KILN_CFG_INT, health_fleet_silence_min, 1, 1000000,
+	    NULL, "4", "The fewest agents silent together that count as a fleet-wide silence."),
 	KEY("health", "xid_window", KILN_CFG_DURATION, health_xid_window, 1, 30 * 86400, NULL,
 	    "1h", "A critical Xid (48, 62, 64, 74, 79, 94, 95, 119, 120) this recent makes a node "
 	    "critical."),

@@ -57,6 +57,8 @@ struct kilnd_config {
 	int64_t health_starved_for;
 	double health_starved_util_max;
 	double health_starved_iowait_min;
+	double health_fleet_silence_pct;
+	int health_fleet_silence_min;
 	/* [remediation] automatic power cycles of hung nodes */
 	bool remediation_enabled;
 	int64_t remediation_grace;

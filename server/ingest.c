@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "ingest.h"
+#include "receive_gap.h"
 #include "versions_audit.h"
 #include "kiln/error.h"
 
@@ -1281,7 +1282,12 @@ static void *writer_main(void *arg)
 		for (size_t i = 0; i < n; i++)
 			writer.bytes -= batch[i]->bytes;
 		pthread_mutex_unlock(&writer.lock);
-		batch_run(st, &writer.prev, batch, n);
+		/* A batch that waits long on the store, or fails, is kilnd not receiving: no
+		 * agent's silence meanwhile is its own (receive_gap.h). */
+		receive_gap_ingest_busy(time(NULL), 0);
+		if (batch_run(st, &writer.prev, batch, n) < 0)
+			receive_gap_mark(time(NULL));
+		receive_gap_ingest_busy(0, time(NULL));
 		/* Each answer goes out only now: the commit (or its failure) is final. */
 		for (size_t i = 0; i < n; i++)
 			batch[i]->done_fn(batch[i], batch[i]->done_arg);
@@ -1377,6 +1383,7 @@ int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_d
 	if (writer.queued >= writer.max) {
 		waiting = writer.queued;
 		pthread_mutex_unlock(&writer.lock);
+		receive_gap_mark(time(NULL));
 		return kiln_fail(KILN_EBUSY, "ingest: %zu reports wait to be stored already; try again",
 				 waiting);
 	}
@@ -1384,6 +1391,7 @@ int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_d
 				  item->bytes > writer.bytes_max - writer.bytes)) {
 		bytes = writer.bytes;
 		pthread_mutex_unlock(&writer.lock);
+		receive_gap_mark(time(NULL));
 		return kiln_fail(KILN_EBUSY, "ingest: reports of %zu bytes wait to be stored already; "
 				 "try again", bytes);
 	}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
@@ -19,6 +20,7 @@
 #include "kiln/log.h"
 #include "live.h"
 #include "poller.h"
+#include "receive_gap.h"
 #include "statedir.h"
 #include "store/store.h"
 #include "report.h"
@@ -310,6 +312,8 @@ int main(int argc, char **argv)
 		}
 		poller_config_from(&popt.cfg, &cfg);
 		popt.engine = engine;
+		/* No agent could report while kilnd was down: their silence counts from now. */
+		receive_gap_mark(time(NULL));
 		if (poller_start(&poller, &popt) < 0) {
 			ret = die("poller");
 			goto cleanup;
@@ -347,6 +351,7 @@ int main(int argc, char **argv)
 		ret = die("REST API");
 		goto cleanup;
 	}
+	receive_gap_mark(time(NULL)); /* and reports are taken from this moment */
 	fd = -1;
 	api_listen_url(url, sizeof(url), &listen_at, tls.cert_pem != NULL);
 	snprintf(line, sizeof(line), "%s\n", url);

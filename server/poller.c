@@ -13,9 +13,12 @@
 #include "bmc/target.h"
 #include "config.h"
 #include "health/health_facts.h"
+#include "kiln/buf.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
 #include "poller.h"
+#include "console.h"
+#include "receive_gap.h"
 
 #define REFRESH_S 10        /* the node list is read again this often */
 #define TICK_MS 250
@@ -24,6 +27,8 @@
 #define INVENTORY_RETRY_S 600 /* a failed inventory is tried again after this at most */
 #define PRUNE_EVERY_S 600   /* the BMC history is pruned this often */
 #define PRUNE_BATCH 5000    /* rows per prune transaction */
+#define POWER_OFF_WINDOW_S 600 /* a kiln action this recent explains a power-off seen */
+#define CONSOLE_EVIDENCE_LINES 40 /* console lines read for a hung node's evidence */
 
 void poller_config_defaults(struct poller_config *cfg)
 {
@@ -67,6 +72,8 @@ void poller_config_from(struct poller_config *out, const struct kilnd_config *cf
 	out->health.starved_s = cfg->health_starved_for;
 	out->health.starved_util_max_pct = cfg->health_starved_util_max;
 	out->health.starved_iowait_min_pct = cfg->health_starved_iowait_min;
+	out->health.fleet_silence_pct = cfg->health_fleet_silence_pct;
+	out->health.fleet_silence_min = cfg->health_fleet_silence_min;
 	out->remediate = cfg->remediation_enabled;
 	out->remediate_grace_s = cfg->remediation_grace;
 	out->remediate_max_per_hour = cfg->remediation_max_per_hour;
@@ -151,6 +158,7 @@ struct slot {
 	char known[8];              /* the last power the BMC said, "on" | "off" ("": none): a
 				     * failed read makes st.power unknown, and the next answer is
 				     * compared with this one (events, power_changed) */
+	int fleet_silent;           /* its agent was silent when a fleet-wide silence began */
 };
 
 struct completion {
@@ -181,6 +189,7 @@ struct poller {
 	int64_t refreshed_at;
 	int64_t health_at;
 	int64_t pruned_at;
+	struct health_fleet_silence fleet; /* the fleet-wide silence guard */
 };
 
 static int64_t now_ms(void)
@@ -237,14 +246,14 @@ static void event_add(struct poller *p, const struct slot *s, enum event_severit
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	ev.node_id = s->node->id;
+	ev.node_id = s ? s->node->id : 0; /* no slot: the fleet's event */
 	ev.severity = sev;
 	ev.source = (char *)source;
 	ev.kind = (char *)kind;
 	ev.message = msg;
 	ev.dedup_key = (char *)dedup;
 	if (store_event_insert(p->st, &ev, NULL) < 0)
-		log_warn("poller: %s: event: %s", s->node->name, kiln_error_last());
+		log_warn("poller: %s: event: %s", s ? s->node->name : "fleet", kiln_error_last());
 }
 
 /* Submits op for the slot's node; the password is decrypted for the call only. */
@@ -408,6 +417,38 @@ static void inventory_store(struct poller *p, struct slot *s, json_t *data, int6
 	s->inventory_due = now + p->opt.cfg.inventory_every_s;
 }
 
+/*
+ * A node seen going from on to off: who did it, if kiln did. A kiln action that can turn it
+ * off, begun within the window, explains it; none is an outside power-off (a button, the
+ * BMC's own page, a PDU), a warning of its own in health.
+ */
+static void power_off_seen(struct poller *p, struct slot *s, int64_t now)
+{
+	int64_t window = 3 * p->opt.cfg.interval_s, t = 0;
+	char *actor = NULL;
+	int rc;
+
+	int64_t since;
+
+	if (window < POWER_OFF_WINDOW_S)
+		window = POWER_OFF_WINDOW_S;
+	/* nor one begun before the node was last seen turning on */
+	since = now - window > s->st.power_changed ? now - window : s->st.power_changed;
+	rc = store_audit_power_off_find(p->st, &actor, &t, s->node->name, since);
+	if (rc < 0 && rc != KILN_ENOTFOUND) {
+		log_warn("poller: %s: audit: %s", s->node->name, kiln_error_last());
+		return; /* not known who: neither blamed on kiln nor on the outside */
+	}
+	free(s->st.power_off_by);
+	s->st.power_off_by = actor ? actor : strdup("");
+	s->st.power_off_time = actor ? t : now; /* when alice asked, or when it was seen */
+	if (actor)
+		event_add(p, s, SEV_INFO, "bmc", "power", NULL, "power on -> off, by %s", actor);
+	else
+		event_add(p, s, SEV_WARNING, "bmc", "power", NULL,
+			  "power on -> off outside kiln (no kiln action turned it off)");
+}
+
 /* A reading the BMC gave (a poll's or a live call's): the node's state, events, history. */
 static void reading_store(struct poller *p, struct slot *s, enum bmc_op_kind kind, json_t *data,
 			  int64_t now)
@@ -425,9 +466,16 @@ static void reading_store(struct poller *p, struct slot *s, enum bmc_op_kind kin
 		if (!pw || (strcmp(pw, "on") != 0 && strcmp(pw, "off") != 0))
 			pw = "unknown";
 		if (strcmp(pw, "unknown") != 0 && strcmp(pw, s->known) != 0) {
-			if (s->known[0])
+			if (strcmp(s->known, "on") == 0 && strcmp(pw, "off") == 0)
+				power_off_seen(p, s, now);
+			else if (s->known[0])
 				event_add(p, s, SEV_INFO, "bmc", "power", NULL, "power %s -> %s",
 					  s->known, pw);
+			if (strcmp(pw, "on") == 0) {
+				free(s->st.power_off_by);
+				s->st.power_off_by = NULL;
+				s->st.power_off_time = 0;
+			}
 			s->st.power_changed = now;
 			snprintf(s->known, sizeof(s->known), "%s", pw);
 		}
@@ -809,6 +857,32 @@ static int cmp_job_node(const void *a, const void *b)
 	return x->node_id < y->node_id ? -1 : x->node_id > y->node_id;
 }
 
+/* The last meaningful line of the node's captured console, if capture kept any. */
+static int console_evidence(const struct slot *s, char *out, size_t outlen)
+{
+	json_t *lines = NULL, *line;
+	struct kiln_buf text = { 0 };
+	size_t i;
+	int found = 0;
+
+	if (console_log_tail(&lines, s->node->name, CONSOLE_EVIDENCE_LINES) < 0) {
+		kiln_error_clear();
+		return 0;
+	}
+	json_array_foreach(lines, i, line) {
+		const char *l = json_string_value(line);
+
+		if (l && (kiln_buf_append(&text, l, strlen(l)) < 0 ||
+			  kiln_buf_append(&text, "\n", 1) < 0))
+			break;
+	}
+	if (text.data)
+		found = health_console_evidence(out, outlen, text.data, text.len);
+	kiln_buf_free(&text);
+	json_decref(lines);
+	return found;
+}
+
 /* The read half: facts and rules, no writes (so no write lock is held meanwhile). */
 static void health_read(struct poller *p, struct slot *s, struct health_read *out,
 			int maintenance, const struct job *job, int64_t now)
@@ -816,6 +890,7 @@ static void health_read(struct poller *p, struct slot *s, struct health_read *ou
 	const struct poller_config *cfg = &p->opt.cfg;
 	struct health_facts f;
 	struct health_sources src;
+	char console[HEALTH_REASON_LEN];
 
 	out->ok = 0;
 	if (health_facts_gather(&f, &src, p->st, s->node, &s->st, maintenance, now,
@@ -832,7 +907,15 @@ static void health_read(struct poller *p, struct slot *s, struct health_read *ou
 	/* A node being reinstalled is shown so, and its silence is not a hang. */
 	f.reinstalling = job != NULL;
 	f.reinstall_step = job ? (job->step ? job->step : job->state) : NULL;
+	f.receive_gap = receive_gap_last(now);
+	f.fleet_silence = p->fleet.active;
+	f.fleet_silence_ended = p->fleet.ended_at;
 	health_evaluate(&out->res, &f, &cfg->health);
+	if (out->res.hung && console_evidence(s, console, sizeof(console))) {
+		/* the verdict again, with what the console last said beside it */
+		f.console_line = console;
+		health_evaluate(&out->res, &f, &cfg->health);
+	}
 	out->agent_last_seen = f.agent_last_seen;
 	health_sources_clear(&src);
 	out->ok = 1;
@@ -889,6 +972,83 @@ static void health_apply(struct poller *p, struct slot *s, const struct health_r
 				remediate(p, s, r->reasons[i], hr->agent_last_seen, now);
 }
 
+/* One node's part in the fleet-wide silence count (health_fleet_part). */
+static int fleet_part(const struct poller *p, const struct slot *s, const struct agent_seen *a,
+		      int maintenance, int reinstalling, int64_t gap, int64_t now)
+{
+	struct health_facts f;
+
+	health_facts_init(&f, now);
+	f.power = strcmp(s->st.power, "on") == 0 ? 1 : strcmp(s->st.power, "off") == 0 ? 2 : 0;
+	if (f.power == 1)
+		f.power_on_since = s->st.power_changed;
+	f.maintenance = maintenance;
+	f.reinstalling = reinstalling;
+	f.agent_last_seen = a ? a->last_seen : 0;
+	f.agent_interval_s = a && a->interval_s > 0 ? a->interval_s : 0;
+	f.receive_gap = gap;
+	return health_fleet_part(&f, &p->opt.cfg.health);
+}
+
+/*
+ * The fleet-wide silence guard, before any node is judged: when many agents fell silent
+ * together the fault is the network's or kilnd's, and one event says so instead of a hung
+ * verdict (and a power cycle) per node.
+ */
+static void fleet_guard(struct poller *p, const struct maintenance *m, size_t nm,
+			const struct job *jobs, size_t njobs, int64_t now)
+{
+	struct agent_seen *seen = NULL;
+	size_t nseen = 0, k = 0, reporting = 0, silent = 0, returned = 0;
+	int64_t gap = receive_gap_last(now);
+
+	if (store_agent_seen_list(p->st, &seen, &nseen) < 0) {
+		log_warn("poller: agents: %s", kiln_error_last());
+		return;
+	}
+	/* slots and seen are both in node id order */
+	for (size_t i = 0; i < p->nslots; i++) {
+		struct slot *s = &p->slots[i];
+		const struct agent_seen *a = NULL;
+		int part;
+
+		while (k < nseen && seen[k].node_id < s->node->id)
+			k++;
+		if (k < nseen && seen[k].node_id == s->node->id)
+			a = &seen[k];
+		part = fleet_part(p, s, a, maint_has(m, nm, s->node->id),
+				  job_find(jobs, njobs, s->node->id) != NULL, gap, now);
+		reporting += part == 1;
+		silent += part == 2;
+		if (p->fleet.active && s->fleet_silent && a && a->last_seen > p->fleet.since)
+			returned++;
+		if (!p->fleet.active)
+			s->fleet_silent = part == 2;
+	}
+	free(seen);
+	switch (health_fleet_silence_step(&p->fleet, reporting, silent, returned, now,
+					  &p->opt.cfg.health)) {
+	case HEALTH_FLEET_BEGAN:
+		event_add(p, NULL, SEV_CRITICAL, "kilnd", "fleet-silence", NULL,
+			  "fleet-wide agent silence: network or kilnd problem (%zu of %zu agents "
+			  "silent together; no node is judged hung meanwhile)",
+			  p->fleet.silent, p->fleet.agents);
+		log_warn("poller: fleet-wide agent silence: %zu of %zu agents", p->fleet.silent,
+			 p->fleet.agents);
+		break;
+	case HEALTH_FLEET_ENDED:
+		event_add(p, NULL, SEV_INFO, "kilnd", "fleet-silence", NULL,
+			  "fleet-wide agent silence over: %zu of %zu silent agents report again",
+			  returned, p->fleet.silent);
+		log_info("poller: fleet-wide agent silence over");
+		for (size_t i = 0; i < p->nslots; i++)
+			p->slots[i].fleet_silent = 0;
+		break;
+	default:
+		break;
+	}
+}
+
 static void health_sweep(struct poller *p, int64_t now)
 {
 	struct maintenance *m = NULL;
@@ -906,6 +1066,7 @@ static void health_sweep(struct poller *p, int64_t now)
 	}
 	if (njobs > 1)
 		qsort(jobs, njobs, sizeof(*jobs), cmp_job_node);
+	fleet_guard(p, m, nm, jobs, njobs, now);
 	/* In slices: read a slice's facts without a transaction, then write its outcome in one
 	 * short transaction. Holding SQLite's write lock over the reads of thousands of nodes
 	 * (seconds) starved every agent report into its busy timeout. */

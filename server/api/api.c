@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <sodium.h>
 
@@ -16,6 +17,7 @@
 #include "kiln/json_arena.h"
 #include "kiln/log.h"
 #include "kiln/parse.h"
+#include "receive_gap.h"
 
 #define TOKEN_MAX 200
 
@@ -24,6 +26,7 @@ struct api_server {
 	char *db_path;
 	struct secret_key key;
 	pthread_key_t store_key;  /* each server thread's own store handle */
+	long connections_full;    /* open connections at which the listener counts as full */
 	int store_key_made;
 	struct bmc_engine *engine;
 	struct live *live;
@@ -473,6 +476,19 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* Counts the listener's connections: one held at its limit cannot receive reports, and the
+ * agents' silence meanwhile is kilnd's, not theirs (receive_gap.h). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	const struct api_server *srv = cls;
+
+	(void)conn;
+	(void)socket_context;
+	receive_gap_connections(code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1,
+				srv->connections_full, time(NULL));
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char line[512], quoted[600];
@@ -491,7 +507,7 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 	struct api_server *srv = NULL;
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE |
 			 MHD_ALLOW_SUSPEND_RESUME;
-	struct MHD_OptionItem ops[12];
+	struct MHD_OptionItem ops[13];
 	size_t n = 0;
 	int rc = 0;
 
@@ -526,6 +542,12 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT,
 					    (intptr_t)opt->connection_timeout, NULL };
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed,
+					    srv };
+	/* A pool divides the limit among its threads, and one full thread already refuses: a
+	 * listener this close to the limit counts as full. */
+	srv->connections_full = (long)opt->max_connections -
+				(opt->threads > 1 ? (long)opt->threads - 1 : 0);
+	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection,
 					    srv };
 	if (opt->threads > 1)
 		ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE,

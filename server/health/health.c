@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "health/health.h"
 
@@ -18,6 +19,8 @@ void health_config_defaults(struct health_config *cfg)
 	cfg->starved_s = 600;
 	cfg->starved_util_max_pct = 10;
 	cfg->starved_iowait_min_pct = 20;
+	cfg->fleet_silence_pct = 50;
+	cfg->fleet_silence_min = 4;
 }
 
 void health_facts_init(struct health_facts *f, int64_t now)
@@ -90,23 +93,45 @@ static void add(struct health_result *r, enum health_level level, const char *fm
 	va_end(ap);
 }
 
-/* The agent has been silent for more than hung_intervals (counted from a power-on too). */
-static int agent_silent_long(const struct health_facts *f, const struct health_config *cfg)
+static int64_t interval_of(const struct health_facts *f, const struct health_config *cfg)
 {
-	int64_t interval = f->agent_interval_s > 0 ? f->agent_interval_s : cfg->agent_interval_s;
+	return f->agent_interval_s > 0 ? f->agent_interval_s : cfg->agent_interval_s;
+}
+
+/* Silence counts from the later of the last report, the last moment kilnd itself could not
+ * receive (its start, an ingest stall, a full listener) and a power-on (a node just powered
+ * on gets its intervals too). */
+static int64_t silence_from(const struct health_facts *f)
+{
 	int64_t from = f->agent_last_seen;
 
+	if (f->receive_gap > from)
+		from = f->receive_gap;
+	if (f->power == 1 && f->power_on_since > from)
+		from = f->power_on_since;
+	return from;
+}
+
+/* The agent has been silent for more than hung_intervals. */
+static int agent_silent_long(const struct health_facts *f, const struct health_config *cfg)
+{
 	if (f->agent_last_seen <= 0)
 		return 0;
-	if (f->power == 1 && f->power_on_since > from)
-		from = f->power_on_since; /* a node just powered on gets its intervals too */
-	return f->now - from > interval * cfg->hung_intervals;
+	return f->now - silence_from(f) > interval_of(f, cfg) * cfg->hung_intervals;
 }
 
 /* A power reading young enough to say the node is on now. */
 static int power_fresh(const struct health_facts *f, const struct health_config *cfg)
 {
 	return f->power_time > 0 && f->now - f->power_time <= cfg->power_max_age_s;
+}
+
+/* Just after a fleet-wide silence: a node silent since before its end gets two intervals
+ * more to report. */
+static int fleet_grace(const struct health_facts *f, const struct health_config *cfg)
+{
+	return f->fleet_silence_ended > 0 && f->agent_last_seen < f->fleet_silence_ended &&
+	       f->now - f->fleet_silence_ended <= 2 * interval_of(f, cfg);
 }
 
 int health_is_hung(const struct health_facts *f, const struct health_config *cfg)
@@ -117,7 +142,145 @@ int health_is_hung(const struct health_facts *f, const struct health_config *cfg
 	 * BMC and the agent away together is not a hung node to cycle) */
 	if (!power_fresh(f, cfg))
 		return 0;
+	/* many agents silent together: the network's or kilnd's trouble, not this node's */
+	if (f->fleet_silence || fleet_grace(f, cfg))
+		return 0;
 	return agent_silent_long(f, cfg);
+}
+
+int health_fleet_part(const struct health_facts *f, const struct health_config *cfg)
+{
+	int64_t interval = interval_of(f, cfg), silent_for;
+	int overdue = cfg->hung_intervals > 1 ? cfg->hung_intervals - 1 : 1;
+
+	if (f->agent_last_seen <= 0 || f->power == 2 || f->maintenance || f->reinstalling)
+		return 0;
+	silent_for = f->now - silence_from(f);
+	if (silent_for <= interval * overdue)
+		return 1;
+	/* Silent since well before the others: a node of its own, not part of this silence. */
+	if (silent_for > interval * (cfg->hung_intervals + 2))
+		return 0;
+	return 2;
+}
+
+enum health_fleet_change health_fleet_silence_step(struct health_fleet_silence *g,
+						   size_t reporting, size_t silent,
+						   size_t returned, int64_t now,
+						   const struct health_config *cfg)
+{
+	size_t agents = reporting + silent;
+
+	if (g->active) {
+		if (returned * 2 < g->silent)
+			return HEALTH_FLEET_SAME;
+		g->active = 0;
+		g->ended_at = now;
+		return HEALTH_FLEET_ENDED;
+	}
+	if (silent == 0 || silent < (size_t)cfg->fleet_silence_min ||
+	    (double)silent * 100 < cfg->fleet_silence_pct * (double)agents)
+		return HEALTH_FLEET_SAME;
+	g->active = 1;
+	g->since = now;
+	g->silent = silent;
+	g->agents = agents;
+	return HEALTH_FLEET_BEGAN;
+}
+
+/* Whether a console line shows the kernel in trouble. */
+static int console_alarm(const char *line, size_t len)
+{
+	static const char *const words[] = { "Kernel panic", "BUG:", "Oops", "soft lockup",
+					     "hard LOCKUP", "general protection fault",
+					     "blocked for more than", "Out of memory",
+					     "MCE", "Machine check" };
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		size_t w = strlen(words[i]);
+
+		for (size_t k = 0; k + w <= len; k++)
+			if (memcmp(line + k, words[i], w) == 0)
+				return i == 0 ? 2 : 1; /* a panic line above all others */
+	}
+	return 0;
+}
+
+/* Copies line without escape sequences, control bytes or a leading "[  12.345678] ". */
+static void console_copy(char *out, size_t outlen, const char *line, size_t len)
+{
+	size_t i = 0, o = 0;
+
+	while (i < len && line[i] == ' ')
+		i++;
+	if (i < len && line[i] == '[') {
+		size_t j = i + 1;
+
+		while (j < len && (line[j] == ' ' || line[j] == '.' ||
+				   (line[j] >= '0' && line[j] <= '9')))
+			j++;
+		if (j < len && line[j] == ']')
+			i = j + 1;
+	}
+	while (i < len && line[i] == ' ')
+		i++;
+	for (; i < len && o + 1 < outlen; i++) {
+		unsigned char c = (unsigned char)line[i];
+
+		if (c == 0x1b) { /* ESC [ ... letter */
+			while (i + 1 < len && !((line[i + 1] >= 'A' && line[i + 1] <= 'Z') ||
+						(line[i + 1] >= 'a' && line[i + 1] <= 'z')))
+				i++;
+			i++;
+			continue;
+		}
+		if (c >= 0x20 && c < 0x7f)
+			out[o++] = (char)c;
+	}
+	while (o > 0 && out[o - 1] == ' ')
+		o--;
+	out[o] = '\0';
+}
+
+int health_console_evidence(char *out, size_t outlen, const char *text, size_t len)
+{
+	const char *best = NULL, *last = NULL;
+	size_t best_len = 0, last_len = 0;
+	int best_rank = 0;
+
+	if (outlen == 0)
+		return 0;
+	out[0] = '\0';
+	for (size_t i = 0; text && i < len;) {
+		size_t j = i, k;
+		int rank, blank = 1;
+
+		while (j < len && text[j] != '\n' && text[j] != '\r')
+			j++;
+		for (k = i; k < j; k++)
+			if ((unsigned char)text[k] > ' ' && text[k] != 0x7f)
+				blank = 0;
+		if (!blank) {
+			last = text + i;
+			last_len = j - i;
+			rank = console_alarm(text + i, j - i);
+			/* the first panic line (its cause), else the last other alarm */
+			if (rank > best_rank || (rank == 1 && best_rank == 1)) {
+				best = text + i;
+				best_len = j - i;
+				best_rank = rank;
+			}
+		}
+		i = j + 1;
+	}
+	if (!best) {
+		best = last;
+		best_len = last_len;
+	}
+	if (!best)
+		return 0;
+	console_copy(out, outlen, best, best_len);
+	return out[0] != '\0';
 }
 
 static void rule_bmc(struct health_result *r, const struct health_facts *f)
@@ -153,19 +316,60 @@ static void rule_hung(struct health_result *r, const struct health_facts *f,
 {
 	char age[32];
 
+	age_text(age, sizeof(age), f->now - f->agent_last_seen);
 	if (!health_is_hung(f, cfg)) {
-		/* Silent, and the BMC cannot say the node is on: shown, never acted on. */
-		if (f->power != 2 && !f->maintenance && !f->reinstalling &&
-		    (f->power == 0 || !power_fresh(f, cfg)) && agent_silent_long(f, cfg)) {
-			age_text(age, sizeof(age), f->now - f->agent_last_seen);
+		/* Silent, and kiln cannot say this node alone is at fault: shown, never acted on. */
+		if (f->power == 2 || f->maintenance || f->reinstalling || !agent_silent_long(f, cfg))
+			return;
+		if (f->power == 0 || !power_fresh(f, cfg))
 			add(r, HEALTH_WARNING, "agent silent for %s, power unknown: not judged hung",
 			    age);
-		}
+		else if (f->fleet_silence)
+			add(r, HEALTH_WARNING,
+			    "agent silent for %s during a fleet-wide agent silence: not judged hung",
+			    age);
+		else if (fleet_grace(f, cfg))
+			add(r, HEALTH_WARNING,
+			    "agent silent for %s: judged 2 intervals after the fleet-wide silence ended",
+			    age);
 		return;
 	}
 	r->hung = 1;
-	age_text(age, sizeof(age), f->now - f->agent_last_seen);
-	add(r, HEALTH_CRITICAL, "hung: powered on, agent silent for %s", age);
+	if (f->console_line && f->console_line[0])
+		add(r, HEALTH_CRITICAL, "hung: powered on, agent silent for %s; console: %s", age,
+		    f->console_line);
+	else
+		add(r, HEALTH_CRITICAL, "hung: powered on, agent silent for %s", age);
+}
+
+/* "02:10 UTC" today, "2026-11-30 02:10 UTC" further back. */
+static void when_text(char *out, size_t len, int64_t t, int64_t now)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || !gmtime_r(&tt, &tm)) {
+		snprintf(out, len, "an unknown time");
+		return;
+	}
+	strftime(out, len, now - t < 20 * 3600 && now >= t ? "%H:%M UTC" : "%Y-%m-%d %H:%M UTC",
+		 &tm);
+}
+
+/* Power that changed by itself is a warning; one changed through kiln says who did it. */
+static void rule_power_off(struct health_result *r, const struct health_facts *f)
+{
+	char when[40];
+
+	if (f->power != 2 || !f->power_off_by)
+		return;
+	when_text(when, sizeof(when), f->power_off_time, f->now);
+	if (f->power_off_by[0])
+		add(r, HEALTH_OK, "off, by %s at %s", f->power_off_by, when);
+	else if (f->maintenance)
+		add(r, HEALTH_OK, "powered off outside kiln at %s (in maintenance)", when);
+	else
+		add(r, HEALTH_WARNING, "powered off outside kiln at %s", when);
 }
 
 static void rule_gpus(struct health_result *r, const struct health_facts *f)
@@ -261,6 +465,7 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 	rule_reinstalling(out, f);
 	rule_bmc(out, f);
 	rule_hung(out, f, cfg);
+	rule_power_off(out, f);
 	rule_gpus(out, f);
 	rule_xid(out, f);
 	rule_ecc(out, f);

@@ -20,14 +20,16 @@ struct health_config {
 	int64_t starved_s;          /* starved for this long */
 	double starved_util_max_pct;   /* GPUs mostly idle: average utilization at most this */
 	double starved_iowait_min_pct; /* CPU iowait at least this */
+	double fleet_silence_pct;   /* this share of the reporting agents silent together ... */
+	int fleet_silence_min;      /* ... and at least this many: kilnd's or the network's fault */
 };
 
-/* The defaults: 30 s, 3 intervals, 1 h, 1 h, 90 C, 40 C, 10 min, 10 %, 20 %. */
+/* The defaults: 30 s, 3 intervals, 1 h, 1 h, 90 C, 40 C, 10 min, 10 %, 20 %, 50 %, 4. */
 void health_config_defaults(struct health_config *cfg);
 
 #define HEALTH_XIDS_MAX 32
 #define HEALTH_REASONS_MAX 16
-#define HEALTH_REASON_LEN 160
+#define HEALTH_REASON_LEN 240
 
 /* What is known of one node. Unknown numbers are -1 (integers) or NAN (reals). */
 struct health_facts {
@@ -44,6 +46,15 @@ struct health_facts {
 	const char *reinstall_step; /* its step (may be NULL) */
 	int64_t agent_last_seen;    /* 0: never reported */
 	int64_t agent_interval_s;   /* from the report; 0: unknown */
+	int64_t receive_gap;        /* the last moment kilnd could not receive reports (0: none):
+				     * silence counts from the later of it and agent_last_seen */
+	int fleet_silence;          /* many agents fell silent together: none is hung */
+	int64_t fleet_silence_ended; /* when that last ended (0: never) */
+	const char *power_off_by;   /* off through kiln: who ("alice"); "": off outside kiln;
+				     * NULL: not seen turning off */
+	int64_t power_off_time;     /* when that was */
+	const char *console_line;   /* the console's last meaningful line (a hung node's
+				     * evidence; may be NULL) */
 	int64_t gpus_seen;          /* -1: no report */
 	int64_t gpus_expected;      /* the most the node ever had; -1 unknown */
 	int xids[HEALTH_XIDS_MAX];  /* Xid codes seen within the window */
@@ -81,6 +92,46 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
  * power-on). A node off, unknown, in maintenance, being reinstalled or never reported is
  * not hung (so never remediated). */
 int health_is_hung(const struct health_facts *f, const struct health_config *cfg);
+
+/*
+ * The fleet-wide silence guard: when many agents fall silent together the fault is the
+ * network's or kilnd's, and no node is judged hung. One step a health sweep.
+ */
+struct health_fleet_silence {
+	int active;
+	int64_t since;              /* when it began */
+	int64_t ended_at;           /* when it last ended (0: never) */
+	size_t silent;              /* agents found silent when it began */
+	size_t agents;              /* agents counted then (silent and reporting) */
+};
+
+enum health_fleet_change { HEALTH_FLEET_SAME, HEALTH_FLEET_BEGAN, HEALTH_FLEET_ENDED };
+
+/*
+ * One agent's part in the count at now: 0 not counted (never reported, off, maintenance,
+ * reinstalling, or silent so long that its silence is old news), 1 reporting, 2 fallen
+ * silent lately (for more than hung_intervals - 1 intervals, from the later of its last
+ * report and receive_gap).
+ */
+int health_fleet_part(const struct health_facts *f, const struct health_config *cfg);
+
+/*
+ * Takes a sweep's counts: reporting and silent agents (health_fleet_part) and, while the
+ * guard is active, how many of those silent at its start reported since (returned). It
+ * begins when silent >= fleet_silence_min and silent is at least fleet_silence_pct of
+ * silent + reporting; it ends when half of those silent at its start report again.
+ */
+enum health_fleet_change health_fleet_silence_step(struct health_fleet_silence *g,
+						   size_t reporting, size_t silent,
+						   size_t returned, int64_t now,
+						   const struct health_config *cfg);
+
+/*
+ * The console's last meaningful line in text (a capture's tail): a kernel panic, Oops, BUG
+ * or lockup line when there is one, else the last line that is not blank or a prompt.
+ * Copied (printable ASCII only) into out; 0 when there is none.
+ */
+int health_console_evidence(char *out, size_t outlen, const char *text, size_t len);
 
 /* Xids that mean the GPU or the node needs attention now: 48, 62, 64, 74, 79, 94, 95, 119,
  * 120. */

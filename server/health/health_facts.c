@@ -182,6 +182,8 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 		if (f->power == 1)
 			f->power_on_since = state->power_changed;
 		f->starved_since = state->starved_since;
+		f->power_off_by = state->power_off_by;
+		f->power_off_time = state->power_off_time;
 		sensor_facts(f, state->sensors);
 	}
 	rc = store_agent_state_get(st, &src->agent, n->id, 0);

@@ -133,6 +133,13 @@ int store_audit_finish(struct store *st, int64_t id, const char *outcome);
 int store_audit_list(struct store *st, struct audit_entry **out, size_t *out_count, int64_t since,
 		     size_t limit);
 void audit_entry_list_free(struct audit_entry *entries, size_t count);
+/*
+ * The newest kiln action on target since then that can turn a node off (power off, soft,
+ * cycle, reset; automatic ones and reinstall steps included): its actor (a new string) and
+ * time. KILN_ENOTFOUND when there is none.
+ */
+int store_audit_power_off_find(struct store *st, char **out_actor, int64_t *out_time,
+			       const char *target, int64_t since);
 
 /* --- events -------------------------------------------------------------------------- */
 
@@ -266,6 +273,16 @@ struct agent_gpu_summary {
 };
 int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **out,
 				 size_t *out_count);
+/* When each node's agent last reported, for the fleet-wide silence count. */
+struct agent_seen {
+	int64_t node_id;
+	int64_t last_seen;
+	int64_t interval_s;          /* its report's interval; 0: not known */
+};
+
+/* Every node's, ordered by node id; *out is freed with free(). */
+int store_agent_seen_list(struct store *st, struct agent_seen **out, size_t *out_count);
+
 /* Every reporting node's version facts in one query, ordered by node id: the audit_facts
  * stored with its latest report (the report itself for rows older than them) and
  * gpu_count_max. Each element owns its facts. */
@@ -377,6 +394,9 @@ struct fleet_state {
 	int64_t hung_since;
 	int64_t starved_since;
 	int64_t remediated_at;
+	char *power_off_by;      /* who turned it off through kiln; "": outside kiln; NULL: not
+				  * seen turning off */
+	int64_t power_off_time;  /* when that on -> off was seen */
 };
 
 /* A state for a node never polled: power unknown, reachable, health ok. */

@@ -486,6 +486,37 @@ cleanup:
 	return 0;
 }
 
+int store_agent_seen_list(struct store *st, struct agent_seen **out, size_t *out_count)
+{
+	struct agent_seen *list = NULL;
+	size_t count = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_SEEN_LIST,
+			      "SELECT node_id, last_seen, ifnull(interval_s, 0) FROM node_agent_state"
+			      " ORDER BY node_id")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
+			break;
+		list[count].node_id = sqlite3_column_int64(s, 0);
+		list[count].last_seen = sqlite3_column_int64(s, 1);
+		list[count].interval_s = sqlite3_column_int64(s, 2);
+		count++;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "reading when agents reported");
+	store_stmt_done(s);
+	if (ret < 0) {
+		free(list);
+		return ret;
+	}
+	*out = list;
+	*out_count = count;
+	return 0;
+}
+
 /* Replaces the node's GPUs with gpus[0..count) (atomic). */
 static int gpus_replace(struct store *st, int64_t node_id, const struct agent_gpu *gpus,
 			size_t count)

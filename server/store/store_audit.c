@@ -112,3 +112,29 @@ cleanup:
 	*out_count = count;
 	return 0;
 }
+
+int store_audit_power_off_find(struct store *st, char **out_actor, int64_t *out_time,
+			       const char *target, int64_t since)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AUDIT_POWER_OFF,
+			      "SELECT actor, time FROM audit_log WHERE time >= ?1 AND target = ?2"
+			      " AND action IN ('power.off', 'power.soft', 'power.cycle',"
+			      " 'power.reset') ORDER BY time DESC, id DESC LIMIT 1")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, since);
+	store_bind_text(s, 2, target);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*out_time = sqlite3_column_int64(s, 1);
+		ret = store_column_strdup(out_actor, s, 0);
+	} else if (rc == SQLITE_DONE) {
+		ret = kiln_fail(KILN_ENOTFOUND, "store: no kiln action turned %s off", target);
+	} else {
+		ret = store_fail(st, rc, "reading the audit log");
+	}
+	store_stmt_done(s);
+	return ret;
+}

@@ -12,7 +12,7 @@
 	"b.node_id, n.name, b.power, b.power_time, b.power_changed, b.power_error, b.reachable,"  \
 	" b.failures, b.down_since, b.circuit_open, b.next_try, b.last_ok, b.sensors,"             \
 	" b.sensors_time, b.sel_cursor, b.health, b.reasons, b.health_time, b.hung_since,"         \
-	" b.starved_since, b.remediated_at"
+	" b.starved_since, b.remediated_at, b.power_off_by, b.power_off_time"
 
 void fleet_state_init(struct fleet_state *s, int64_t node_id)
 {
@@ -31,7 +31,8 @@ void fleet_state_clear(struct fleet_state *s)
 	free(s->power_error);
 	free(s->sensors);
 	free(s->reasons);
-	s->node = s->power_error = s->sensors = s->reasons = NULL;
+	free(s->power_off_by);
+	s->node = s->power_error = s->sensors = s->reasons = s->power_off_by = NULL;
 }
 
 void fleet_state_list_free(struct fleet_state *list, size_t count)
@@ -72,7 +73,9 @@ static int state_read(struct fleet_state *out, sqlite3_stmt *s)
 	v.hung_since = sqlite3_column_int64(s, 18);
 	v.starved_since = sqlite3_column_int64(s, 19);
 	v.remediated_at = sqlite3_column_int64(s, 20);
+	v.power_off_time = sqlite3_column_int64(s, 22);
 	if ((ret = store_column_strdup(&v.node, s, 1)) < 0 ||
+	    (ret = store_column_strdup(&v.power_off_by, s, 21)) < 0 ||
 	    (ret = store_column_strdup(&v.power_error, s, 5)) < 0 ||
 	    (ret = store_column_strdup(&v.sensors, s, 12)) < 0 ||
 	    (ret = store_column_strdup(&v.reasons, s, 16)) < 0) {
@@ -114,9 +117,10 @@ int store_fleet_state_put(struct store *st, const struct fleet_state *v)
 			      "INSERT OR REPLACE INTO node_bmc_state (node_id, power, power_time,"
 			      " power_changed, power_error, reachable, failures, down_since,"
 			      " circuit_open, next_try, last_ok, sensors, sensors_time, sel_cursor,"
-			      " health, reasons, health_time, hung_since, starved_since, remediated_at)"
+			      " health, reasons, health_time, hung_since, starved_since, remediated_at,"
+			      " power_off_by, power_off_time)"
 			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-			      " ?15, ?16, ?17, ?18, ?19, ?20)")) < 0)
+			      " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, v->node_id);
 	store_bind_text(s, 2, v->power);
@@ -138,6 +142,8 @@ int store_fleet_state_put(struct store *st, const struct fleet_state *v)
 	sqlite3_bind_int64(s, 18, v->hung_since);
 	sqlite3_bind_int64(s, 19, v->starved_since);
 	sqlite3_bind_int64(s, 20, v->remediated_at);
+	store_bind_text(s, 21, v->power_off_by);
+	sqlite3_bind_int64(s, 22, v->power_off_time);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE) {
 		ret = store_fail(st, rc, "writing a node's BMC state");

@@ -214,3 +214,35 @@ ipmisim_sockets() {
 ipmisim_active() {
 	ipmisim_ipmitool "$1" session info active | awk -F: '/active sessions/ { gsub(/ /, "", $2); print $2 }'
 }
+
+# ipmisim_serial_side DIR: gives the simulators started next a serial side, one
+# kiln-serialsim each, whose console output is what is appended to DIR/tx and whose typed
+# input lands in DIR/rx (one pair shared by all). Sets SERIAL_DIR and SERIAL_PIDS;
+# ipmisim_serial_stop stops them.
+ipmisim_serial_side() {
+	SERIAL_DIR=$1
+	SERIAL_PIDS=()
+	mkdir -p "$SERIAL_DIR"
+	: > "$SERIAL_DIR/tx"
+	: > "$SERIAL_DIR/rx"
+}
+ipmisim_on_sol_port() {
+	local port=$2 waited=0
+	[ -n "${SERIAL_DIR:-}" ] || return 0
+	"$KILN_BIN/kiln-serialsim" --port "$port" --rx "$SERIAL_DIR/rx" --tx "$SERIAL_DIR/tx" \
+		2>> "$SERIAL_DIR/log" < /dev/null &
+	SERIAL_PIDS+=("$!")
+	while [ -z "$(ss -Hltn "sport = :$port" 2> /dev/null)" ]; do
+		waited=$((waited + 1))
+		[ "$waited" -lt 100 ] || { echo "kiln-serialsim did not listen on $port"; return 1; }
+		sleep 0.05
+	done
+}
+ipmisim_serial_stop() {
+	local pid
+	for pid in "${SERIAL_PIDS[@]}"; do
+		kill "$pid" 2> /dev/null
+		wait "$pid" 2> /dev/null
+	done
+	SERIAL_PIDS=()
+}

@@ -17,32 +17,12 @@ fail() {
 	exit 1
 }
 
-SERIAL_PIDS=()
-SERIAL_DIR=$KILN_TEST_TMP/serial
-mkdir -p "$SERIAL_DIR"
-: > "$SERIAL_DIR/tx"
-: > "$SERIAL_DIR/rx"
-# Called by ipmisim_start before ipmi_sim starts: the serial side must be listening first.
-ipmisim_on_sol_port() {
-	local i=$1 port=$2 waited=0
-	"$KILN_BIN/kiln-serialsim" --port "$port" --rx "$SERIAL_DIR/rx" --tx "$SERIAL_DIR/tx" \
-		2>> "$SERIAL_DIR/log" < /dev/null &
-	SERIAL_PIDS+=("$!")
-	while [ -z "$(ss -Hltn "sport = :$port" 2> /dev/null)" ]; do
-		waited=$((waited + 1))
-		[ "$waited" -lt 100 ] || { echo "kiln-serialsim did not listen on $port"; return 1; }
-		sleep 0.05
-	done
-}
+ipmisim_serial_side "$KILN_TEST_TMP/serial"
 all_cleanup() {
-	local pid
 	[ -n "${SCRIPT_PID:-}" ] && kill "$SCRIPT_PID" 2> /dev/null
 	kiln_test_cleanup
 	ipmisim_cleanup
-	for pid in "${SERIAL_PIDS[@]}"; do
-		kill "$pid" 2> /dev/null
-		wait "$pid" 2> /dev/null
-	done
+	ipmisim_serial_stop
 }
 
 ipmisim_start 1 || fail "could not start ipmi_sim"

@@ -66,6 +66,40 @@ static void set_default_interval(struct health_facts *f)
 	set_silent(f);
 	f->agent_interval_s = 0; /* the config's 30 s */
 }
+/* kilnd could not receive 40 s ago (its start, an ingest stall, a full listener) */
+static void set_silent_gap(struct health_facts *f) { set_silent(f); f->receive_gap = NOW - 40; }
+static void set_silent_gap_old(struct health_facts *f) { set_silent(f); f->receive_gap = NOW - 95; }
+static void set_silent_fleet(struct health_facts *f) { set_silent(f); f->fleet_silence = 1; }
+static void set_silent_fleet_ended(struct health_facts *f)
+{
+	set_silent(f);
+	f->fleet_silence_ended = NOW - 60; /* 2 intervals of 30 s: still its grace */
+}
+static void set_silent_fleet_ended_long(struct health_facts *f)
+{
+	set_silent(f);
+	f->fleet_silence_ended = NOW - 61;
+}
+static void set_off_outside(struct health_facts *f)
+{
+	f->power = 2;
+	f->power_off_by = "";
+	f->power_off_time = NOW - 300;
+}
+static void set_off_by_alice(struct health_facts *f)
+{
+	set_silent(f);
+	f->power = 2;
+	f->power_off_by = "alice";
+	f->power_off_time = NOW - 300;
+}
+static void set_off_outside_maint(struct health_facts *f) { set_off_outside(f); f->maintenance = 1; }
+static void set_off_first_seen(struct health_facts *f) { f->power = 2; } /* never seen going off */
+static void set_hung_panic(struct health_facts *f)
+{
+	set_silent(f);
+	f->console_line = "Kernel panic - not syncing: Fatal exception";
+}
 static void set_bmc_down(struct health_facts *f) { f->bmc_reachable = 0; f->bmc_down_since = NOW - 300; }
 static void set_no_bmc(struct health_facts *f) { f->has_bmc = 0; f->bmc_reachable = 0; }
 static void set_creds(struct health_facts *f) { f->credentials_rejected = 1; }
@@ -141,6 +175,23 @@ static const struct row rows[] = {
 	{ "silent, just powered on", set_just_on, HEALTH_OK, 0, NULL },
 	{ "silent, report interval 60 s", set_long_interval, HEALTH_OK, 0, NULL },
 	{ "silent, config interval", set_default_interval, HEALTH_CRITICAL, 1, "hung: " },
+	{ "silent, but kilnd could not receive 40 s ago", set_silent_gap, HEALTH_OK, 0, NULL },
+	{ "silent, kilnd's gap older than the silence", set_silent_gap_old, HEALTH_CRITICAL, 1,
+	  "hung: " },
+	{ "silent during a fleet-wide silence", set_silent_fleet, HEALTH_WARNING, 0,
+	  "agent silent for 91s during a fleet-wide agent silence: not judged hung" },
+	{ "silent, fleet-wide silence ended 2 intervals ago", set_silent_fleet_ended,
+	  HEALTH_WARNING, 0, "agent silent for 91s: judged 2 intervals after" },
+	{ "silent, fleet-wide silence ended over 2 intervals ago", set_silent_fleet_ended_long,
+	  HEALTH_CRITICAL, 1, "hung: " },
+	{ "off outside kiln", set_off_outside, HEALTH_WARNING, 0, "powered off outside kiln at " },
+	{ "off by alice, agent silent", set_off_by_alice, HEALTH_OK, 0, "off, by alice at " },
+	{ "off outside kiln in maintenance", set_off_outside_maint, HEALTH_OK, 0,
+	  "powered off outside kiln at " },
+	{ "off when first seen", set_off_first_seen, HEALTH_OK, 0, NULL },
+	{ "hung with a panic on the console", set_hung_panic, HEALTH_CRITICAL, 1,
+	  "hung: powered on, agent silent for 91s; console: Kernel panic - not syncing: Fatal "
+	  "exception" },
 	{ "bmc unreachable", set_bmc_down, HEALTH_WARNING, 0, "bmc unreachable for 5m" },
 	{ "no bmc", set_no_bmc, HEALTH_OK, 0, NULL },
 	{ "credentials rejected", set_creds, HEALTH_WARNING, 0, "bmc: credentials rejected" },
@@ -300,10 +351,133 @@ static void test_reinstalling_never_hung(void **state)
 	assert_true(res.hung);
 }
 
+/* The guard begins at 50 % and 4 agents, holds until half of those silent report again. */
+static void test_fleet_silence_step(void **state)
+{
+	static const struct {
+		const char *name;
+		size_t reporting, silent;
+		int began;
+	} begin[] = {
+		{ "all 10 silent", 0, 10, 1 },
+		{ "5 of 10", 5, 5, 1 },
+		{ "4 of 9: under half", 5, 4, 0 },
+		{ "3 of 3: under the minimum", 0, 3, 0 },
+		{ "4 of 4", 0, 4, 1 },
+		{ "none silent", 10, 0, 0 },
+		{ "no agents", 0, 0, 0 },
+	};
+	struct health_config cfg;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	for (size_t i = 0; i < sizeof(begin) / sizeof(begin[0]); i++) {
+		struct health_fleet_silence g = { 0 };
+		enum health_fleet_change c =
+			health_fleet_silence_step(&g, begin[i].reporting, begin[i].silent, 0, NOW, &cfg);
+
+		if ((c == HEALTH_FLEET_BEGAN) != begin[i].began || g.active != begin[i].began)
+			fail_msg("%s: change %d active %d", begin[i].name, (int)c, g.active);
+	}
+	{
+		struct health_fleet_silence g = { 0 };
+
+		assert_int_equal(health_fleet_silence_step(&g, 2, 8, 0, NOW, &cfg),
+				 HEALTH_FLEET_BEGAN);
+		assert_int_equal(g.since, NOW);
+		assert_int_equal(g.silent, 8);
+		/* the counts no longer matter while active; only who came back */
+		assert_int_equal(health_fleet_silence_step(&g, 10, 0, 3, NOW + 10, &cfg),
+				 HEALTH_FLEET_SAME);
+		assert_int_equal(health_fleet_silence_step(&g, 10, 0, 4, NOW + 20, &cfg),
+				 HEALTH_FLEET_ENDED);
+		assert_false(g.active);
+		assert_int_equal(g.ended_at, NOW + 20);
+	}
+	cfg.fleet_silence_pct = 80;
+	cfg.fleet_silence_min = 2;
+	{
+		struct health_fleet_silence g = { 0 };
+
+		assert_int_equal(health_fleet_silence_step(&g, 3, 7, 0, NOW, &cfg), HEALTH_FLEET_SAME);
+		assert_int_equal(health_fleet_silence_step(&g, 2, 8, 0, NOW, &cfg), HEALTH_FLEET_BEGAN);
+	}
+}
+
+/* Which agents count: reporting, fallen silent lately, or not at all. */
+static void test_fleet_part(void **state)
+{
+	struct health_config cfg;
+	struct health_facts f;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	healthy(&f);
+	assert_int_equal(health_fleet_part(&f, &cfg), 1);
+	f.agent_last_seen = NOW - 60; /* 2 intervals: overdue (hung_intervals - 1) */
+	assert_int_equal(health_fleet_part(&f, &cfg), 1);
+	f.agent_last_seen = NOW - 61;
+	assert_int_equal(health_fleet_part(&f, &cfg), 2);
+	f.agent_last_seen = NOW - 150; /* 5 intervals: the edge of "lately" */
+	assert_int_equal(health_fleet_part(&f, &cfg), 2);
+	f.agent_last_seen = NOW - 151; /* silent since well before: its own trouble */
+	assert_int_equal(health_fleet_part(&f, &cfg), 0);
+	f.agent_last_seen = NOW - 90;
+	f.receive_gap = NOW - 10; /* kilnd could not receive: not silent */
+	assert_int_equal(health_fleet_part(&f, &cfg), 1);
+	f.receive_gap = 0;
+	f.power = 2;
+	assert_int_equal(health_fleet_part(&f, &cfg), 0);
+	f.power = 0; /* a switch took the BMC too: still counted */
+	assert_int_equal(health_fleet_part(&f, &cfg), 2);
+	f.maintenance = 1;
+	assert_int_equal(health_fleet_part(&f, &cfg), 0);
+	healthy(&f);
+	f.agent_last_seen = 0;
+	assert_int_equal(health_fleet_part(&f, &cfg), 0);
+}
+
+static void test_console_evidence(void **state)
+{
+	static const struct {
+		const char *name, *text, *want;
+	} lines[] = {
+		{ "panic wins over what follows",
+		  "[  101.000001] BUG: unable to handle page fault\n"
+		  "[  101.000200] Kernel panic - not syncing: Fatal exception\n"
+		  "[  101.000300] ---[ end Kernel panic - not syncing: Fatal exception ]---\n",
+		  "Kernel panic - not syncing: Fatal exception" },
+		{ "the last alarm", "ok\nwatchdog: BUG: soft lockup - CPU#3 stuck for 22s!\nfoo\n",
+		  "watchdog: BUG: soft lockup - CPU#3 stuck for 22s!" },
+		{ "else the last line", "Debian GNU/Linux 12 gpu03 ttyS0\n\ngpu03 login: \n\n",
+		  "gpu03 login:" },
+		{ "escapes and CR removed", "\x1b[0;31mINFO: task python:812 blocked for more than "
+					    "120 seconds.\x1b[0m\r\n",
+		  "INFO: task python:812 blocked for more than 120 seconds." },
+		{ "blank only", "\n  \r\n", NULL },
+		{ "empty", "", NULL },
+	};
+	char out[HEALTH_REASON_LEN];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		int found = health_console_evidence(out, sizeof(out), lines[i].text,
+						    strlen(lines[i].text));
+
+		if (found != (lines[i].want != NULL) || (lines[i].want && strcmp(out, lines[i].want)))
+			fail_msg("%s: found %d '%s'", lines[i].name, found, out);
+	}
+	assert_int_equal(health_console_evidence(out, 8, "Kernel panic - x\n", 17), 1);
+	assert_string_equal(out, "Kernel"); /* cut to fit, trailing blank trimmed */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_fleet_silence_step),
+		cmocka_unit_test(test_fleet_part),
+		cmocka_unit_test(test_console_evidence),
 		cmocka_unit_test(test_hung_threshold_from_config),
 		cmocka_unit_test(test_starved_sample),
 		cmocka_unit_test(test_xid_table),

@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "health/health_facts.h"
 #include "ingest.h"
+#include "receive_gap.h"
 #include "kiln/error.h"
 #include "store/store.h"
 
@@ -947,6 +949,61 @@ static void test_writer_queue_full_and_stop(void **state)
 		ingest_report_free(r[i]);
 }
 
+/* kilnd not receiving is a gap in every agent's silence (receive_gap.h): a writer held on
+ * the store's lock past RECEIVE_GAP_STALL_S counts as one while it waits and marks its end;
+ * a report refused for a full queue marks its moment. */
+static void test_writer_stall_is_a_gap(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 };
+	struct ingest_report *r[3] = { parsed("g1", 1), parsed("g2", 1), parsed("g3", 1) };
+	struct ingest_item it[3];
+	sqlite3 *locker = NULL;
+	int64_t before;
+
+	receive_gap_reset();
+	for (int i = 0; i < 3; i++)
+		it[i] = (struct ingest_item){ .node_id = f->node, .report = r[i] };
+	assert_int_equal(ingest_writer_start(f->db, 1), 0);
+	assert_int_equal(sqlite3_open(f->db, &locker), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(locker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(receive_gap_last(time(NULL)), 0);
+	assert_int_equal(ingest_enqueue(&it[0], w_queued, w_done, &w), 0);
+	sleep(RECEIVE_GAP_STALL_S + 1); /* under the store's 5 s busy timeout */
+	assert_int_equal(receive_gap_last(time(NULL) + 1), time(NULL) + 1); /* stalled: now */
+	assert_int_equal(ingest_enqueue(&it[1], w_queued, w_done, &w), 0);
+	before = time(NULL);
+	assert_int_equal(ingest_enqueue(&it[2], w_queued, w_done, &w), KILN_EBUSY);
+	assert_int_equal(sqlite3_exec(locker, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	w_wait(&w, 2);
+	assert_int_equal(it[0].rc, 0);
+	/* over: the last moment is the stall's end (or the refusal), no longer "now" */
+	assert_true(receive_gap_last(time(NULL) + 100) >= before);
+	assert_true(receive_gap_last(time(NULL) + 100) <= time(NULL));
+	ingest_writer_stop();
+	sqlite3_close(locker);
+	for (int i = 0; i < 3; i++)
+		ingest_report_free(r[i]);
+	receive_gap_reset();
+}
+
+/* The listener's connection count: full at the limit, and the moment it has room again is
+ * the last one it could not receive. */
+static void test_listener_full_is_a_gap(void **state)
+{
+	(void)state;
+	receive_gap_reset();
+	receive_gap_connections(1, 2, 100);
+	assert_int_equal(receive_gap_last(150), 0);
+	receive_gap_connections(1, 2, 160);
+	assert_int_equal(receive_gap_last(170), 170); /* full: now */
+	receive_gap_connections(-1, 2, 180);
+	assert_int_equal(receive_gap_last(190), 180);
+	receive_gap_mark(120); /* never backwards */
+	assert_int_equal(receive_gap_last(200), 180);
+	receive_gap_reset();
+}
+
 /* The waiting items' bytes are capped too: past the cap KILN_EBUSY (no callback), one item
  * alone is always taken, and the bytes count down as the writer takes items. */
 static void test_writer_queue_bytes_cap(void **state)
@@ -1075,6 +1132,8 @@ int main(void)
 		T(test_text_kept_and_gpus_in_place),
 		T(test_writer_commits),
 		T(test_writer_queue_full_and_stop),
+		T(test_writer_stall_is_a_gap),
+		T(test_listener_full_is_a_gap),
 		T(test_writer_queue_bytes_cap),
 		T(test_writer_cache_stale),
 		T(test_health_facts_after_ingest),
