@@ -1112,6 +1112,36 @@ static void test_health_facts_after_ingest(void **state)
 	health_sources_clear(&src);
 }
 
+/* A first report with a GPU's uncorrected ECC and pending remap: the gathered facts carry
+ * that GPU, and its verdict is critical and names it. */
+static void test_health_gpu_facts_first_report(void **state)
+{
+	struct fx *f = *state;
+	struct health_config cfg;
+	struct health_facts hf;
+	struct health_sources src;
+	struct health_result res;
+	struct node n = { 0 };
+
+	health_config_defaults(&cfg);
+	n.id = f->node;
+	n.name = "gpu01";
+	assert_int_equal(ingest(f, f->node, mkreport_bad_gpu("r1", 2), NULL), 0);
+	assert_int_equal(health_facts_gather(&hf, &src, f->st, &n, NULL, 0, fake_now, &cfg), 0);
+	assert_int_equal(hf.ngpus, 4);
+	assert_int_equal(hf.gpus[2].index, 2);
+	assert_string_equal(hf.gpus[2].pci_bus_id, "00000000:38:00.0");
+	assert_int_equal(hf.gpus[2].ecc_volatile, 2);
+	assert_int_equal(hf.gpus[2].remap_pending, 1);
+	health_evaluate(&res, &hf, &cfg);
+	assert_int_equal(res.level, HEALTH_CRITICAL);
+	assert_int_equal(res.nreasons, 1);
+	assert_string_equal(res.reasons[0],
+			    "gpu 2 (00000000:38:00.0): 2 uncorrected ECC errors, page retirement and"
+			    " row remap pending (reset needed), 1 row remapped");
+	health_sources_clear(&src);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -1135,6 +1165,7 @@ int main(void)
 		T(test_writer_queue_bytes_cap),
 		T(test_writer_cache_stale),
 		T(test_health_facts_after_ingest),
+		T(test_health_gpu_facts_first_report),
 	};
 #undef T
 
