@@ -436,7 +436,7 @@ struct status_row {
 	int64_t hung_since;
 	int has_agent;               /* an agent reported (the fields below it are set) */
 	int64_t agent_last_seen;
-	int64_t gpu_count;
+	int64_t gpu_count;           /* -1: not counted (the NVIDIA status is not "ok") */
 	int64_t gpu_count_max;
 	const char *driver_version;
 	const char *cuda_driver_version;
