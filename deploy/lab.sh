@@ -240,9 +240,14 @@ add_node() {
 	printf '%s\n' "$name" >"$root/proc/sys/kernel/hostname"
 	printf 'LAB-%s\n' "$name" >"$root/sys/class/dmi/id/product_serial"
 	[ "$name" = gpu03 ] || : >"$root/dev/kmsg"
-	# A healthy lab: the fixture's NVML Xid events are left out (gpu03 keeps its kernel
-	# log's Xids so that the status shows what a GPU fallen off the bus looks like).
-	grep -v xid_events "$REPO/tests/fake-nvml/configs/$nvml.conf" >"$LAB/nodes/$name.nvml.conf"
+	# A healthy lab: the fixture's NVML Xid events are left out, and but for gpu03 its GPU
+	# ECC errors and pending row remap (gpu03 keeps those and its kernel log's Xids so that
+	# the status shows what a GPU fallen off the bus and a failing GPU memory look like).
+	if [ "$name" = gpu03 ]; then
+		grep -v xid_events "$REPO/tests/fake-nvml/configs/$nvml.conf"
+	else
+		grep -Ev 'xid_events|^gpu\.[0-9]+\.(ecc|remap)_' "$REPO/tests/fake-nvml/configs/$nvml.conf"
+	fi >"$LAB/nodes/$name.nvml.conf"
 	echo "$LAB/nodes/$name.nvml.conf" >"$LAB/nodes/$name.nvml"
 	echo "$BUILD/lib/$lib/libnvidia-ml.so.1" >"$LAB/nodes/$name.lib"
 }

@@ -116,7 +116,7 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "1h", "A critical Xid (48, 62, 64, 74, 79, 94, 95, 119, 120) this recent makes a node "
 	    "critical."),
 	KEY("health", "ecc_window", KILN_CFG_DURATION, health_ecc_window, 60, 30 * 86400, NULL,
-	    "1h", "Uncorrected ECC errors that grew within this window make a node a warning."),
+	    "1h", "A GPU whose uncorrected ECC count rose within this window makes a node critical."),
 	{ .section = "health", .name = "gpu_temp_max", .type = KILN_CFG_DOUBLE,
 	  .offset = offsetof(struct kilnd_config, health_gpu_temp_max), .dmin = 20, .dmax = 150,
 	  .def = "90", .help = "A GPU hotter than this (Celsius) makes a node a warning." },

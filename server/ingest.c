@@ -261,7 +261,11 @@ static int gpu_parse(struct check *c, struct agent_gpu *g, json_t *o, size_t i)
 			  INT64_MAX)) < 0 ||
 	    (rc = opt_int(c, &ecc_vc, o, pre, "ecc_volatile_corrected", 0, INT64_MAX)) < 0 ||
 	    (rc = opt_int(c, &ecc_ac, o, pre, "ecc_aggregate_corrected", 0, INT64_MAX)) < 0 ||
-	    (rc = opt_bool(c, &g->remapped_rows_failure, o, pre, "remapped_rows_failure")) < 0)
+	    (rc = opt_bool(c, &g->remapped_rows_failure, o, pre, "remapped_rows_failure")) < 0 ||
+	    (rc = opt_bool(c, &g->retired_pages_pending, o, pre, "retired_pages_pending")) < 0 ||
+	    (rc = opt_bool(c, &g->remapped_rows_pending, o, pre, "remapped_rows_pending")) < 0 ||
+	    (rc = opt_int(c, &g->remapped_rows_uncorrected, o, pre, "remapped_rows_uncorrected", 0,
+			  INT64_MAX)) < 0)
 		return rc;
 	/* The store keeps copies: the agent_gpu list owns its strings. */
 	g->uuid = uuid ? strdup(uuid) : NULL;
@@ -631,6 +635,28 @@ static int gpu_events(struct ctx *x, const struct ingest_report *r, const struct
 		}
 	}
 	return 0;
+}
+
+/* Whether g's uncorrected ECC count (aggregate or since boot) is above its stored row p's. */
+static int ecc_rose(const struct agent_gpu *g, const struct agent_gpu *p)
+{
+	return (g->ecc_aggregate_uncorrected >= 0 && p->ecc_aggregate_uncorrected >= 0 &&
+		g->ecc_aggregate_uncorrected > p->ecc_aggregate_uncorrected) ||
+	       (g->ecc_volatile_uncorrected >= 0 && p->ecc_volatile_uncorrected >= 0 &&
+		g->ecc_volatile_uncorrected > p->ecc_volatile_uncorrected);
+}
+
+/* Sets each reported GPU's ecc_rose_at: the report's time when its uncorrected ECC count
+ * rose since its stored row, else the row's (a GPU first seen has none: counts in its first
+ * report are judged by their values, not as a rise). */
+static void gpu_ecc_rises(struct agent_gpu *gpus, size_t n, const struct agent_gpu *prev,
+			  size_t nprev, int64_t rtime)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct agent_gpu *p = gpu_match(&gpus[i], prev, nprev);
+
+		gpus[i].ecc_rose_at = !p ? 0 : ecc_rose(&gpus[i], p) ? rtime : p->ecc_rose_at;
+	}
 }
 
 /* The GPUs of prev that the report lacks, as "3 (GPU-uuid), 5 (...)" into buf. */
@@ -1034,6 +1060,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 			goto cleanup;
 		pg = hit ? hit->gpus : pgpus;
 		npg = hit ? hit->ngpus : npgpus;
+		gpu_ecc_rises(r->gpus, r->ngpus, pg, npg, rtime);
 		if ((rc = state_events(&x, r, has_prev ? pstate : NULL, pg, npg)) < 0 ||
 		    (rc = gpu_events(&x, r, pg, npg)) < 0 ||
 		    (rc = store_agent_gpus_update(st, node_id, r->gpus, r->ngpus, pg, npg, NULL)) < 0)

@@ -185,6 +185,13 @@ static int is_problem(const char *health, const struct fleet_state *s)
 	return !health || strcmp(health, "ok") != 0 || (s && !s->reachable);
 }
 
+/* NVML counted the node's GPUs: with a driver mismatch or no driver it counts none, and
+ * "0 of 8" would claim GPUs missing that nobody could count. */
+static int gpus_counted(const struct agent_state *a)
+{
+	return !a->nvidia_status || strcmp(a->nvidia_status, "ok") == 0;
+}
+
 /* One node's status object; *out_health is its health word. */
 static json_t *node_status(const struct agent_gpu_summary *g, const struct node *n,
 			   const struct fleet_state *s, const struct agent_state *a,
@@ -212,7 +219,7 @@ static json_t *node_status(const struct agent_gpu_summary *g, const struct node 
 		      "health", s && s->health_time ? s->health : "unknown",
 		      "reasons", reasons,
 		      "maintenance", maint,
-		      "gpus_seen", a ? json_integer(a->gpu_count) : json_null(),
+		      "gpus_seen", a && gpus_counted(a) ? json_integer(a->gpu_count) : json_null(),
 		      "gpus_expected", a ? json_integer(a->gpu_count_max) : json_null(),
 		      "driver", a ? a->driver_version : NULL,
 		      "cuda", a ? a->cuda_driver_version : NULL,
@@ -458,7 +465,10 @@ static int row_put(void *ud, const struct status_row *r)
 	jw_string_or_null(w, r->in_maintenance ? (r->maint_reason ? r->maint_reason : "") : NULL);
 	JW_LIT(w, ",");
 	if (r->has_agent) {
-		jw_int(w, r->gpu_count);
+		if (r->gpu_count >= 0)
+			jw_int(w, r->gpu_count);
+		else
+			JW_LIT(w, "null");
 		JW_LIT(w, ",");
 		jw_int(w, r->gpu_count_max);
 		JW_LIT(w, ",");

@@ -372,12 +372,27 @@ static void rule_power_off(struct health_result *r, const struct health_facts *f
 		add(r, HEALTH_WARNING, "powered off outside kiln at %s", when);
 }
 
+/* NVML answered and counted the GPUs: a status other than "ok" means no count was made. */
+static int nvml_counted(const struct health_facts *f)
+{
+	return !f->nvidia_status || strcmp(f->nvidia_status, "ok") == 0;
+}
+
+static int nvml_mismatch(const struct health_facts *f)
+{
+	return f->nvidia_status && strcmp(f->nvidia_status, "mismatch") == 0;
+}
+
 static void rule_gpus(struct health_result *r, const struct health_facts *f)
 {
 	if (f->gpus_seen < 0 || f->gpus_expected < 0 || f->gpus_seen >= f->gpus_expected)
 		return;
-	add(r, HEALTH_CRITICAL, "gpus: %lld of %lld seen", (long long)f->gpus_seen,
-	    (long long)f->gpus_expected);
+	if (nvml_counted(f))
+		add(r, HEALTH_CRITICAL, "gpus: %lld of %lld seen", (long long)f->gpus_seen,
+		    (long long)f->gpus_expected);
+	else if (!nvml_mismatch(f)) /* a mismatch is rule_driver's to say */
+		add(r, HEALTH_CRITICAL, "gpus: not counted (nvidia status %s), the node had %lld",
+		    f->nvidia_status, (long long)f->gpus_expected);
 }
 
 static void rule_xid(struct health_result *r, const struct health_facts *f)
@@ -406,6 +421,8 @@ static void rule_xid(struct health_result *r, const struct health_facts *f)
 
 static void rule_ecc(struct health_result *r, const struct health_facts *f)
 {
+	if (f->ngpus > 0)
+		return; /* rule_gpu_memory names the GPUs */
 	if (f->ecc_first < 0 || f->ecc_last < 0 || f->ecc_last <= f->ecc_first)
 		return;
 	add(r, HEALTH_WARNING, "ecc: uncorrected errors rising (%lld -> %lld)",
@@ -414,8 +431,130 @@ static void rule_ecc(struct health_result *r, const struct health_facts *f)
 
 static void rule_remap(struct health_result *r, const struct health_facts *f)
 {
-	if (f->remap_failure > 0)
+	if (f->remap_failure > 0 && f->ngpus == 0)
 		add(r, HEALTH_CRITICAL, "remap: a GPU's row remapping failed");
+}
+
+/* Appends ", " (unless first) and the formatted text to buf[len] at *used; bounded. */
+static void part(char *buf, size_t len, size_t *used, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void part(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*used >= len - 1)
+		return;
+	if (*used > 0)
+		*used += (size_t)snprintf(buf + *used, len - *used, ", ");
+	if (*used >= len - 1)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *used, len - *used, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*used += (size_t)n;
+}
+
+static const char *plural(int64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/* The ECC part of a GPU's verdict: the count since the driver loaded is what running work
+ * hit (critical); the lifetime count alone is history the GPU was repaired from (a warning)
+ * unless it rose within the ECC window. */
+static enum health_level gpu_ecc(char *buf, size_t len, size_t *used, const struct health_gpu *g,
+				 int64_t now, const struct health_config *cfg)
+{
+	int rising = g->ecc_rose_at > 0 && now - g->ecc_rose_at <= cfg->ecc_window_s;
+
+	if (g->ecc_volatile > 0) {
+		if (g->ecc_aggregate > g->ecc_volatile)
+			part(buf, len, used, "%lld uncorrected ECC error%s (%lld lifetime%s)",
+			     (long long)g->ecc_volatile, plural(g->ecc_volatile),
+			     (long long)g->ecc_aggregate, rising ? ", rising" : "");
+		else
+			part(buf, len, used, "%lld uncorrected ECC error%s%s",
+			     (long long)g->ecc_volatile, plural(g->ecc_volatile),
+			     rising ? " (rising)" : "");
+		return HEALTH_CRITICAL;
+	}
+	if (g->ecc_aggregate > 0) {
+		part(buf, len, used, "%lld uncorrected ECC error%s in its lifetime%s",
+		     (long long)g->ecc_aggregate, plural(g->ecc_aggregate),
+		     rising ? " (rising)" : "");
+		return rising ? HEALTH_CRITICAL : HEALTH_WARNING;
+	}
+	if (rising) {
+		char age[32];
+
+		/* rose, then the counter was reset (a reload) and no lifetime count is known */
+		age_text(age, sizeof(age), now - g->ecc_rose_at);
+		part(buf, len, used, "uncorrected ECC errors %s ago", age);
+		return HEALTH_CRITICAL;
+	}
+	return HEALTH_OK;
+}
+
+enum health_level health_gpu_verdict(char *out, size_t len, const struct health_gpu *g,
+				     int64_t now, const struct health_config *cfg)
+{
+	char parts[HEALTH_REASON_LEN] = "";
+	size_t used = 0;
+	enum health_level level = gpu_ecc(parts, sizeof(parts), &used, g, now, cfg);
+	int retire = g->retired_pages_pending == 1, remap = g->remap_pending == 1;
+
+	if (g->remap_failure == 1) {
+		part(parts, sizeof(parts), &used, "row remap failed (service needed)");
+		level = HEALTH_CRITICAL;
+	}
+	if (retire || remap) {
+		part(parts, sizeof(parts), &used, "%s pending (reset needed)",
+		     retire && remap ? "page retirement and row remap"
+		     : retire	     ? "page retirement"
+				     : "row remap");
+		level = HEALTH_CRITICAL;
+	}
+	if (level == HEALTH_OK)
+		return level; /* rows remapped alone: a repair that worked */
+	if (g->remapped_rows > 0)
+		part(parts, sizeof(parts), &used, "%lld row%s remapped", (long long)g->remapped_rows,
+		     plural(g->remapped_rows));
+	if (g->pci_bus_id && g->pci_bus_id[0])
+		snprintf(out, len, "gpu %lld (%s): %s", (long long)g->index, g->pci_bus_id, parts);
+	else
+		snprintf(out, len, "gpu %lld: %s", (long long)g->index, parts);
+	return level;
+}
+
+/* One reason per GPU with a memory finding, the first HEALTH_GPU_REASONS_MAX of them, and
+ * one that counts the rest (reasons are bounded; the level still counts every GPU). */
+static void rule_gpu_memory(struct health_result *r, const struct health_facts *f,
+			    const struct health_config *cfg)
+{
+	enum health_level rest = HEALTH_OK;
+	char reason[HEALTH_REASON_LEN];
+	size_t shown = 0, more = 0;
+
+	for (size_t i = 0; i < f->ngpus && i < HEALTH_GPUS_MAX; i++) {
+		enum health_level l = health_gpu_verdict(reason, sizeof(reason), &f->gpus[i],
+							 f->now, cfg);
+
+		if (l == HEALTH_OK)
+			continue;
+		if (shown < HEALTH_GPU_REASONS_MAX) {
+			add(r, l, "%s", reason);
+			shown++;
+		} else {
+			more++;
+			if (l > rest)
+				rest = l;
+		}
+	}
+	if (more)
+		add(r, rest, "gpus: %zu more with memory errors", more);
 }
 
 static void rule_temperature(struct health_result *r, const struct health_facts *f,
@@ -441,8 +580,16 @@ static void rule_driver(struct health_result *r, const struct health_facts *f)
 {
 	const char *lib = f->driver_version, *mod = f->kernel_module_version;
 
-	if ((f->nvidia_status && strcmp(f->nvidia_status, "mismatch") == 0) ||
-	    (lib && mod && lib[0] && mod[0] && strcmp(lib, mod) != 0))
+	if (nvml_mismatch(f)) {
+		/* NVML cannot talk to the loaded module: no GPU is usable or counted until the
+		 * reboot, and none is known missing */
+		add(r, HEALTH_CRITICAL,
+		    "driver: NVML/kernel module version mismatch (library %s, kernel module %s):"
+		    " GPUs not counted, reboot pending",
+		    lib && lib[0] ? lib : "?", mod && mod[0] ? mod : "?");
+		return;
+	}
+	if (lib && mod && lib[0] && mod[0] && strcmp(lib, mod) != 0)
 		add(r, HEALTH_WARNING, "driver: library %s, kernel module %s (reboot pending)",
 		    lib && lib[0] ? lib : "?", mod && mod[0] ? mod : "?");
 }
@@ -470,6 +617,7 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 	rule_xid(out, f);
 	rule_ecc(out, f);
 	rule_remap(out, f);
+	rule_gpu_memory(out, f, cfg);
 	rule_temperature(out, f, cfg);
 	rule_psu(out, f);
 	rule_driver(out, f);

@@ -31,6 +31,22 @@ void health_config_defaults(struct health_config *cfg);
 #define HEALTH_REASONS_MAX 16
 #define HEALTH_REASON_LEN 240
 
+#define HEALTH_GPUS_MAX 64      /* as many as a report may carry (INGEST_GPUS_MAX) */
+#define HEALTH_GPU_REASONS_MAX 8 /* GPUs given a reason each; the rest summed up in one */
+
+/* One GPU's memory health from its latest report. Unknown numbers are -1, flags -1. */
+struct health_gpu {
+	int64_t index;
+	const char *pci_bus_id;      /* may be NULL */
+	int64_t ecc_volatile;        /* uncorrected ECC errors since the driver loaded */
+	int64_t ecc_aggregate;       /* uncorrected ECC errors in the GPU's lifetime */
+	int64_t ecc_rose_at;         /* when the uncorrected count last rose (0: not seen) */
+	int retired_pages_pending;   /* a page retirement waits for a GPU reset */
+	int remap_pending;           /* a row remap waits for a GPU reset */
+	int remap_failure;           /* row remapping failed: the GPU needs service */
+	int64_t remapped_rows;       /* rows remapped for uncorrectable errors */
+};
+
 /* What is known of one node. Unknown numbers are -1 (integers) or NAN (reals). */
 struct health_facts {
 	int64_t now;
@@ -71,6 +87,11 @@ struct health_facts {
 	const char *kernel_module_version;
 	int starved_now;            /* the latest report alone looks starved */
 	int64_t starved_since;      /* start of the current starved run (0: none) */
+	/* The stored GPUs of the latest report, by index. With any, the per-GPU memory rule
+	 * judges them and the node-wide ECC and remap rules (ecc_first/last, remap_failure)
+	 * stand down: it names the GPU and sees counts at a first report too. */
+	struct health_gpu gpus[HEALTH_GPUS_MAX];
+	size_t ngpus;
 };
 
 struct health_result {
@@ -132,6 +153,15 @@ enum health_fleet_change health_fleet_silence_step(struct health_fleet_silence *
  * Copied (printable ASCII only) into out; 0 when there is none.
  */
 int health_console_evidence(char *out, size_t outlen, const char *text, size_t len);
+
+/* The memory verdict of one GPU: HEALTH_CRITICAL for uncorrected ECC errors since the
+ * driver loaded, a lifetime count that rose within ecc_window_s, a pending page retirement
+ * or row remap (the GPU needs a reset) or a failed remap (it needs service); HEALTH_WARNING
+ * for lifetime uncorrected errors alone (repaired history, worth watching); else HEALTH_OK.
+ * The reason ("gpu 3 (0000:1B:00.0): 2 uncorrected ECC errors, row remap pending (reset
+ * needed)") goes into out[len] when the level is not ok. */
+enum health_level health_gpu_verdict(char *out, size_t len, const struct health_gpu *g,
+				     int64_t now, const struct health_config *cfg);
 
 /* Xids that mean the GPU or the node needs attention now: 48, 62, 64, 74, 79, 94, 95, 119,
  * 120. */

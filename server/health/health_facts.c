@@ -99,6 +99,27 @@ static int xid_facts(struct health_facts *f, struct store *st, int64_t node_id, 
 	return 0;
 }
 
+/* The per-GPU memory facts from the stored GPU rows (their strings stay in the rows). */
+static void gpu_facts(struct health_facts *f, const struct agent_gpu *gpus, size_t n)
+{
+	f->ngpus = 0;
+	for (size_t i = 0; i < n && f->ngpus < HEALTH_GPUS_MAX; i++) {
+		const struct agent_gpu *g = &gpus[i];
+
+		f->gpus[f->ngpus++] = (struct health_gpu){
+			.index = g->index,
+			.pci_bus_id = g->pci_bus_id,
+			.ecc_volatile = g->ecc_volatile_uncorrected,
+			.ecc_aggregate = g->ecc_aggregate_uncorrected,
+			.ecc_rose_at = g->ecc_rose_at,
+			.retired_pages_pending = g->retired_pages_pending,
+			.remap_pending = g->remapped_rows_pending,
+			.remap_failure = g->remapped_rows_failure,
+			.remapped_rows = g->remapped_rows_uncorrected,
+		};
+	}
+}
+
 /* Whether a GPU of the report holds memory for processes: its "processes" list when it
  * has one, else memory in use. */
 static int gpu_held(json_t *o)
@@ -218,6 +239,7 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 	for (size_t i = 0; i < src->ngpus; i++)
 		if (src->gpus[i].remapped_rows_failure == 1)
 			f->remap_failure = 1;
+	gpu_facts(f, src->gpus, src->ngpus);
 	rc = store_fleet_ecc_window(st, &f->ecc_first, &f->ecc_last, n->id,
 				    now - cfg->ecc_window_s);
 	if (rc < 0)

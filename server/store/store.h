@@ -217,6 +217,11 @@ struct agent_gpu {
 	int64_t ecc_volatile_uncorrected;
 	int64_t ecc_aggregate_uncorrected;
 	int remapped_rows_failure;   /* 1, 0, or -1 unknown */
+	int retired_pages_pending;   /* a page retirement waits for a reset: 1, 0, -1 unknown */
+	int remapped_rows_pending;   /* a row remap waits for a reset: 1, 0, -1 unknown */
+	int64_t remapped_rows_uncorrected; /* rows remapped for uncorrectable errors; -1 */
+	int64_t ecc_rose_at;         /* report time of the last rise of its uncorrected ECC
+				      * count (volatile or aggregate); 0 never seen rising */
 	/* telemetry: the report's, not stored in node_gpus */
 	int64_t memory_used_bytes;
 	double temperature_c;
@@ -451,7 +456,7 @@ struct status_row {
 	int64_t hung_since;
 	int has_agent;               /* an agent reported (the fields below it are set) */
 	int64_t agent_last_seen;
-	int64_t gpu_count;
+	int64_t gpu_count;           /* -1: not counted (the NVIDIA status is not "ok") */
 	int64_t gpu_count_max;
 	const char *driver_version;
 	const char *cuda_driver_version;

@@ -331,7 +331,8 @@ int store_agent_gpus_get(struct store *st, struct agent_gpu **out, size_t *out_c
 	if ((ret = store_stmt(st, &s, STMT_AGENT_GPUS_GET,
 			      "SELECT gpu_index, uuid, name, serial, pci_bus_id, memory_total_bytes,"
 			      " ecc_volatile_uncorrected, ecc_aggregate_uncorrected,"
-			      " remapped_rows_failure FROM node_gpus WHERE node_id = ?1"
+			      " remapped_rows_failure, retired_pages_pending, remapped_rows_pending,"
+			      " remapped_rows_uncorrected, ecc_rose_at FROM node_gpus WHERE node_id = ?1"
 			      " ORDER BY gpu_index")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, node_id);
@@ -346,6 +347,10 @@ int store_agent_gpus_get(struct store *st, struct agent_gpu **out, size_t *out_c
 		g->ecc_volatile_uncorrected = column_int_or(s, 6, -1);
 		g->ecc_aggregate_uncorrected = column_int_or(s, 7, -1);
 		g->remapped_rows_failure = (int)column_int_or(s, 8, -1);
+		g->retired_pages_pending = (int)column_int_or(s, 9, -1);
+		g->remapped_rows_pending = (int)column_int_or(s, 10, -1);
+		g->remapped_rows_uncorrected = column_int_or(s, 11, -1);
+		g->ecc_rose_at = column_int_or(s, 12, 0);
 		g->memory_used_bytes = -1; /* telemetry: the report's */
 		g->temperature_c = g->power_draw_w = g->utilization_gpu_pct = NAN;
 		if ((ret = store_column_strdup(&g->uuid, s, 1)) < 0 ||
@@ -367,7 +372,7 @@ cleanup:
 	return 0;
 }
 
-/* Binds ?1..?10 of the GPU insert and update statements (same numbering in both). */
+/* Binds ?1..?14 of the GPU insert and update statements (same numbering in both). */
 static void gpu_bind(sqlite3_stmt *s, int64_t node_id, const struct agent_gpu *g)
 {
 	sqlite3_bind_int64(s, 1, node_id);
@@ -380,6 +385,10 @@ static void gpu_bind(sqlite3_stmt *s, int64_t node_id, const struct agent_gpu *g
 	bind_int_or_null(s, 8, g->ecc_volatile_uncorrected);
 	bind_int_or_null(s, 9, g->ecc_aggregate_uncorrected);
 	bind_int_or_null(s, 10, g->remapped_rows_failure);
+	bind_int_or_null(s, 11, g->retired_pages_pending);
+	bind_int_or_null(s, 12, g->remapped_rows_pending);
+	bind_int_or_null(s, 13, g->remapped_rows_uncorrected);
+	bind_int_or_null(s, 14, g->ecc_rose_at > 0 ? g->ecc_rose_at : -1);
 }
 
 /* Writes one GPU row: a new one, or (update) the stored row of its index, which must exist. */
@@ -388,11 +397,15 @@ static int gpu_write(struct store *st, int64_t node_id, const struct agent_gpu *
 	static const char insert_sql[] =
 		"INSERT INTO node_gpus (node_id, gpu_index, uuid, name, serial, pci_bus_id,"
 		" memory_total_bytes, ecc_volatile_uncorrected, ecc_aggregate_uncorrected,"
-		" remapped_rows_failure) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+		" remapped_rows_failure, retired_pages_pending, remapped_rows_pending,"
+		" remapped_rows_uncorrected, ecc_rose_at)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
 	static const char update_sql[] =
 		"UPDATE node_gpus SET uuid = ?3, name = ?4, serial = ?5, pci_bus_id = ?6,"
 		" memory_total_bytes = ?7, ecc_volatile_uncorrected = ?8,"
-		" ecc_aggregate_uncorrected = ?9, remapped_rows_failure = ?10"
+		" ecc_aggregate_uncorrected = ?9, remapped_rows_failure = ?10,"
+		" retired_pages_pending = ?11, remapped_rows_pending = ?12,"
+		" remapped_rows_uncorrected = ?13, ecc_rose_at = ?14"
 		" WHERE node_id = ?1 AND gpu_index = ?2";
 	sqlite3_stmt *s = NULL;
 	int rc, ret;
@@ -550,19 +563,26 @@ static int str_same(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-/* The row g would write equals the stored row p (read back: -1 for NULL integers); the
- * telemetry is not compared: it is not stored. */
+/* An integer as its NULL-when-negative column reads back: -1 for every unknown. */
+static int64_t int_stored(int64_t v)
+{
+	return v < 0 ? -1 : v;
+}
+
+/* The row g would write equals the stored row p (read back: -1 for NULL integers, 0 for a
+ * NULL ecc_rose_at); the telemetry is not compared: it is not stored. */
 static int gpu_same(const struct agent_gpu *g, const struct agent_gpu *p)
 {
 	return g->index == p->index && str_same(g->uuid, p->uuid) && str_same(g->name, p->name) &&
 	       str_same(g->serial, p->serial) && str_same(g->pci_bus_id, p->pci_bus_id) &&
-	       (g->memory_total_bytes < 0 ? -1 : g->memory_total_bytes) == p->memory_total_bytes &&
-	       (g->ecc_volatile_uncorrected < 0 ? -1 : g->ecc_volatile_uncorrected) ==
-		       p->ecc_volatile_uncorrected &&
-	       (g->ecc_aggregate_uncorrected < 0 ? -1 : g->ecc_aggregate_uncorrected) ==
-		       p->ecc_aggregate_uncorrected &&
-	       (g->remapped_rows_failure < 0 ? -1 : g->remapped_rows_failure) ==
-		       p->remapped_rows_failure;
+	       int_stored(g->memory_total_bytes) == p->memory_total_bytes &&
+	       int_stored(g->ecc_volatile_uncorrected) == p->ecc_volatile_uncorrected &&
+	       int_stored(g->ecc_aggregate_uncorrected) == p->ecc_aggregate_uncorrected &&
+	       int_stored(g->remapped_rows_failure) == p->remapped_rows_failure &&
+	       int_stored(g->retired_pages_pending) == p->retired_pages_pending &&
+	       int_stored(g->remapped_rows_pending) == p->remapped_rows_pending &&
+	       int_stored(g->remapped_rows_uncorrected) == p->remapped_rows_uncorrected &&
+	       (g->ecc_rose_at > 0 ? g->ecc_rose_at : 0) == p->ecc_rose_at;
 }
 
 int store_agent_gpus_update(struct store *st, int64_t node_id, const struct agent_gpu *gpus,

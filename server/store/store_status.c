@@ -4,13 +4,15 @@
 #include "kiln/error.h"
 #include "store/store_internal.h"
 
-/* Only the columns the status reads: the report (4-5 KB a node) and the sensors stay on disk.
+/* Only the columns the status reads (the GPUs seen only where NVML counted them: a driver
+ * mismatch or a missing driver counts none, and none is known missing): the report (4-5 KB a node) and the sensors stay on disk.
  * A LEFT JOIN per table keeps nodes that the poller, an agent or maintenance never touched. */
 static const char status_sql[] =
 	"SELECT n.name,"
 	" b.node_id IS NOT NULL, b.power, b.power_time, b.reachable, b.health, b.health_time,"
 	" b.reasons, b.hung_since,"
-	" a.node_id IS NOT NULL, a.last_seen, a.gpu_count, a.gpu_count_max, a.driver_version,"
+	" a.node_id IS NOT NULL, a.last_seen,"
+	" CASE WHEN ifnull(a.nvidia_status, 'ok') = 'ok' THEN a.gpu_count END, a.gpu_count_max, a.driver_version,"
 	" a.cuda_driver_version, s.gpu_hottest_c, s.gpu_power_w,"
 	" m.node_id IS NOT NULL, m.reason"
 	" FROM nodes n"
@@ -37,7 +39,7 @@ static void row_read(struct status_row *r, sqlite3_stmt *s)
 	r->hung_since = sqlite3_column_int64(s, 8);
 	r->has_agent = sqlite3_column_int(s, 9);
 	r->agent_last_seen = sqlite3_column_int64(s, 10);
-	r->gpu_count = sqlite3_column_int64(s, 11);
+	r->gpu_count = sqlite3_column_type(s, 11) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 11);
 	r->gpu_count_max = sqlite3_column_int64(s, 12);
 	r->driver_version = text(s, 13);
 	r->cuda_driver_version = text(s, 14);

@@ -1,5 +1,6 @@
 # Shared by the health tests: nodes whose BMC is a kiln-bmcsim (the iDRAC-like tree) and whose
-# host runs a kiln-agent on the fake NVML (8 H100s, no Xid events), reporting every 2 s.
+# host runs a kiln-agent on the fake NVML (8 healthy H100s: no Xid events, no ECC errors),
+# reporting every 2 s.
 # Source after lib.sh and ../sim/bmcsim.sh, with SRC set to the source tree. Sets KILN,
 # AGENT, NVML, MOCKUP and AGENT_PID (node -> agent pid); exits if a part is not built.
 KILN=$KILN_BIN/kiln
@@ -11,7 +12,7 @@ for _f in "$AGENT" "$NVML" "$BMCSIM" "$MOCKUP" "$FLEET_ROOT"; do
 	[ -e "$_f" ] || { echo "FAIL: $_f is missing (build kiln-agent, kiln-bmcsim, the fake NVML)" >&2; exit 1; }
 done
 unset _f
-grep -v xid_events "$SRC/tests/fake-nvml/configs/h100-8gpu.conf" >"$KILN_TEST_TMP/fleet-nvml.conf"
+grep -Ev 'xid_events|^gpu\.4\.(ecc|remap)_' "$SRC/tests/fake-nvml/configs/h100-8gpu.conf" >"$KILN_TEST_TMP/fleet-nvml.conf"
 printf 'password\n' >"$KILN_TEST_TMP/fleet-bmc.pw"
 declare -A AGENT_PID
 

@@ -56,7 +56,10 @@ printf 'password\n' >"$T/bmc.pw"
 # it was truncated while gpu01's agent (started the turn before) could be reading it, and the
 # fake NVML then loaded an empty config (0 GPUs) for the agent's life ("gpus seen on gpu01:
 # got 0, want 8" under parallel load).
-grep -v xid_events "$NVML_CONF" >"$T/clean-nvml.conf"
+# Both without the fixture's GPU 4 ECC errors and pending remap (a critical GPU of its own,
+# judged in test_health_gpu_verdicts): here the nodes' GPUs are healthy.
+grep -Ev '^gpu\.4\.(ecc|remap)_' "$NVML_CONF" >"$T/nvml.conf"
+grep -v xid_events "$T/nvml.conf" >"$T/clean-nvml.conf"
 for i in 1 2 3; do
 	n=gpu0$i
 	"$KILN" node add "$n" --bmc "redfish+http://127.0.0.1:${BMCSIM_PORTS[$((i - 1))]}" \
@@ -69,7 +72,7 @@ for i in 1 2 3; do
 	printf 'SN-FLEET-%s\n' "$i" >"$r/sys/class/dmi/id/product_serial"
 	# The fixture's kernel log holds Xid 79 and 48, the fake NVML config an Xid 48: gpu03
 	# keeps them, the others start clean.
-	conf=$NVML_CONF
+	conf=$T/nvml.conf
 	if [ "$n" != gpu03 ]; then
 		: >"$r/dev/kmsg"
 		conf=$T/clean-nvml.conf

@@ -302,6 +302,24 @@ static void test_rows_range_and_problems(void **state)
 	kiln_nodelist_free(&want);
 }
 
+/* NVML could not count (a driver/library mismatch): the GPUs seen are unknown, not 0 of 8. */
+static void test_rows_gpus_not_counted(void **state)
+{
+	struct fx *f = *state;
+	struct agent_state a = { .report_id = "r1", .report = "{}", .last_seen = 990,
+				 .report_time = 990, .nvidia_status = "mismatch",
+				 .kernel_module_version = "550.54.15", .gpu_count = 0,
+				 .gpu_count_max = 8, .gpu_hottest_c = NAN, .gpu_power_w = NAN };
+	json_t *v;
+
+	a.node_id = node_add(f->st, "n1");
+	assert_int_equal(store_agent_state_put(f->st, &a), 0);
+	v = rows_get(f->st, NULL, 0);
+	row_is(json_object_get(v, "rows"), 0,
+	       "[\"n1\",\"unknown\",null,10,\"unknown\",null,null,8,null,null,null,null,[]]");
+	json_decref(v);
+}
+
 static void test_rows_empty(void **state)
 {
 	struct fx *f = *state;
@@ -322,6 +340,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rows_fleet, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_rows_range_and_problems, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_rows_empty, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_rows_gpus_not_counted, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

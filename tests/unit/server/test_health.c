@@ -152,6 +152,113 @@ static void set_reinstalling_queued(struct health_facts *f)
 	f->reinstall_step = NULL;
 }
 
+/* Eight clean GPUs as the store gives them; gpu 3 is the one the GPU rows change. */
+static struct health_gpu *gpus8(struct health_facts *f)
+{
+	static const char *const bus[] = { "0000:18:00.0", "0000:2A:00.0", "0000:3A:00.0",
+					   "0000:1B:00.0", "0000:9A:00.0", "0000:AB:00.0",
+					   "0000:BA:00.0", "0000:DB:00.0" };
+
+	for (size_t i = 0; i < 8; i++)
+		f->gpus[i] = (struct health_gpu){ .index = (int64_t)i, .pci_bus_id = bus[i] };
+	f->ngpus = 8;
+	return &f->gpus[3];
+}
+static void set_gpu_clean(struct health_facts *f) { gpus8(f); }
+static void set_gpu_first_bad(struct health_facts *f)
+{
+	struct health_gpu *g = gpus8(f);
+
+	g->ecc_volatile = 2; /* a first report: no rise seen, the values alone */
+	g->ecc_aggregate = 2;
+	g->remap_pending = 1;
+}
+static void set_gpu_volatile(struct health_facts *f) { gpus8(f)->ecc_volatile = 1; }
+static void set_gpu_lifetime(struct health_facts *f) { gpus8(f)->ecc_aggregate = 3; }
+static void set_gpu_lifetime_more(struct health_facts *f)
+{
+	struct health_gpu *g = gpus8(f);
+
+	g->ecc_volatile = 2;
+	g->ecc_aggregate = 5;
+	g->ecc_rose_at = NOW - 600;
+}
+static void set_gpu_lifetime_rising(struct health_facts *f)
+{
+	struct health_gpu *g = gpus8(f);
+
+	g->ecc_aggregate = 3;
+	g->ecc_rose_at = NOW - 3600; /* the window's edge: still within */
+}
+static void set_gpu_lifetime_rose_long_ago(struct health_facts *f)
+{
+	struct health_gpu *g = gpus8(f);
+
+	g->ecc_aggregate = 3;
+	g->ecc_rose_at = NOW - 3601;
+}
+static void set_gpu_rose_then_reset(struct health_facts *f)
+{
+	struct health_gpu *g = gpus8(f);
+
+	g->ecc_volatile = 0; /* the driver reloaded; no lifetime counter */
+	g->ecc_aggregate = -1;
+	g->ecc_rose_at = NOW - 720;
+}
+static void set_gpu_retire(struct health_facts *f) { gpus8(f)->retired_pages_pending = 1; }
+static void set_gpu_both_pending(struct health_facts *f)
+{
+	struct health_gpu *g = gpus8(f);
+
+	g->retired_pages_pending = 1;
+	g->remap_pending = 1;
+	g->remapped_rows = 1;
+}
+static void set_gpu_remap_failed(struct health_facts *f)
+{
+	struct health_gpu *g = gpus8(f);
+
+	g->remap_failure = 1;
+	g->remapped_rows = 4;
+	f->remap_failure = 1; /* the node-wide fact the gather also sets */
+}
+static void set_gpu_remapped_only(struct health_facts *f) { gpus8(f)->remapped_rows = 2; }
+static void set_gpu_unknown(struct health_facts *f)
+{
+	struct health_gpu *g = gpus8(f);
+
+	g->ecc_volatile = g->ecc_aggregate = g->remapped_rows = -1;
+	g->retired_pages_pending = g->remap_pending = g->remap_failure = -1;
+}
+static void set_gpu_no_bus(struct health_facts *f)
+{
+	struct health_gpu *g = gpus8(f);
+
+	g->pci_bus_id = NULL;
+	g->ecc_volatile = 1;
+}
+static void set_gpu_ecc_rising(struct health_facts *f)
+{
+	struct health_gpu *g = gpus8(f);
+
+	set_ecc_up(f); /* the node-wide sum rose 2 -> 5: the GPU's reason says it instead */
+	g->ecc_volatile = 5;
+	g->ecc_rose_at = NOW - 60;
+}
+static void set_mismatch_gpus(struct health_facts *f)
+{
+	set_mismatch_status(f);
+	f->driver_version = NULL; /* NVML gives no version when it cannot talk */
+	f->kernel_module_version = "535.104.05";
+	f->gpus_seen = 0;         /* a report with no GPUs: none counted */
+}
+static void set_no_driver_gpus(struct health_facts *f)
+{
+	f->nvidia_status = "no_driver";
+	f->driver_version = NULL;
+	f->gpus_seen = 0;
+}
+
 struct row {
 	const char *name;
 	void (*set)(struct health_facts *f);
@@ -212,7 +319,7 @@ static const struct row rows[] = {
 	{ "psu redundancy", set_psu_redundancy, HEALTH_WARNING, 0, "psu: redundancy lost" },
 	{ "module differs", set_mismatch, HEALTH_WARNING, 0,
 	  "driver: library 550.54.15, kernel module 535.104.05" },
-	{ "status mismatch", set_mismatch_status, HEALTH_WARNING, 0, "driver: " },
+	{ "status mismatch", set_mismatch_status, HEALTH_CRITICAL, 0, "driver: " },
 	{ "starved 10 min", set_starved, HEALTH_WARNING, 0, "starved: " },
 	{ "starved under 10 min", set_starved_short, HEALTH_OK, 0, NULL },
 	{ "starved run ended", set_starved_over, HEALTH_OK, 0, NULL },
@@ -222,6 +329,54 @@ static const struct row rows[] = {
 	  "reinstalling: step wait_boot" },
 	{ "reinstall queued, agent silent: not hung", set_reinstalling_queued, HEALTH_WARNING, 0,
 	  "reinstalling" },
+};
+
+/* The GPU memory and NVML rows: each names its reasons' count and the first exactly. */
+struct gpu_row {
+	const char *name;
+	void (*set)(struct health_facts *f);
+	enum health_level level;
+	const char *reason; /* the first reason; NULL: none */
+	size_t nreasons;
+};
+
+static const struct gpu_row gpu_rows[] = {
+	{ "status mismatch", set_mismatch_status, HEALTH_CRITICAL,
+	  "driver: NVML/kernel module version mismatch (library 550.54.15, kernel module ?):"
+	  " GPUs not counted, reboot pending", 1 },
+	{ "mismatch, no GPU counted: not 0 of 8 seen", set_mismatch_gpus, HEALTH_CRITICAL,
+	  "driver: NVML/kernel module version mismatch (library ?, kernel module 535.104.05):"
+	  " GPUs not counted, reboot pending", 1 },
+	{ "no driver, no GPU counted", set_no_driver_gpus, HEALTH_CRITICAL,
+	  "gpus: not counted (nvidia status no_driver), the node had 8", 1 },
+	{ "gpus clean", set_gpu_clean, HEALTH_OK, NULL, 0 },
+	{ "gpu first report: ECC and remap pending", set_gpu_first_bad, HEALTH_CRITICAL,
+	  "gpu 3 (0000:1B:00.0): 2 uncorrected ECC errors, row remap pending (reset needed)", 1 },
+	{ "gpu uncorrected since boot", set_gpu_volatile, HEALTH_CRITICAL,
+	  "gpu 3 (0000:1B:00.0): 1 uncorrected ECC error", 1 },
+	{ "gpu lifetime errors only", set_gpu_lifetime, HEALTH_WARNING,
+	  "gpu 3 (0000:1B:00.0): 3 uncorrected ECC errors in its lifetime", 1 },
+	{ "gpu since boot and lifetime, rising", set_gpu_lifetime_more, HEALTH_CRITICAL,
+	  "gpu 3 (0000:1B:00.0): 2 uncorrected ECC errors (5 lifetime, rising)", 1 },
+	{ "gpu lifetime rising within the window", set_gpu_lifetime_rising, HEALTH_CRITICAL,
+	  "gpu 3 (0000:1B:00.0): 3 uncorrected ECC errors in its lifetime (rising)", 1 },
+	{ "gpu lifetime rose before the window", set_gpu_lifetime_rose_long_ago, HEALTH_WARNING,
+	  "gpu 3 (0000:1B:00.0): 3 uncorrected ECC errors in its lifetime", 1 },
+	{ "gpu rose, counter reset since", set_gpu_rose_then_reset, HEALTH_CRITICAL,
+	  "gpu 3 (0000:1B:00.0): uncorrected ECC errors 12m ago", 1 },
+	{ "gpu page retirement pending", set_gpu_retire, HEALTH_CRITICAL,
+	  "gpu 3 (0000:1B:00.0): page retirement pending (reset needed)", 1 },
+	{ "gpu retirement and remap pending", set_gpu_both_pending, HEALTH_CRITICAL,
+	  "gpu 3 (0000:1B:00.0): page retirement and row remap pending (reset needed),"
+	  " 1 row remapped", 1 },
+	{ "gpu remap failed", set_gpu_remap_failed, HEALTH_CRITICAL,
+	  "gpu 3 (0000:1B:00.0): row remap failed (service needed), 4 rows remapped", 1 },
+	{ "gpu rows remapped alone: repaired", set_gpu_remapped_only, HEALTH_OK, NULL, 0 },
+	{ "gpu counts unknown", set_gpu_unknown, HEALTH_OK, NULL, 0 },
+	{ "gpu without bus id", set_gpu_no_bus, HEALTH_CRITICAL,
+	  "gpu 3: 1 uncorrected ECC error", 1 },
+	{ "ecc rising names the gpu", set_gpu_ecc_rising, HEALTH_CRITICAL,
+	  "gpu 3 (0000:1B:00.0): 5 uncorrected ECC errors (rising)", 1 },
 };
 
 static void test_rules(void **state)
@@ -248,6 +403,40 @@ static void test_rules(void **state)
 				 res.nreasons ? res.reasons[0] : "");
 		assert_int_equal(health_is_hung(&f, &cfg), r->hung);
 	}
+}
+
+/* The verdict on a healthy node changed by set. */
+static void judge(struct health_result *res, void (*set)(struct health_facts *f),
+		  const struct health_config *cfg)
+{
+	struct health_facts f;
+
+	healthy(&f);
+	set(&f);
+	health_evaluate(res, &f, cfg);
+}
+
+static void test_gpu_rules(void **state)
+{
+	struct health_config cfg;
+	int failed = 0;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	for (size_t i = 0; i < sizeof(gpu_rows) / sizeof(gpu_rows[0]); i++) {
+		const struct gpu_row *r = &gpu_rows[i];
+		struct health_result res;
+
+		judge(&res, r->set, &cfg);
+		if (res.level != r->level || res.hung || res.nreasons != r->nreasons ||
+		    (r->reason && strcmp(res.reasons[0], r->reason) != 0)) {
+			print_error("%s: got %s hung=%d reasons=%zu first='%s'\n", r->name,
+				    health_level_name(res.level), res.hung, res.nreasons,
+				    res.nreasons ? res.reasons[0] : "");
+			failed++;
+		}
+	}
+	assert_int_equal(failed, 0);
 }
 
 static void test_hung_threshold_from_config(void **state)
@@ -317,6 +506,58 @@ static void test_reasons_capped(void **state)
 	assert_int_equal(res.level, HEALTH_CRITICAL);
 	assert_int_equal(res.nreasons, 11);
 	assert_string_equal(health_level_name(res.level), "critical");
+}
+
+/* One reason per GPU up to HEALTH_GPU_REASONS_MAX, then one for the rest; a warning
+ * beyond the cap does not lower the level, a critical one beyond it still counts. */
+static void set_gpus12_lifetime(struct health_facts *f)
+{
+	static char bus[12][16];
+
+	for (size_t i = 0; i < 12; i++) {
+		snprintf(bus[i], sizeof(bus[i]), "0000:%02zX:00.0", 0x10 + i);
+		f->gpus[i] = (struct health_gpu){ .index = (int64_t)i, .pci_bus_id = bus[i],
+						   .ecc_aggregate = 1 };
+	}
+	f->gpus[11].retired_pages_pending = 1; /* beyond the cap: still critical */
+	f->ngpus = 12;
+}
+
+static void test_gpu_reasons_capped(void **state)
+{
+	struct health_config cfg;
+	struct health_result res;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	judge(&res, set_gpus12_lifetime, &cfg);
+	assert_int_equal(res.level, HEALTH_CRITICAL);
+	assert_int_equal(res.nreasons, HEALTH_GPU_REASONS_MAX + 1);
+	assert_string_equal(res.reasons[0],
+			    "gpu 0 (0000:10:00.0): 1 uncorrected ECC error in its lifetime");
+	assert_string_equal(res.reasons[HEALTH_GPU_REASONS_MAX],
+			    "gpus: 4 more with memory errors");
+}
+
+/* Every finding at once with a long bus id and big counts: cut at the reason's length. */
+static void test_gpu_reason_bounded(void **state)
+{
+	struct health_config cfg;
+	struct health_gpu g = { .index = 63, .pci_bus_id = "00000000:1B:00.0-and-a-very-long-bus-id"
+							  "-that-no-driver-would-give-but-a-report-"
+							  "might-carry-all-the-same-so-the-reason-"
+							  "must-still-stop-at-its-length",
+				.ecc_volatile = INT64_MAX, .ecc_aggregate = INT64_MAX,
+				.ecc_rose_at = NOW, .retired_pages_pending = 1,
+				.remap_pending = 1, .remap_failure = 1,
+				.remapped_rows = INT64_MAX };
+	char out[HEALTH_REASON_LEN];
+
+	(void)state;
+	health_config_defaults(&cfg);
+	assert_int_equal(health_gpu_verdict(out, sizeof(out), &g, NOW, &cfg), HEALTH_CRITICAL);
+	assert_int_equal(strlen(out), HEALTH_REASON_LEN - 1);
+	assert_int_equal(strncmp(out, "gpu 63 (00000000:1B:00.0-", 25), 0);
 }
 
 /* A reinstall's silence is not a hang: nothing in the result would let the poller's
@@ -478,11 +719,14 @@ int main(void)
 		cmocka_unit_test(test_fleet_silence_step),
 		cmocka_unit_test(test_fleet_part),
 		cmocka_unit_test(test_console_evidence),
+		cmocka_unit_test(test_gpu_rules),
 		cmocka_unit_test(test_hung_threshold_from_config),
 		cmocka_unit_test(test_starved_sample),
 		cmocka_unit_test(test_xid_table),
 		cmocka_unit_test(test_reasons_capped),
 		cmocka_unit_test(test_reinstalling_never_hung),
+		cmocka_unit_test(test_gpu_reasons_capped),
+		cmocka_unit_test(test_gpu_reason_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

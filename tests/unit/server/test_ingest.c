@@ -304,6 +304,9 @@ static void test_invalid_fields_named(void **state)
 		{ "gpus0", "temperature_c", "\"hot\"", "gpus[0].temperature_c" },
 		{ "gpus0", "ecc_aggregate_uncorrected", "1.5", "gpus[0].ecc_aggregate_uncorrected" },
 		{ "gpus0", "remapped_rows_failure", "1", "gpus[0].remapped_rows_failure" },
+		{ "gpus0", "retired_pages_pending", "1", "gpus[0].retired_pages_pending" },
+		{ "gpus0", "remapped_rows_pending", "\"yes\"", "gpus[0].remapped_rows_pending" },
+		{ "gpus0", "remapped_rows_uncorrected", "-1", "gpus[0].remapped_rows_uncorrected" },
 		{ NULL, "xid_events", "{}", "xid_events" },
 		{ "xid0", "xid", NULL, "xid_events[0].xid" },
 		{ "xid0", "xid", "\"79\"", "xid_events[0].xid" },
@@ -526,6 +529,59 @@ static void test_ecc_rising_and_remap(void **state)
 	fake_now += 30;
 	assert_int_equal(ingest(f, f->node, r, NULL), 0);
 	assert_int_equal(count_events(f, "remap"), 1);
+}
+
+/* The GPU rows keep what the per-GPU health verdicts read: pending retirement and remap,
+ * rows remapped, and when the uncorrected count last rose (not at a GPU's first report:
+ * its counts are judged by their values then). */
+static json_t *mkreport_bad_gpu(const char *id, int64_t ecc)
+{
+	json_t *r = mkreport(id, 4), *g = gpu(r, 2);
+
+	json_object_del(r, "time"); /* the report's time is its arrival */
+	json_object_set_new(g, "ecc_volatile_uncorrected", json_integer(ecc));
+	json_object_set_new(g, "ecc_aggregate_uncorrected", json_integer(ecc));
+	json_object_set_new(g, "retired_pages_pending", json_true());
+	json_object_set_new(g, "remapped_rows_pending", json_true());
+	json_object_set_new(g, "remapped_rows_uncorrected", json_integer(1));
+	json_object_set_new(gpu(r, 1), "retired_pages_pending", json_false());
+	return r;
+}
+
+static void test_gpu_memory_facts_stored(void **state)
+{
+	struct fx *f = *state;
+	struct agent_gpu *g = NULL;
+	size_t ng = 0;
+	int64_t rose;
+
+	assert_int_equal(ingest(f, f->node, mkreport_bad_gpu("r1", 2), NULL), 0);
+	assert_int_equal(store_agent_gpus_get(f->st, &g, &ng, f->node), 0);
+	assert_int_equal(ng, 4);
+	assert_int_equal(g[2].ecc_volatile_uncorrected, 2);
+	assert_int_equal(g[2].retired_pages_pending, 1);
+	assert_int_equal(g[2].remapped_rows_pending, 1);
+	assert_int_equal(g[2].remapped_rows_uncorrected, 1);
+	assert_int_equal(g[2].ecc_rose_at, 0);
+	assert_int_equal(g[1].retired_pages_pending, 0);
+	assert_int_equal(g[0].retired_pages_pending, -1); /* not reported */
+	assert_int_equal(g[0].remapped_rows_uncorrected, -1);
+	agent_gpu_list_free(g, ng);
+
+	fake_now += 30;
+	rose = fake_now;
+	assert_int_equal(ingest(f, f->node, mkreport_bad_gpu("r2", 3), NULL), 0);
+	assert_int_equal(store_agent_gpus_get(f->st, &g, &ng, f->node), 0);
+	assert_int_equal(g[2].ecc_rose_at, rose);
+	assert_int_equal(g[1].ecc_rose_at, 0);
+	agent_gpu_list_free(g, ng);
+
+	fake_now += 30; /* the same counts: the rise keeps its time */
+	assert_int_equal(ingest(f, f->node, mkreport_bad_gpu("r3", 3), NULL), 0);
+	assert_int_equal(store_agent_gpus_get(f->st, &g, &ng, f->node), 0);
+	assert_int_equal(g[2].ecc_rose_at, rose);
+	assert_int_equal(g[2].remapped_rows_pending, 1);
+	agent_gpu_list_free(g, ng);
 }
 
 static void test_older_report_keeps_state(void **state)
@@ -1113,6 +1169,36 @@ static void test_health_facts_after_ingest(void **state)
 	health_sources_clear(&src);
 }
 
+/* A first report with a GPU's uncorrected ECC and pending remap: the gathered facts carry
+ * that GPU, and its verdict is critical and names it. */
+static void test_health_gpu_facts_first_report(void **state)
+{
+	struct fx *f = *state;
+	struct health_config cfg;
+	struct health_facts hf;
+	struct health_sources src;
+	struct health_result res;
+	struct node n = { 0 };
+
+	health_config_defaults(&cfg);
+	n.id = f->node;
+	n.name = "gpu01";
+	assert_int_equal(ingest(f, f->node, mkreport_bad_gpu("r1", 2), NULL), 0);
+	assert_int_equal(health_facts_gather(&hf, &src, f->st, &n, NULL, 0, fake_now, &cfg), 0);
+	assert_int_equal(hf.ngpus, 4);
+	assert_int_equal(hf.gpus[2].index, 2);
+	assert_string_equal(hf.gpus[2].pci_bus_id, "00000000:38:00.0");
+	assert_int_equal(hf.gpus[2].ecc_volatile, 2);
+	assert_int_equal(hf.gpus[2].remap_pending, 1);
+	health_evaluate(&res, &hf, &cfg);
+	assert_int_equal(res.level, HEALTH_CRITICAL);
+	assert_int_equal(res.nreasons, 1);
+	assert_string_equal(res.reasons[0],
+			    "gpu 2 (00000000:38:00.0): 2 uncorrected ECC errors, page retirement and"
+			    " row remap pending (reset needed), 1 row remapped");
+	health_sources_clear(&src);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -1125,6 +1211,7 @@ int main(void)
 		T(test_fewer_gpus),
 		T(test_mismatch_and_versions),
 		T(test_ecc_rising_and_remap),
+		T(test_gpu_memory_facts_stored),
 		T(test_older_report_keeps_state),
 		T(test_batch_items_independent),
 		T(test_history_pruned),
@@ -1137,6 +1224,7 @@ int main(void)
 		T(test_writer_queue_bytes_cap),
 		T(test_writer_cache_stale),
 		T(test_health_facts_after_ingest),
+		T(test_health_gpu_facts_first_report),
 	};
 #undef T
 
