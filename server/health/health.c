@@ -151,12 +151,15 @@ int health_is_hung(const struct health_facts *f, const struct health_config *cfg
 int health_fleet_part(const struct health_facts *f, const struct health_config *cfg)
 {
 	int64_t interval = interval_of(f, cfg), silent_for;
-	int overdue = cfg->hung_intervals > 1 ? cfg->hung_intervals - 1 : 1;
+	/* Agents stopped together reported last within one interval of each other: when the
+	 * first passes hung_intervals, every other one is past hung_intervals - 1, and half an
+	 * interval more covers a report's own delay. */
+	double overdue = cfg->hung_intervals - 1.5 > 1 ? cfg->hung_intervals - 1.5 : 1;
 
 	if (f->agent_last_seen <= 0 || f->power == 2 || f->maintenance || f->reinstalling)
 		return 0;
 	silent_for = f->now - silence_from(f);
-	if (silent_for <= interval * overdue)
+	if ((double)silent_for <= (double)interval * overdue)
 		return 1;
 	/* Silent since well before the others: a node of its own, not part of this silence. */
 	if (silent_for > interval * (cfg->hung_intervals + 2))

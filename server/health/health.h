@@ -131,8 +131,8 @@ enum health_fleet_change { HEALTH_FLEET_SAME, HEALTH_FLEET_BEGAN, HEALTH_FLEET_E
 /*
  * One agent's part in the count at now: 0 not counted (never reported, off, maintenance,
  * reinstalling, or silent so long that its silence is old news), 1 reporting, 2 fallen
- * silent lately (for more than hung_intervals - 1 intervals, from the later of its last
- * report and receive_gap).
+ * silent lately (for more than hung_intervals - 1.5 intervals, at least one, counted from
+ * the later of its last report and receive_gap).
  */
 int health_fleet_part(const struct health_facts *f, const struct health_config *cfg);
 

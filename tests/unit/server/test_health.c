@@ -655,9 +655,9 @@ static void test_fleet_part(void **state)
 	health_config_defaults(&cfg);
 	healthy(&f);
 	assert_int_equal(health_fleet_part(&f, &cfg), 1);
-	f.agent_last_seen = NOW - 60; /* 2 intervals: overdue (hung_intervals - 1) */
+	f.agent_last_seen = NOW - 45; /* 1.5 intervals (hung_intervals - 1.5): not yet */
 	assert_int_equal(health_fleet_part(&f, &cfg), 1);
-	f.agent_last_seen = NOW - 61;
+	f.agent_last_seen = NOW - 46;
 	assert_int_equal(health_fleet_part(&f, &cfg), 2);
 	f.agent_last_seen = NOW - 150; /* 5 intervals: the edge of "lately" */
 	assert_int_equal(health_fleet_part(&f, &cfg), 2);
@@ -674,6 +674,11 @@ static void test_fleet_part(void **state)
 	f.maintenance = 1;
 	assert_int_equal(health_fleet_part(&f, &cfg), 0);
 	healthy(&f);
+	cfg.hung_intervals = 2; /* at least one interval */
+	f.agent_last_seen = NOW - 30;
+	assert_int_equal(health_fleet_part(&f, &cfg), 1);
+	f.agent_last_seen = NOW - 31;
+	assert_int_equal(health_fleet_part(&f, &cfg), 2);
 	f.agent_last_seen = 0;
 	assert_int_equal(health_fleet_part(&f, &cfg), 0);
 }
