@@ -113,6 +113,10 @@ int health_is_hung(const struct health_facts *f, const struct health_config *cfg
 {
 	if (f->power != 1 || f->maintenance || f->reinstalling)
 		return 0;
+	/* Reports arrive but are refused, or this node's agent speaks with another node's
+	 * token: the silence is no hang, and a cycle would hit a working machine. */
+	if (f->identity_field || f->identity_elsewhere)
+		return 0;
 	/* "on" read before the BMC went quiet says nothing now (a switch or PDU that took the
 	 * BMC and the agent away together is not a hung node to cycle) */
 	if (!power_fresh(f, cfg))
@@ -166,6 +170,18 @@ static void rule_hung(struct health_result *r, const struct health_facts *f,
 	r->hung = 1;
 	age_text(age, sizeof(age), f->now - f->agent_last_seen);
 	add(r, HEALTH_CRITICAL, "hung: powered on, agent silent for %s", age);
+}
+
+static void rule_identity(struct health_result *r, const struct health_facts *f)
+{
+	const char *node = f->identity_node ? f->identity_node : "NODE";
+
+	if (f->identity_field)
+		add(r, HEALTH_CRITICAL, "agent identity mismatch: %s differs, reports refused "
+		    "(kiln agent accept-identity %s)", f->identity_field, node);
+	if (f->identity_elsewhere)
+		add(r, HEALTH_CRITICAL, "agent identity mismatch: this node's agent reports with "
+		    "node %s's token", f->identity_elsewhere);
 }
 
 static void rule_gpus(struct health_result *r, const struct health_facts *f)
@@ -261,6 +277,7 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 	rule_reinstalling(out, f);
 	rule_bmc(out, f);
 	rule_hung(out, f, cfg);
+	rule_identity(out, f);
 	rule_gpus(out, f);
 	rule_xid(out, f);
 	rule_ecc(out, f);

@@ -61,7 +61,7 @@ for n in quiet alone; do
 	mkdir -p "$T/roots"
 	cp -r "$ROOT" "$T/roots/$n"
 	printf '%s\n' "$n" >"$T/roots/$n/proc/sys/kernel/hostname"
-	printf 'SN-FRESH-%s\n' "$n" >"$T/roots/$n/sys/class/dmi/id/product_serial"
+	bmcsim_serial "$MOCKUP" >"$T/roots/$n/sys/class/dmi/id/product_serial"
 	: >"$T/roots/$n/dev/kmsg"
 	"$KILN" agent token "$n" >"$T/$n.token" 2>/dev/null || { echo "agent token $n failed" >&2; exit 1; }
 	FAKE_NVML_CONFIG=$T/clean-nvml.conf "$AGENT" --server "$KILND_URL" --root "$T/roots/$n" \

@@ -117,6 +117,17 @@ static void set_reinstalling_queued(struct health_facts *f)
 	f->reinstalling = 1;
 	f->reinstall_step = NULL;
 }
+/* Reports on this node's token are refused: their host is not the node's. */
+static void set_identity(struct health_facts *f)
+{
+	f->identity_field = "host.machine_id";
+	f->identity_node = "gpu02";
+}
+/* ... and its last accepted report ages: the silence is no hang, never cycled */
+static void set_identity_silent(struct health_facts *f) { set_identity(f); set_silent(f); }
+/* This node's agent reports with another node's token: it looks silent here. */
+static void set_elsewhere(struct health_facts *f) { f->identity_elsewhere = "gpu02"; }
+static void set_elsewhere_silent(struct health_facts *f) { set_elsewhere(f); set_silent(f); }
 
 struct row {
 	const char *name;
@@ -171,6 +182,15 @@ static const struct row rows[] = {
 	  "reinstalling: step wait_boot" },
 	{ "reinstall queued, agent silent: not hung", set_reinstalling_queued, HEALTH_WARNING, 0,
 	  "reinstalling" },
+	{ "identity refused", set_identity, HEALTH_CRITICAL, 0,
+	  "agent identity mismatch: host.machine_id differs, reports refused "
+	  "(kiln agent accept-identity gpu02)" },
+	{ "identity refused, silent: not hung", set_identity_silent, HEALTH_CRITICAL, 0,
+	  "agent identity mismatch: host.machine_id" },
+	{ "agent reports elsewhere", set_elsewhere, HEALTH_CRITICAL, 0,
+	  "agent identity mismatch: this node's agent reports with node gpu02's token" },
+	{ "agent reports elsewhere, silent: not hung", set_elsewhere_silent, HEALTH_CRITICAL, 0,
+	  "agent identity mismatch: this node's agent" },
 };
 
 static void test_rules(void **state)
