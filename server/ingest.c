@@ -1123,8 +1123,8 @@ static int64_t identity_owner(struct store *st, int64_t node_id, const struct in
 	return id;
 }
 
-/* Refuses report r for node_id: records the refusal (one critical event per distinct
- * mismatch, not per report) and returns KILN_EIDENTITY with d's message. */
+/* Records the refusal of report r for node_id in its own savepoint (one critical event per
+ * distinct mismatch, not per report); returns KILN_EIDENTITY with d's message. */
 static int identity_refuse(struct store *st, int64_t node_id, const struct ingest_report *r,
 			   const struct identity_decision *d, char *field, size_t fieldlen)
 {
@@ -1133,41 +1133,47 @@ static int identity_refuse(struct store *st, int64_t node_id, const struct inges
 	int64_t owner;
 	int fresh = 0, rc;
 
-	if ((rc = store_agent_identity_refuse(st, &fresh, node_id, d->field, d->message)) < 0)
+	if ((rc = store_savepoint(st)) < 0)
 		return rc;
+	if ((rc = store_agent_identity_refuse(st, &fresh, node_id, d->field, d->message)) < 0)
+		goto fail;
 	owner = identity_owner(st, node_id, r);
 	if (owner > 0 && (rc = store_agent_identity_elsewhere(st, owner, node_id)) < 0)
-		return rc;
+		goto fail;
 	if (fresh) {
 		/* keyed by when this mismatch began: the same one again is the same event */
 		snprintf(key, sizeof(key), "identity:%lld:%016llx", (long long)x.time,
 			 (unsigned long long)fnv1a(d->message));
 		rc = emit(&x, SEV_CRITICAL, "identity", key, "agent identity mismatch: %s", d->message);
 		if (rc < 0)
-			return rc;
+			goto fail;
 	}
+	if ((rc = store_release(st)) < 0)
+		goto fail;
 	if (field && fieldlen)
 		snprintf(field, fieldlen, "%s", d->field);
 	return kiln_fail(KILN_EIDENTITY, "agent identity mismatch: %s", d->message);
+fail:
+	store_rollback_to(st);
+	return rc;
 }
 
-/* Whether report r may be stored for node_id (identity.h); a refusal is recorded here and
- * returns KILN_EIDENTITY. *after says what to record once the report is stored. */
-static int identity_check(struct store *st, struct identity_after *after, int64_t node_id,
-			  const struct ingest_report *r, char *field, size_t fieldlen)
+/* Whether report r may be stored for node_id (identity.h): *d says, and *after what to
+ * record once the report is stored. Reads only. */
+static int identity_check(struct store *st, struct identity_decision *d,
+			  struct identity_after *after, int64_t node_id,
+			  const struct ingest_report *r)
 {
 	struct agent_identity f = { 0 };
 	struct identity_report rep = { r->hostname, r->machine_id, r->dmi_serial, r->boot_id };
-	struct identity_decision d;
 	int rc;
 
 	memset(after, 0, sizeof(*after));
 	if ((rc = store_agent_identity_get(st, &f, node_id)) < 0)
 		return rc;
-	identity_decide(&d, &f, &rep);
-	switch (d.verdict) {
+	identity_decide(d, &f, &rep);
+	switch (d->verdict) {
 	case IDENTITY_MISMATCH:
-		rc = identity_refuse(st, node_id, r, &d, field, fieldlen);
 		break;
 	case IDENTITY_ACCEPTED:
 		after->settle = 1;
@@ -1203,22 +1209,23 @@ static int report_store(struct store *st, int *out_duplicate, int64_t node_id,
 			struct node_prev *next, char *field, size_t fieldlen)
 {
 	struct identity_after after;
+	struct identity_decision d;
 	int fresh = 0, rc;
 
 	if ((rc = store_savepoint(st)) < 0)
 		return rc;
-	rc = identity_check(st, &after, node_id, r, field, fieldlen);
-	if (rc == KILN_EIDENTITY) {
-		/* Nothing of the report is stored, not even its id (sent again after an admin
-		 * accepted the change, it is taken); the refusal itself is kept. */
-		if (store_release(st) < 0)
-			store_rollback_to(st);
-		return KILN_EIDENTITY;
-	}
-	if (rc < 0)
-		goto fail;
 	if ((rc = store_agent_report_claim(st, &fresh, r->report_id, node_id)) < 0)
 		goto fail;
+	/* A duplicate changes nothing and is answered so whoever sent it: an old report
+	 * resent after an accepted change must not block the agent's spool. */
+	if (fresh && (rc = identity_check(st, &d, &after, node_id, r)) < 0)
+		goto fail;
+	if (fresh && d.verdict == IDENTITY_MISMATCH) {
+		/* Nothing of the report is kept, not even its id (sent again after an admin
+		 * accepted the change, it is taken): only the refusal. */
+		store_rollback_to(st);
+		return identity_refuse(st, node_id, r, &d, field, fieldlen);
+	}
 	if (fresh && (rc = store_new(st, node_id, r, cache, next)) < 0)
 		goto fail;
 	if (fresh && (rc = identity_settle(st, node_id, &after)) < 0)

@@ -1135,6 +1135,10 @@ static void test_identity_refused(void **state)
 	assert_int_equal(count_rows(f, "SELECT count(*) FROM agent_identity WHERE mismatch IS NOT NULL"
 				    " OR accept_next = 1"), 0);
 	assert_int_equal(ingest(f, f->node, mkreport("r6", 2), NULL), KILN_EIDENTITY);
+	/* an old report resent (its answer was lost) is a duplicate, not a refusal: it must not
+	 * block the agent's spool */
+	assert_int_equal(ingest(f, f->node, mkreport("r1", 2), &dup), 0);
+	assert_int_equal(dup, 1);
 }
 
 /* The report's DMI serial is compared with the BMC's, unless several nodes share that. */
