@@ -103,6 +103,25 @@ static int agent_silent_long(const struct health_facts *f, const struct health_c
 	return f->now - from > interval * cfg->hung_intervals;
 }
 
+/* Something of the node's agent seen at t (0: never), within hung_intervals report
+ * intervals of now: a refusal that recent explains a silence. */
+static int agent_window(const struct health_facts *f, const struct health_config *cfg, int64_t t)
+{
+	int64_t interval = f->agent_interval_s > 0 ? f->agent_interval_s : cfg->agent_interval_s;
+
+	return t > 0 && f->now - t <= interval * cfg->hung_intervals;
+}
+
+static int identity_refused(const struct health_facts *f, const struct health_config *cfg)
+{
+	return f->identity_field && agent_window(f, cfg, f->identity_last);
+}
+
+static int identity_elsewhere(const struct health_facts *f, const struct health_config *cfg)
+{
+	return f->identity_elsewhere && agent_window(f, cfg, f->identity_elsewhere_last);
+}
+
 /* A power reading young enough to say the node is on now. */
 static int power_fresh(const struct health_facts *f, const struct health_config *cfg)
 {
@@ -115,7 +134,7 @@ int health_is_hung(const struct health_facts *f, const struct health_config *cfg
 		return 0;
 	/* Reports arrive but are refused, or this node's agent speaks with another node's
 	 * token: the silence is no hang, and a cycle would hit a working machine. */
-	if (f->identity_field || f->identity_elsewhere)
+	if (identity_refused(f, cfg) || identity_elsewhere(f, cfg))
 		return 0;
 	/* "on" read before the BMC went quiet says nothing now (a switch or PDU that took the
 	 * BMC and the agent away together is not a hung node to cycle) */
@@ -172,14 +191,16 @@ static void rule_hung(struct health_result *r, const struct health_facts *f,
 	add(r, HEALTH_CRITICAL, "hung: powered on, agent silent for %s", age);
 }
 
-static void rule_identity(struct health_result *r, const struct health_facts *f)
+/* Shown while it goes on; an old refusal stays listed by kiln agent identities. */
+static void rule_identity(struct health_result *r, const struct health_facts *f,
+			  const struct health_config *cfg)
 {
 	const char *node = f->identity_node ? f->identity_node : "NODE";
 
-	if (f->identity_field)
+	if (identity_refused(f, cfg))
 		add(r, HEALTH_CRITICAL, "agent identity mismatch: %s differs, reports refused "
 		    "(kiln agent accept-identity %s)", f->identity_field, node);
-	if (f->identity_elsewhere)
+	if (identity_elsewhere(f, cfg))
 		add(r, HEALTH_CRITICAL, "agent identity mismatch: this node's agent reports with "
 		    "node %s's token", f->identity_elsewhere);
 }
@@ -277,7 +298,7 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 	rule_reinstalling(out, f);
 	rule_bmc(out, f);
 	rule_hung(out, f, cfg);
-	rule_identity(out, f);
+	rule_identity(out, f, cfg);
 	rule_gpus(out, f);
 	rule_xid(out, f);
 	rule_ecc(out, f);
