@@ -1103,7 +1103,8 @@ cleanup:
 
 /* What an identity check leaves to do once the report is stored. */
 struct identity_after {
-	int settle;                      /* clear the node's refusal / acceptance / elsewhere note */
+	int settle;                      /* clear the note that its agent reports elsewhere */
+	int rebound;                     /* and the refusal and acceptance: a new identity binds */
 	int64_t reinstall_job;           /* the reinstall job that used its change, or 0 */
 	char bmc_serial_accepted[160];   /* the BMC serial an admin accepted past, or "" */
 };
@@ -1176,7 +1177,7 @@ static int identity_check(struct store *st, struct identity_decision *d,
 	case IDENTITY_MISMATCH:
 		break;
 	case IDENTITY_ACCEPTED:
-		after->settle = 1;
+		after->settle = after->rebound = 1;
 		/* a DMI serial the BMC does not share, accepted by an admin, stays accepted */
 		if (identity_serial_useful(f.bmc_serial) && identity_serial_useful(r->dmi_serial) &&
 		    strcasecmp(f.bmc_serial, r->dmi_serial) != 0)
@@ -1184,7 +1185,7 @@ static int identity_check(struct store *st, struct identity_decision *d,
 				 f.bmc_serial);
 		break;
 	case IDENTITY_REINSTALL:
-		after->settle = 1;
+		after->settle = after->rebound = 1;
 		after->reinstall_job = f.reinstall_running;
 		break;
 	default:
@@ -1200,7 +1201,7 @@ static int identity_settle(struct store *st, int64_t node_id, const struct ident
 {
 	if (!a->settle)
 		return 0;
-	return store_agent_identity_settle(st, node_id, a->reinstall_job,
+	return store_agent_identity_settle(st, node_id, a->rebound, a->reinstall_job,
 					   a->bmc_serial_accepted[0] ? a->bmc_serial_accepted : NULL);
 }
 

@@ -351,12 +351,13 @@ int store_agent_identity_refuse(struct store *st, int *out_new, int64_t node_id,
  */
 int store_agent_identity_elsewhere(struct store *st, int64_t other_id, int64_t node_id);
 /*
- * After a report of node_id was taken: clears the pending mismatch, the admin's acceptance
- * and the note that its agent reports elsewhere; reinstall_job > 0 records the job that used
- * its change, bmc_serial_accepted non-NULL the BMC serial accepted with a differing DMI one.
+ * After a report of node_id was taken: clears the note that its agent reports elsewhere
+ * and, when rebound (an accepted or reinstall identity), the pending mismatch and the
+ * admin's acceptance; reinstall_job > 0 records the job that used its change,
+ * bmc_serial_accepted non-NULL the BMC serial accepted with a differing DMI one.
  */
-int store_agent_identity_settle(struct store *st, int64_t node_id, int64_t reinstall_job,
-				const char *bmc_serial_accepted);
+int store_agent_identity_settle(struct store *st, int64_t node_id, int rebound,
+				int64_t reinstall_job, const char *bmc_serial_accepted);
 /* The one other node whose stored agent state has DMI serial dmi_serial (when not NULL),
  * else machine id machine_id: *out_id, 0 when none or several. */
 int store_agent_identity_owner(struct store *st, int64_t *out_id, int64_t node_id,

@@ -159,16 +159,20 @@ int store_agent_identity_elsewhere(struct store *st, int64_t other_id, int64_t n
 	return ret;
 }
 
-int store_agent_identity_settle(struct store *st, int64_t node_id, int64_t reinstall_job,
-				const char *bmc_serial_accepted)
+int store_agent_identity_settle(struct store *st, int64_t node_id, int rebound,
+				int64_t reinstall_job, const char *bmc_serial_accepted)
 {
 	sqlite3_stmt *s = NULL;
 	int rc, ret;
 
 	if ((ret = store_stmt(st, &s, STMT_IDENTITY_SETTLE,
-			      "UPDATE agent_identity SET accept_next = 0, mismatch = NULL,"
-			      " mismatch_field = NULL, mismatch_since = NULL, mismatch_last = NULL,"
-			      " refused = 0, elsewhere_node = NULL, elsewhere_last = NULL,"
+			      "UPDATE agent_identity SET elsewhere_node = NULL, elsewhere_last = NULL,"
+			      " accept_next = CASE WHEN ?4 THEN 0 ELSE accept_next END,"
+			      " mismatch = CASE WHEN ?4 THEN NULL ELSE mismatch END,"
+			      " mismatch_field = CASE WHEN ?4 THEN NULL ELSE mismatch_field END,"
+			      " mismatch_since = CASE WHEN ?4 THEN NULL ELSE mismatch_since END,"
+			      " mismatch_last = CASE WHEN ?4 THEN NULL ELSE mismatch_last END,"
+			      " refused = CASE WHEN ?4 THEN 0 ELSE refused END,"
 			      " reinstall_job = CASE WHEN ?2 > 0 THEN ?2 ELSE reinstall_job END,"
 			      " bmc_serial_accepted = coalesce(?3, bmc_serial_accepted)"
 			      " WHERE node_id = ?1")) < 0)
@@ -176,6 +180,7 @@ int store_agent_identity_settle(struct store *st, int64_t node_id, int64_t reins
 	sqlite3_bind_int64(s, 1, node_id);
 	sqlite3_bind_int64(s, 2, reinstall_job);
 	store_bind_text(s, 3, bmc_serial_accepted);
+	sqlite3_bind_int(s, 4, rebound ? 1 : 0);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE)
 		ret = store_fail(st, rc, "settling an agent identity");

@@ -1171,10 +1171,14 @@ static void test_identity_elsewhere(void **state)
 	assert_string_equal(db_text(f, "SELECT elsewhere_node FROM agent_identity i JOIN nodes n"
 				    " ON n.id = i.node_id WHERE n.name = 'gpu01'", buf, sizeof(buf)),
 			    "gpu02");
+	/* gpu01's own token refused a foreign host meanwhile: that refusal stays */
+	assert_int_equal(ingest(f, f->node, foreign(mkreport("x1", 1), "ffff"), NULL),
+			 KILN_EIDENTITY);
 	assert_int_equal(ingest(f, f->node, mkreport("a3", 1), NULL), 0);
-	assert_string_equal(db_text(f, "SELECT ifnull(elsewhere_node, '-') FROM agent_identity i"
-				    " JOIN nodes n ON n.id = i.node_id WHERE n.name = 'gpu01'", buf,
-				    sizeof(buf)), "-");
+	assert_string_equal(db_text(f, "SELECT ifnull(elsewhere_node, '-') || ' ' ||"
+				    " ifnull(mismatch_field, '-') FROM agent_identity i JOIN nodes n"
+				    " ON n.id = i.node_id WHERE n.name = 'gpu01'", buf, sizeof(buf)),
+			    "- host.dmi_serial");
 }
 
 /* A report of the same machine reinstalled: another machine id and boot. */
