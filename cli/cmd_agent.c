@@ -31,6 +31,37 @@ static int token_print(struct cli_ctx *ctx, json_t *res, const char *what)
 	return 0;
 }
 
+/* A verb without arguments that lists what kilnd answers at path. */
+static int list_verb(struct cli_ctx *ctx, int argc, char **argv, const char *help,
+		     const char *path, const struct out_col *cols, size_t ncols)
+{
+	struct cli_args pos = { 0 };
+	int rc;
+
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "", help, NULL);
+		goto cleanup;
+	}
+	if ((rc = cli_args_max(ctx, &pos, 0)) == 0)
+		rc = cli_list_get(ctx, path, cols, ncols);
+cleanup:
+	free(pos.v);
+	return rc;
+}
+
+/* The one NODE argument a verb takes; a usage error otherwise. */
+static int node_arg(struct cli_ctx *ctx, const struct cli_args *pos)
+{
+	if (pos->n != 1)
+		return cli_usage_error(ctx, pos->n ? "one NODE only" : "missing NODE");
+	if (!kiln_node_name_valid(pos->v[0]))
+		return cli_usage_error(ctx, "'%s' is not a node name", pos->v[0]);
+	return 0;
+}
+
 static int agent_token(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct cli_args pos = { 0 };
@@ -47,14 +78,8 @@ static int agent_token(struct cli_ctx *ctx, int argc, char **argv)
 			       "--token-file); the node's older agent tokens stop working.", NULL);
 		goto cleanup;
 	}
-	if (pos.n != 1) {
-		rc = cli_usage_error(ctx, pos.n ? "one NODE only" : "missing NODE");
+	if ((rc = node_arg(ctx, &pos)) < 0)
 		goto cleanup;
-	}
-	if (!kiln_node_name_valid(pos.v[0])) {
-		rc = cli_usage_error(ctx, "'%s' is not a node name", pos.v[0]);
-		goto cleanup;
-	}
 	if (ctx->dry_run) {
 		printf("would create an agent token for %s (revoking its older ones)\n", pos.v[0]);
 		goto cleanup;
@@ -140,24 +165,11 @@ static int enroll_list(struct cli_ctx *ctx, int argc, char **argv)
 		{ "LAST USED", "last_used_at", OUT_COL_TIME, 32 },
 		{ "REVOKED", "revoked", OUT_COL_CELL, 8 },
 	};
-	struct cli_args pos = { 0 };
-	int rc;
 
-	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->help) {
-		cli_help_print(stdout, ctx, "", "Lists enrollment tokens (never the tokens themselves).",
-			       NULL);
-		goto cleanup;
-	}
-	if ((rc = cli_args_max(ctx, &pos, 0)) == 0)
-		rc = cli_list_get(ctx, "/agent/enroll-tokens", cols, 5);
-cleanup:
-	free(pos.v);
-	return rc;
+	return list_verb(ctx, argc, argv,
+			 "Lists enrollment tokens (never the tokens themselves).",
+			 "/agent/enroll-tokens", cols, 5);
 }
-
 
 static int enroll_revoke(struct cli_ctx *ctx, int argc, char **argv)
 {
@@ -215,23 +227,11 @@ static int agent_pending(struct cli_ctx *ctx, int argc, char **argv)
 		{ "STATUS", "status", OUT_COL_CELL, 32 },
 		{ "NODE", "node", OUT_COL_CELL, 128 },
 	};
-	struct cli_args pos = { 0 };
-	int rc;
 
-	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
-	if (rc < 0)
-		goto cleanup;
-	if (ctx->help) {
-		cli_help_print(stdout, ctx, "",
-			       "Lists agents that enrolled but matched no node; 'kiln agent accept' "
-			       "binds one to a node.", NULL);
-		goto cleanup;
-	}
-	if ((rc = cli_args_max(ctx, &pos, 0)) == 0)
-		rc = cli_list_get(ctx, "/agent/pending", cols, 8);
-cleanup:
-	free(pos.v);
-	return rc;
+	return list_verb(ctx, argc, argv,
+			 "Lists agents that enrolled but matched no node; 'kiln agent accept' "
+			 "binds one to a node.",
+			 "/agent/pending", cols, 8);
 }
 
 static int agent_accept(struct cli_ctx *ctx, int argc, char **argv)
@@ -304,12 +304,69 @@ cleanup:
 	return rc;
 }
 
+/* --- identities: refused reports and the admin's acceptance -------------------------- */
+
+static int agent_identities(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct out_col cols[] = {
+		{ "NODE", "node", OUT_COL_CELL, 128 },
+		{ "FIELD", "field", OUT_COL_CELL, 32 },
+		{ "SINCE", "since", OUT_COL_TIME, 32 },
+		{ "REFUSED", "refused", OUT_COL_CELL, 16 },
+		{ "REPORTS WITH TOKEN OF", "reports_with_token_of", OUT_COL_CELL, 128 },
+		{ "MISMATCH", "mismatch", OUT_COL_CELL, 512 },
+	};
+
+	return list_verb(ctx, argc, argv,
+			 "Lists nodes whose agent reports are refused because their host "
+			 "identity (DMI serial, machine id, host name) is not the node's, and "
+			 "nodes whose agent reports with another node's token.",
+			 "/agent/identities", cols, 6);
+}
+
+static int agent_accept_identity(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_args pos = { 0 };
+	json_t *body = NULL;
+	int rc;
+
+	rc = cli_args_parse(&pos, ctx, NULL, argc - 1, argv + 1, NULL, NULL);
+	if (rc < 0)
+		goto cleanup;
+	if (ctx->help) {
+		cli_help_print(stdout, ctx, "NODE",
+			       "Accepts a genuine change of the node's host identity (motherboard "
+			       "swap, OS reinstall, rename): the node's next agent report is taken and "
+			       "its identity becomes the node's.", NULL);
+		goto cleanup;
+	}
+	if ((rc = node_arg(ctx, &pos)) < 0)
+		goto cleanup;
+	if (ctx->dry_run) {
+		printf("would accept the next agent report's identity as %s's\n", pos.v[0]);
+		goto cleanup;
+	}
+	body = json_pack("{s:s}", "node", pos.v[0]);
+	if (!body) {
+		rc = oom();
+		goto cleanup;
+	}
+	rc = cli_api_say(ctx, "POST", "/agent/identities/accept", body,
+			 "%s: the next agent report's identity is taken as the node's", pos.v[0]);
+cleanup:
+	json_decref(body);
+	free(pos.v);
+	return rc;
+}
+
 static const struct cli_verb verbs[] = {
 	{ "token", "NODE", "create a node's agent token (printed bare)", agent_token },
 	{ "enroll-token", "create|list|revoke", "fleet enrollment tokens", agent_enroll_token },
 	{ "pending", "", "list agents waiting to be accepted", agent_pending },
 	{ "accept", "ID NODE", "accept a pending agent as NODE", agent_accept },
 	{ "reject", "ID", "forget a pending agent", agent_reject },
+	{ "identities", "", "list refused agent identities", agent_identities },
+	{ "accept-identity", "NODE", "take the node's next report's identity", agent_accept_identity },
 	{ 0 },
 };
 

@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
+#include "identity.h"
 #include "ingest.h"
 #include "receive_gap.h"
 #include "versions_audit.h"
@@ -1125,17 +1127,137 @@ cleanup:
 	return rc;
 }
 
+/* --- an agent is its node ----------------------------------------------------------- */
+
+/* What an identity check leaves to do once the report is stored. */
+struct identity_after {
+	int settle;                      /* clear the note that its agent reports elsewhere */
+	int rebound;                     /* and the refusal and acceptance: a new identity binds */
+	int64_t reinstall_job;           /* the reinstall job that used its change, or 0 */
+	char bmc_serial_accepted[160];   /* the BMC serial an admin accepted past, or "" */
+};
+
+/* The node whose stored agent identity a refused report carries (its agent reports with
+ * node_id's token): by DMI serial, else machine id; 0 when none or several. */
+static int64_t identity_owner(struct store *st, int64_t node_id, const struct ingest_report *r)
+{
+	int64_t id = 0;
+
+	if (!r->machine_id && !identity_serial_useful(r->dmi_serial))
+		return 0;
+	if (store_agent_identity_owner(st, &id, node_id,
+				       identity_serial_useful(r->dmi_serial) ? r->dmi_serial : NULL,
+				       r->machine_id) < 0)
+		kiln_error_clear();
+	return id;
+}
+
+/* Records the refusal of report r for node_id in its own savepoint (one critical event per
+ * distinct mismatch, not per report); returns KILN_EIDENTITY with d's message. */
+static int identity_refuse(struct store *st, int64_t node_id, const struct ingest_report *r,
+			   const struct identity_decision *d, char *field, size_t fieldlen)
+{
+	char key[64];
+	struct ctx x = { st, node_id, store_now(st), "-" };
+	int64_t owner;
+	int fresh = 0, rc;
+
+	if ((rc = store_savepoint(st)) < 0)
+		return rc;
+	if ((rc = store_agent_identity_refuse(st, &fresh, node_id, d->field, d->message)) < 0)
+		goto fail;
+	owner = identity_owner(st, node_id, r);
+	if (owner > 0 && (rc = store_agent_identity_elsewhere(st, owner, node_id)) < 0)
+		goto fail;
+	if (fresh) {
+		/* keyed by when this mismatch began: the same one again is the same event */
+		snprintf(key, sizeof(key), "identity:%lld:%016llx", (long long)x.time,
+			 (unsigned long long)fnv1a(d->message));
+		rc = emit(&x, SEV_CRITICAL, "identity", key, "agent identity mismatch: %s", d->message);
+		if (rc < 0)
+			goto fail;
+	}
+	if ((rc = store_release(st)) < 0)
+		goto fail;
+	if (field && fieldlen)
+		snprintf(field, fieldlen, "%s", d->field);
+	return kiln_fail(KILN_EIDENTITY, "agent identity mismatch: %s", d->message);
+fail:
+	store_rollback_to(st);
+	return rc;
+}
+
+/* Whether report r may be stored for node_id (identity.h): *d says, and *after what to
+ * record once the report is stored. Reads only. */
+static int identity_check(struct store *st, struct identity_decision *d,
+			  struct identity_after *after, int64_t node_id,
+			  const struct ingest_report *r)
+{
+	struct agent_identity f = { 0 };
+	struct identity_report rep = { r->hostname, r->machine_id, r->dmi_serial, r->boot_id };
+	int rc;
+
+	memset(after, 0, sizeof(*after));
+	if ((rc = store_agent_identity_get(st, &f, node_id)) < 0)
+		return rc;
+	identity_decide(d, &f, &rep);
+	switch (d->verdict) {
+	case IDENTITY_MISMATCH:
+		break;
+	case IDENTITY_ACCEPTED:
+		after->settle = after->rebound = 1;
+		/* a DMI serial the BMC does not share, accepted by an admin, stays accepted */
+		if (identity_serial_useful(f.bmc_serial) && identity_serial_useful(r->dmi_serial) &&
+		    strcasecmp(f.bmc_serial, r->dmi_serial) != 0)
+			snprintf(after->bmc_serial_accepted, sizeof(after->bmc_serial_accepted), "%s",
+				 f.bmc_serial);
+		break;
+	case IDENTITY_REINSTALL:
+		after->settle = after->rebound = 1;
+		after->reinstall_job = f.reinstall_running;
+		break;
+	default:
+		/* the node's own agent reporting again ends a note that it reported elsewhere */
+		after->settle = f.elsewhere_node != NULL;
+		break;
+	}
+	agent_identity_clear(&f);
+	return rc;
+}
+
+static int identity_settle(struct store *st, int64_t node_id, const struct identity_after *a)
+{
+	if (!a->settle)
+		return 0;
+	return store_agent_identity_settle(st, node_id, a->rebound, a->reinstall_job,
+					   a->bmc_serial_accepted[0] ? a->bmc_serial_accepted : NULL);
+}
+
 static int report_store(struct store *st, int *out_duplicate, int64_t node_id,
 			const struct ingest_report *r, struct prev_cache *cache,
-			struct node_prev *next)
+			struct node_prev *next, char *field, size_t fieldlen)
 {
+	struct identity_after after;
+	struct identity_decision d;
 	int fresh = 0, rc;
 
 	if ((rc = store_savepoint(st)) < 0)
 		return rc;
 	if ((rc = store_agent_report_claim(st, &fresh, r->report_id, node_id)) < 0)
 		goto fail;
+	/* A duplicate changes nothing and is answered so whoever sent it: an old report
+	 * resent after an accepted change must not block the agent's spool. */
+	if (fresh && (rc = identity_check(st, &d, &after, node_id, r)) < 0)
+		goto fail;
+	if (fresh && d.verdict == IDENTITY_MISMATCH) {
+		/* Nothing of the report is kept, not even its id (sent again after an admin
+		 * accepted the change, it is taken): only the refusal. */
+		store_rollback_to(st);
+		return identity_refuse(st, node_id, r, &d, field, fieldlen);
+	}
 	if (fresh && (rc = store_new(st, node_id, r, cache, next)) < 0)
+		goto fail;
+	if (fresh && (rc = identity_settle(st, node_id, &after)) < 0)
 		goto fail;
 	if ((rc = store_release(st)) < 0)
 		goto fail;
@@ -1151,7 +1273,7 @@ fail:
 int ingest_report_store(struct store *st, int *out_duplicate, int64_t node_id,
 			const struct ingest_report *r)
 {
-	return report_store(st, out_duplicate, node_id, r, NULL, NULL);
+	return report_store(st, out_duplicate, node_id, r, NULL, NULL, NULL, 0);
 }
 
 /* --- batches ------------------------------------------------------------------------ */
@@ -1175,13 +1297,15 @@ static int batch_run(struct store *st, struct prev_cache *cache, struct ingest_i
 		items[i]->rc = 0;
 		items[i]->duplicate = 0;
 		items[i]->error[0] = '\0';
+		items[i]->field[0] = '\0';
 	}
 	if ((rc = store_begin(st)) < 0)
 		goto fail;
 	for (i = 0; i < n; i++) {
 		kiln_error_clear();
 		rc = report_store(st, &items[i]->duplicate, items[i]->node_id, items[i]->report,
-				  cache, cache ? &cache->next[i] : NULL);
+				  cache, cache ? &cache->next[i] : NULL, items[i]->field,
+				  sizeof(items[i]->field));
 		if (rc < 0)
 			item_fail(items[i], rc);
 		/* Recording the token's use never fails the report. */

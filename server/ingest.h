@@ -42,8 +42,10 @@ void ingest_report_free(struct ingest_report *r);
 const char *ingest_report_id(const struct ingest_report *r);
 
 /*
- * Stores one report for node_id: records its id (a known id sets *out_duplicate = 1 and
- * changes nothing else), updates the node's latest state and GPUs when the report is not
+ * Stores one report for node_id: a report whose host identity is not the node's
+ * (identity.h) is refused with KILN_EIDENTITY, storing nothing of it but the refusal (one
+ * critical event per distinct mismatch); then records its id (a known id sets
+ * *out_duplicate = 1 and changes nothing else), updates the node's latest state and GPUs when the report is not
  * older than the stored one, adds a history row and turns changes into events. Atomic
  * (a savepoint), inside or outside store_begin().
  */
@@ -64,9 +66,10 @@ struct ingest_item {
 	size_t bytes;              /* memory the waiting item holds (body, copies, tree): counted
 				    * against the writer's byte cap while it waits */
 	/* results */
-	int rc;
+	int rc;                    /* KILN_EIDENTITY: refused, the host is not the node's */
 	int duplicate;
-	char error[256];
+	char error[512];
+	char field[INGEST_FIELD_MAX]; /* the field a refusal names ("host.machine_id"), or "" */
 	/* the writer's queue (ingest_enqueue) */
 	struct ingest_item *next;
 	ingest_done_fn done_fn;

@@ -21,6 +21,7 @@ enum {
 	KILN_EPROTO = -10,   /* peer spoke the protocol wrongly */
 	KILN_ENEWER = -11,   /* data written by a newer kiln */
 	KILN_ETLS = -12,     /* the peer's TLS certificate differs from its pinned fingerprint */
+	KILN_EIDENTITY = -13, /* an agent report's host identity is not its node's */
 };
 
 /* Sets this thread's message (printf format) and returns code, so that

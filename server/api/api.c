@@ -117,6 +117,7 @@ unsigned api_status_of(int rc)
 	switch (rc) {
 	case KILN_ENOTFOUND: return MHD_HTTP_NOT_FOUND;
 	case KILN_EEXISTS: return MHD_HTTP_CONFLICT;
+	case KILN_EIDENTITY: return MHD_HTTP_CONFLICT;
 	case KILN_EINVAL: return MHD_HTTP_BAD_REQUEST;
 	case KILN_ETOOBIG: return MHD_HTTP_CONTENT_TOO_LARGE;
 	case KILN_EAUTH: return MHD_HTTP_UNAUTHORIZED;

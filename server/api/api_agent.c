@@ -7,6 +7,7 @@
 #include <sodium.h>
 
 #include "api/api_internal.h"
+#include "identity.h"
 #include "ingest.h"
 #include "kiln/error.h"
 #include "kiln/json.h"
@@ -78,7 +79,8 @@ static void report_answer(struct api_ctx *c, const struct ingest_item *it,
 			  const struct ingest_report *r)
 {
 	if (it->rc < 0) {
-		api_fail(c, api_status_of(it->rc), NULL, "%s",
+		/* a refused identity (409) names the field that differs */
+		api_fail(c, api_status_of(it->rc), it->field[0] ? it->field : NULL, "%s",
 			 it->error[0] ? it->error : kiln_error_name(it->rc));
 		return;
 	}
@@ -343,21 +345,6 @@ void api_enroll_token_revoke(struct api_ctx *c)
 
 /* --- enrollment ---------------------------------------------------------------------- */
 
-/* Placeholder serials firmware leaves in DMI: they identify no machine. */
-static int serial_useful(const char *s)
-{
-	static const char *const junk[] = { "to be filled by o.e.m.", "default string",
-					     "system serial number", "not specified", "not applicable",
-					     "none", "0", "0123456789", "00000000", "n/a", NULL };
-
-	if (!s || !*s)
-		return 0;
-	for (size_t i = 0; junk[i]; i++)
-		if (strcasecmp(s, junk[i]) == 0)
-			return 0;
-	return 1;
-}
-
 /* A node named after the host name, or after its first label ("gpu01.lab" -> "gpu01"). */
 static int node_by_hostname(struct store *st, struct node **out, const char *hostname)
 {
@@ -424,14 +411,14 @@ void api_agent_enroll(struct api_ctx *c)
 			return;
 		}
 	}
-	if (!serial_useful(val[0]) && !(val[1] && *val[1])) {
+	if (!identity_serial_useful(val[0]) && !(val[1] && *val[1])) {
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "hostname",
 			 "an enrollment needs a 'dmi_serial' or a 'hostname'");
 		return;
 	}
 	/* The BMC's serial for the system first: a reinstalled node may have a new name. */
 	rc = KILN_ENOTFOUND;
-	if (serial_useful(val[0])) {
+	if (identity_serial_useful(val[0])) {
 		rc = store_node_find_by_serial(c->st, &node_id, &name, val[0]);
 		how = "serial";
 		if (rc == KILN_EEXISTS)
@@ -554,6 +541,59 @@ void api_agent_pending_delete(struct api_ctx *c)
 		return;
 	}
 	api_reply(c, MHD_HTTP_OK, json_pack("{s:I, s:b}", "id", (json_int_t)id, "deleted", 1));
+}
+
+/* --- agent identities --------------------------------------------------------------- */
+
+void api_agent_identity_list(struct api_ctx *c)
+{
+	struct agent_identity *a = NULL;
+	size_t n = 0;
+	json_t *arr;
+	int rc;
+
+	if ((rc = store_agent_identity_list(c->st, &a, &n)) < 0) {
+		api_fail_code(c, rc, NULL);
+		return;
+	}
+	arr = json_array();
+	for (size_t i = 0; arr && i < n; i++)
+		json_array_append_new(arr, json_pack("{s:s, s:s?, s:s?, s:I, s:I, s:I, s:s?, s:I,"
+						     " s:b, s:s?, s:I}",
+						     "node", a[i].node, "mismatch", a[i].mismatch,
+						     "field", a[i].mismatch_field, "since",
+						     (json_int_t)a[i].mismatch_since, "last",
+						     (json_int_t)a[i].mismatch_last, "refused",
+						     (json_int_t)a[i].refused, "reports_with_token_of",
+						     a[i].elsewhere_node, "reports_elsewhere_last",
+						     (json_int_t)a[i].elsewhere_last, "accept_next",
+						     a[i].accept_next, "accepted_by", a[i].accepted_by,
+						     "accepted_at", (json_int_t)a[i].accepted_at));
+	agent_identity_list_free(a, n);
+	api_reply(c, MHD_HTTP_OK, arr);
+}
+
+void api_agent_identity_accept(struct api_ctx *c)
+{
+	static const char *const keys[] = { "node", NULL };
+	struct node *n = body_node(c, keys);
+	int64_t audit_id;
+	int rc;
+
+	if (!n)
+		return;
+	if (api_audit_begin(c, &audit_id, "agent.accept-identity", n->name, NULL) < 0)
+		goto cleanup;
+	rc = store_agent_identity_accept(c->st, n->id, c->caller.name ? c->caller.name : "?");
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, "node");
+		goto cleanup;
+	}
+	api_reply(c, MHD_HTTP_OK, json_pack("{s:s, s:s}", "node", n->name, "status",
+					    "the next report's identity is taken"));
+cleanup:
+	node_free(n);
 }
 
 /* --- fleet views --------------------------------------------------------------------- */

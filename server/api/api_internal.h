@@ -153,6 +153,8 @@ void api_enroll_token_revoke(struct api_ctx *c);
 void api_agent_pending_list(struct api_ctx *c);
 void api_agent_pending_accept(struct api_ctx *c);
 void api_agent_pending_delete(struct api_ctx *c);
+void api_agent_identity_list(struct api_ctx *c);
+void api_agent_identity_accept(struct api_ctx *c);
 void api_gpus_list(struct api_ctx *c);
 void api_versions_audit_get(struct api_ctx *c);
 void api_versions_audit_post(struct api_ctx *c);

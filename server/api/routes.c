@@ -36,6 +36,8 @@ const struct api_route api_routes[] = {
 	{ "GET", "/api/v1/agent/pending", ROLE_ADMIN, api_agent_pending_list, 0 },
 	{ "POST", "/api/v1/agent/pending/{id}/accept", ROLE_ADMIN, api_agent_pending_accept, 0 },
 	{ "DELETE", "/api/v1/agent/pending/{id}", ROLE_ADMIN, api_agent_pending_delete, 0 },
+	{ "GET", "/api/v1/agent/identities", ROLE_ADMIN, api_agent_identity_list, 0 },
+	{ "POST", "/api/v1/agent/identities/accept", ROLE_ADMIN, api_agent_identity_accept, 0 },
 	{ "GET", "/api/v1/gpus", ROLE_VIEWER, api_gpus_list, 0 },
 	{ "GET", "/api/v1/versions/audit", ROLE_VIEWER, api_versions_audit_get, 0 },
 	{ "POST", "/api/v1/versions/audit", ROLE_VIEWER, api_versions_audit_post, 0 },

@@ -120,6 +120,25 @@ static int agent_silent_long(const struct health_facts *f, const struct health_c
 	return f->now - silence_from(f) > interval_of(f, cfg) * cfg->hung_intervals;
 }
 
+/* Something of the node's agent seen at t (0: never), within hung_intervals report
+ * intervals of now: a refusal that recent explains a silence. */
+static int agent_window(const struct health_facts *f, const struct health_config *cfg, int64_t t)
+{
+	int64_t interval = f->agent_interval_s > 0 ? f->agent_interval_s : cfg->agent_interval_s;
+
+	return t > 0 && f->now - t <= interval * cfg->hung_intervals;
+}
+
+static int identity_refused(const struct health_facts *f, const struct health_config *cfg)
+{
+	return f->identity_field && agent_window(f, cfg, f->identity_last);
+}
+
+static int identity_elsewhere(const struct health_facts *f, const struct health_config *cfg)
+{
+	return f->identity_elsewhere && agent_window(f, cfg, f->identity_elsewhere_last);
+}
+
 /* A power reading young enough to say the node is on now. */
 static int power_fresh(const struct health_facts *f, const struct health_config *cfg)
 {
@@ -137,6 +156,10 @@ static int fleet_grace(const struct health_facts *f, const struct health_config 
 int health_is_hung(const struct health_facts *f, const struct health_config *cfg)
 {
 	if (f->power != 1 || f->maintenance || f->reinstalling)
+		return 0;
+	/* Reports arrive but are refused, or this node's agent speaks with another node's
+	 * token: the silence is no hang, and a cycle would hit a working machine. */
+	if (identity_refused(f, cfg) || identity_elsewhere(f, cfg))
 		return 0;
 	/* "on" read before the BMC went quiet says nothing now (a switch or PDU that took the
 	 * BMC and the agent away together is not a hung node to cycle) */
@@ -386,6 +409,20 @@ static int nvml_mismatch(const struct health_facts *f)
 	return f->nvidia_status && strcmp(f->nvidia_status, "mismatch") == 0;
 }
 
+/* Shown while it goes on; an old refusal stays listed by kiln agent identities. */
+static void rule_identity(struct health_result *r, const struct health_facts *f,
+			  const struct health_config *cfg)
+{
+	const char *node = f->identity_node ? f->identity_node : "NODE";
+
+	if (identity_refused(f, cfg))
+		add(r, HEALTH_CRITICAL, "agent identity mismatch: %s differs, reports refused "
+		    "(kiln agent accept-identity %s)", f->identity_field, node);
+	if (identity_elsewhere(f, cfg))
+		add(r, HEALTH_CRITICAL, "agent identity mismatch: this node's agent reports with "
+		    "node %s's token", f->identity_elsewhere);
+}
+
 static void rule_gpus(struct health_result *r, const struct health_facts *f)
 {
 	if (f->gpus_seen < 0 || f->gpus_expected < 0 || f->gpus_seen >= f->gpus_expected)
@@ -616,6 +653,7 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 	rule_bmc(out, f);
 	rule_hung(out, f, cfg);
 	rule_power_off(out, f);
+	rule_identity(out, f, cfg);
 	rule_gpus(out, f);
 	rule_xid(out, f);
 	rule_ecc(out, f);

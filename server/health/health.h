@@ -85,6 +85,15 @@ struct health_facts {
 	const char *nvidia_status;  /* "mismatch" flags a driver/module mismatch; may be NULL */
 	const char *driver_version;
 	const char *kernel_module_version;
+	/* An agent bound to its node (identity.h): reports on this node's token refused
+	 * because their host is not the node's, or this node's agent seen reporting with
+	 * another node's token. Either explains a silence, so the node is not hung while it
+	 * goes on (the last one within hung_intervals agent intervals). */
+	const char *identity_field;     /* the refusal's differing field, or NULL */
+	int64_t identity_last;          /* when a report was last refused */
+	const char *identity_node;      /* this node's name, for the command in the reason */
+	const char *identity_elsewhere; /* the node whose token this node's agent uses, or NULL */
+	int64_t identity_elsewhere_last; /* when that was last seen */
 	int starved_now;            /* the latest report alone looks starved */
 	int64_t starved_since;      /* start of the current starved run (0: none) */
 	/* The stored GPUs of the latest report, by index. With any, the per-GPU memory rule
@@ -110,8 +119,9 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 
 /* The hung rule alone: powered on, not in maintenance, agent silent for more than
  * hung_intervals report intervals (counted from the later of the last report and the
- * power-on). A node off, unknown, in maintenance, being reinstalled or never reported is
- * not hung (so never remediated). */
+ * power-on). A node off, unknown, in maintenance, being reinstalled, never reported or
+ * with its agent identity in question (reports refused, or its agent reporting with another
+ * node's token, within that silence window) is not hung (so never remediated). */
 int health_is_hung(const struct health_facts *f, const struct health_config *cfg);
 
 /*

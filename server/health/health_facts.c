@@ -16,6 +16,7 @@ void health_sources_clear(struct health_sources *src)
 		agent_state_clear(&src->agent);
 	agent_gpu_list_free(src->gpus, src->ngpus);
 	json_decref(src->report);
+	agent_identity_clear(&src->identity);
 	memset(src, 0, sizeof(*src));
 }
 
@@ -207,6 +208,17 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 		f->power_off_time = state->power_off_time;
 		sensor_facts(f, state->sensors);
 	}
+	rc = store_agent_identity_get(st, &src->identity, n->id);
+	if (rc < 0 && rc != KILN_ENOTFOUND)
+		return rc;
+	kiln_error_clear(); /* a node deleted meanwhile: nothing to say of it */
+	f->identity_field = src->identity.mismatch ? src->identity.mismatch_field : NULL;
+	if (src->identity.mismatch && !f->identity_field)
+		f->identity_field = "the host identity";
+	f->identity_last = src->identity.mismatch_last;
+	f->identity_node = src->identity.node;
+	f->identity_elsewhere = src->identity.elsewhere_node;
+	f->identity_elsewhere_last = src->identity.elsewhere_last;
 	rc = store_agent_state_get(st, &src->agent, n->id, 0);
 	if (rc == KILN_ENOTFOUND)
 		return 0;

@@ -13,6 +13,7 @@ struct health_sources {
 	struct agent_gpu *gpus;
 	size_t ngpus;
 	json_t *report;
+	struct agent_identity identity;
 };
 
 void health_sources_clear(struct health_sources *src);

@@ -330,6 +330,65 @@ int store_node_bmc_serial_set(struct store *st, const char *name, const char *se
 int store_node_find_by_serial(struct store *st, int64_t *out_id, char **out_name,
 			      const char *serial);
 
+/* --- an agent bound to its node (store_identity.c) ---------------------------------- */
+
+/*
+ * What the ingest compares a report's host identity with, for one node: the node's BMC
+ * serial, the identity its agent reported last (node_agent_state) and the node's
+ * agent_identity row (all zero / NULL when it has none). Strings are owned by the struct.
+ */
+struct agent_identity {
+	int64_t node_id;
+	char *node;                  /* the node's name */
+	char *bmc_serial;            /* the BMC's serial for the system; NULL when none or
+				      * several nodes share it */
+	int has_agent;               /* the node has a stored agent state */
+	char *hostname, *machine_id, *dmi_serial, *boot_id; /* the stored state's */
+	int accept_next;             /* an admin accepted: the next report's identity is taken */
+	char *accepted_by;
+	int64_t accepted_at;
+	char *bmc_serial_accepted;   /* a BMC serial an admin accepted a differing DMI serial with */
+	int64_t reinstall_job;       /* the reinstall job whose one identity change was used */
+	int64_t reinstall_running;   /* the node's running reinstall job, 0: none */
+	char *mismatch;              /* the pending refusal, or NULL */
+	char *mismatch_field;
+	int64_t mismatch_since, mismatch_last, refused;
+	char *elsewhere_node;        /* this node's agent reports with that node's token, or NULL */
+	int64_t elsewhere_last;
+};
+
+void agent_identity_clear(struct agent_identity *a); /* frees the strings; accepts NULL */
+void agent_identity_list_free(struct agent_identity *list, size_t count);
+/* The node's identity facts. KILN_ENOTFOUND when there is no such node. */
+int store_agent_identity_get(struct store *st, struct agent_identity *out, int64_t node_id);
+/*
+ * Records a refused report: the same pending message counts one more refusal
+ * (*out_new = 0); another message replaces it and starts anew (*out_new = 1).
+ */
+int store_agent_identity_refuse(struct store *st, int *out_new, int64_t node_id,
+				const char *field, const char *message);
+/*
+ * Notes on other_id (the node whose stored identity a report refused on node_id carries)
+ * that its agent reports with node_id's token.
+ */
+int store_agent_identity_elsewhere(struct store *st, int64_t other_id, int64_t node_id);
+/*
+ * After a report of node_id was taken: clears the note that its agent reports elsewhere
+ * and, when rebound (an accepted or reinstall identity), the pending mismatch and the
+ * admin's acceptance; reinstall_job > 0 records the job that used its change,
+ * bmc_serial_accepted non-NULL the BMC serial accepted with a differing DMI one.
+ */
+int store_agent_identity_settle(struct store *st, int64_t node_id, int rebound,
+				int64_t reinstall_job, const char *bmc_serial_accepted);
+/* The one other node whose stored agent state has DMI serial dmi_serial (when not NULL),
+ * else machine id machine_id: *out_id, 0 when none or several. */
+int store_agent_identity_owner(struct store *st, int64_t *out_id, int64_t node_id,
+			       const char *dmi_serial, const char *machine_id);
+/* An admin accepts the node's next report's identity (by: who). KILN_ENOTFOUND. */
+int store_agent_identity_accept(struct store *st, int64_t node_id, const char *by);
+/* The nodes with a pending mismatch or whose agent reports elsewhere, by name. */
+int store_agent_identity_list(struct store *st, struct agent_identity **out, size_t *out_count);
+
 /* --- fleet enrollment tokens and pending agents -------------------------------------- */
 
 struct enroll_token {

@@ -17,7 +17,8 @@ printf 'password\n' >"$KILN_TEST_TMP/fleet-bmc.pw"
 declare -A AGENT_PID
 
 # fleet_node_add NAME PORT: adds NAME with the simulator on PORT as its BMC, a host root of its
-# own (host name NAME, DMI serial SN-NAME) and its agent token.
+# own (host name NAME, and the simulated BMC's serial as its DMI serial: an agent whose serial
+# differs from its BMC's is refused) and its agent token.
 fleet_node_add() {
 	local n=$1 root=$KILN_TEST_TMP/roots/$1
 	"$KILN" node add "$n" --bmc "redfish+http://127.0.0.1:$2" --bmc-user admin \
@@ -25,7 +26,7 @@ fleet_node_add() {
 	mkdir -p "$KILN_TEST_TMP/roots"
 	cp -r "$FLEET_ROOT" "$root"
 	printf '%s\n' "$n" >"$root/proc/sys/kernel/hostname"
-	printf 'SN-%s\n' "$n" >"$root/sys/class/dmi/id/product_serial"
+	bmcsim_serial "$MOCKUP" >"$root/sys/class/dmi/id/product_serial"
 	: >"$root/dev/kmsg"
 	"$KILN" agent token "$n" >"$KILN_TEST_TMP/$n.token" 2>/dev/null || { echo "agent token $n failed" >&2; return 1; }
 }

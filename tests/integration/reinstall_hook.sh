@@ -1,7 +1,8 @@
 #!/bin/sh
 # kiln-bmcsim power hook for test_reinstall.sh: "reinstall_hook.sh SIM INDEX on|off" stops the
-# node's agent on off and, on on, writes a new boot id into its root and starts the agent
-# (after the node's boot_delay seconds; never when the node has a no_agent file).
+# node's agent on off and, on on, writes a new boot id and (a new OS) a new machine id into
+# its root and starts the agent (after the node's boot_delay seconds; never when the node has
+# a no_agent file).
 # "reinstall_hook.sh start NODE" starts an agent without changing the boot id.
 # Environment: RH_DIR (per-node folders, SIM-INDEX -> node files, url: kilnd's URL), RH_AGENT,
 # RH_NVML, RH_NVML_CONF.
@@ -36,6 +37,7 @@ on)
 	stop_agent "$node"
 	[ -e "$d/no_agent" ] && exit 0
 	cat /proc/sys/kernel/random/uuid >"$d/root/proc/sys/kernel/random/boot_id"
+	tr -d '-' </proc/sys/kernel/random/uuid >"$d/root/etc/machine-id"
 	delay=$(cat "$d/boot_delay" 2>/dev/null || echo 1)
 	sleep "$delay"
 	[ -e "$RH_DIR/stopping" ] || start_agent "$node"

@@ -99,10 +99,11 @@ same "the same Xids reported again are no new events" "$(xids)" "$XIDS"
 same "Xid 79 is critical" \
 	"$(sql "SELECT severity FROM events WHERE kind = 'xid' AND message LIKE 'Xid 79%'")" 2
 
-# An agent token writes only its own node, whatever the report says.
-agent spoof --once --token-file "$T/gpu01.token" || fail "spoofing run"
-same "a report naming gpu02 lands on the token's node" \
-	"$(sql "SELECT hostname FROM node_agent_state WHERE node_id = $(node_id gpu01)")" gpu02
+# An agent token writes only its own node, and only from that node's host: a report from
+# another host (gpu02, SN-0002) on gpu01's token is refused (test_agent_identity.sh).
+agent spoof --once --token-file "$T/gpu01.token" && fail "the spoofing run was accepted"
+same "a report naming gpu02 does not land on the token's node" \
+	"$(sql "SELECT hostname FROM node_agent_state WHERE node_id = $(node_id gpu01)")" gpu01
 same "gpu02 has no report" "$("$KILN" -o json gpus gpu02 2>/dev/null | jq -r '.[0].error')" \
 	"no agent report yet"
 AGENT_TOKEN=$(cat "$T/gpu01.token")
@@ -125,7 +126,7 @@ same "the old agent token is refused" \
 same "the new agent token works (a duplicate)" \
 	"$(kiln_api POST /agent/report "$(sql "SELECT report FROM node_agent_state WHERE node_id = $(node_id gpu01)")" "$(cat "$T/gpu01.token2")")" 200
 same "... answered duplicate" "$(jq -r .status "$KILN_BODY_FILE")" duplicate
-same "a duplicate adds no history row" "$(history_rows gpu01)" 3
+same "a duplicate adds no history row (two runs of gpu01; the spoof was refused)" "$(history_rows gpu01)" 2
 
 # --- enrollment --------------------------------------------------------------------------
 "$KILN" agent enroll-token create --name fleet >"$T/enroll.token" 2>/dev/null ||

@@ -100,7 +100,7 @@ same "gpu01's agent state is the fresh host's" \
 		WHERE n.name = 'gpu01'")" freshly-installed
 
 # gpu02 reports through its own token; the audit groups both by BMC firmware.
-mkroot gpu02 gpu02 SN-OTHER
+mkroot gpu02 gpu02 "$(bmcsim_serial "$IDRAC")"
 "$KILN" agent token gpu02 >"$T/gpu02.token" 2>/dev/null || fail "kiln agent token gpu02"
 agent gpu02 --token-file "$T/gpu02.token" || fail "gpu02's agent: $(tail -3 "$T/agent-gpu02.log")"
 "$KILN" audit -o json >"$T/audit.json" 2>"$T/audit.err"

@@ -69,7 +69,7 @@ for i in 1 2 3; do
 	mkdir -p "$T/roots"
 	cp -r "$ROOT" "$r"
 	printf '%s\n' "$n" >"$r/proc/sys/kernel/hostname"
-	printf 'SN-FLEET-%s\n' "$i" >"$r/sys/class/dmi/id/product_serial"
+	bmcsim_serial "$MOCKUP" >"$r/sys/class/dmi/id/product_serial"
 	# The fixture's kernel log holds Xid 79 and 48, the fake NVML config an Xid 48: gpu03
 	# keeps them, the others start clean.
 	conf=$T/nvml.conf

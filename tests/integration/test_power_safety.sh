@@ -201,7 +201,7 @@ for i in 1 2 3; do
 	mkdir -p "$T/roots"
 	cp -r "$ROOT" "$r"
 	printf '%s\n' "$n" >"$r/proc/sys/kernel/hostname"
-	printf 'SN-SAFE-%s\n' "$i" >"$r/sys/class/dmi/id/product_serial"
+	bmcsim_serial "$FIX/generic" >"$r/sys/class/dmi/id/product_serial"
 	: >"$r/dev/kmsg"
 	"$KILN" agent token "$n" >"$T/$n.token" 2>/dev/null || { echo "agent token $n failed" >&2; exit 1; }
 	FAKE_NVML_CONFIG=$T/clean-nvml.conf "$AGENT" --server "$KILND_URL" --root "$r" --nvml-lib "$NVML" \

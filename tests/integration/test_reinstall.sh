@@ -81,6 +81,9 @@ add_node() { # NAME PORT SIM INDEX
 	mkdir -p "$d"
 	cp -r "$ROOT" "$d/root"
 	printf '%s\n' "$n" >"$d/root/proc/sys/kernel/hostname"
+	# the BMC's serial: kilnd refuses an agent whose DMI serial is another machine's
+	bmcsim_serial "$SRC/tests/sim/fixtures/$([ "$3" = idrac ] && echo idrac9 || echo generic)" \
+		>"$d/root/sys/class/dmi/id/product_serial"
 	: >"$d/root/dev/kmsg"
 	"$KILN" agent token "$n" >"$d/token" 2>/dev/null || { echo "agent token $n failed" >&2; exit 1; }
 	printf '%s\n' "$n" >"$RH_DIR/$3-$4"
@@ -96,7 +99,8 @@ for n in iso01 iso02 slow01 pxe01; do
 	"$HOOK" start "$n" || { echo "starting the agent of $n failed" >&2; exit 1; }
 done
 
-boot_id() { "$KILN" node show "$1" -o json 2>/dev/null | jq -r 'if type == "array" then .[0] else . end | .agent.boot_id // empty'; }
+agent_of() { "$KILN" node show "$1" -o json 2>/dev/null | jq -r "if type == \"array\" then .[0] else . end | .agent.$2 // empty"; }
+boot_id() { agent_of "$1" boot_id; }
 all_reported() {
 	local n
 	for n in iso01 iso02 slow01 pxe01; do
@@ -136,6 +140,7 @@ same "nothing was queued for them" "$("$KILN" jobs 'many[01-11]' -o json | jq le
 GEN0=http://127.0.0.1:${GEN_PORTS[0]}
 curl -s -o /dev/null -X DELETE "$GEN0/_sim/requests"
 old=$(boot_id iso01)
+old_machine=$(agent_of iso01 machine_id)
 "$KILN" reinstall iso01 --image iso-img --wait >"$T/iso01.out" 2>&1
 same "kiln reinstall iso01 --image iso-img --wait exits 0" "$?" 0
 grep -q '^1 done, 0 failed$' "$T/iso01.out" && pass "summary line" || fail "summary: $(cat "$T/iso01.out")"
@@ -145,6 +150,11 @@ new=$(boot_id iso01)
 [ -n "$new" ] && [ "$new" != "$old" ] && pass "kiln node show has the new boot id" ||
 	fail "boot id: before '$old', after '$new'"
 same "iso01's boot id is the one the hook wrote" "$new" "$(cat "$RH_DIR/iso01/root/proc/sys/kernel/random/boot_id")"
+# The new OS has a new machine id: the reinstall job takes it without an admin, once.
+same "iso01's machine id is the reinstalled OS's" "$(agent_of iso01 machine_id)" \
+	"$(cat "$RH_DIR/iso01/root/etc/machine-id")"
+[ "$(agent_of iso01 machine_id)" != "$old_machine" ] && pass "and not the one before ($old_machine)" ||
+	fail "iso01's machine id did not change: $old_machine"
 curl -s "$GEN0/_sim/requests" >"$T/iso01.req"
 order=$(jq -r '[.[] | select(.method != "GET") |
 	if (.path | test("InsertMedia$")) then "insert"

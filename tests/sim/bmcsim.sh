@@ -59,3 +59,12 @@ bmcsim_stop_all() {
 	done
 	BMCSIM_ALL_PIDS=()
 }
+
+# bmcsim_serial MOCKUP: the serial the tree's (first) system reports. An agent on a simulated
+# node reports it as its DMI serial: kilnd refuses a report whose DMI serial is not its
+# BMC's (tests/integration/test_agent_identity.sh).
+bmcsim_serial() {
+	local sys
+	sys=$(jq -r '.Members[0]."@odata.id"' "$1/Systems/index.json" 2>/dev/null) || return 1
+	jq -r '.SerialNumber // empty' "$1/Systems/${sys##*/}/index.json"
+}

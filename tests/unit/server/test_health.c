@@ -151,6 +151,39 @@ static void set_reinstalling_queued(struct health_facts *f)
 	f->reinstalling = 1;
 	f->reinstall_step = NULL;
 }
+/* Reports on this node's token are refused: their host is not the node's. */
+static void set_identity(struct health_facts *f)
+{
+	f->identity_field = "host.machine_id";
+	f->identity_last = NOW - 2;
+	f->identity_node = "gpu02";
+}
+/* ... and its last accepted report ages: the silence is no hang, never cycled */
+static void set_identity_silent(struct health_facts *f) { set_identity(f); set_silent(f); }
+/* the refusals stopped 3 intervals ago (the foreign agent left): judged as usual again */
+static void set_identity_over(struct health_facts *f)
+{
+	set_identity_silent(f);
+	f->identity_last = NOW - 91;
+}
+static void set_identity_edge(struct health_facts *f)
+{
+	set_identity_silent(f);
+	f->identity_last = NOW - 90;
+}
+/* This node's agent reports with another node's token: it looks silent here. */
+static void set_elsewhere(struct health_facts *f)
+{
+	f->identity_elsewhere = "gpu02";
+	f->identity_elsewhere_last = NOW - 2;
+}
+static void set_elsewhere_silent(struct health_facts *f) { set_elsewhere(f); set_silent(f); }
+/* its agent stopped there too: its silence is its own again */
+static void set_elsewhere_over(struct health_facts *f)
+{
+	set_elsewhere_silent(f);
+	f->identity_elsewhere_last = NOW - 91;
+}
 
 /* Eight clean GPUs as the store gives them; gpu 3 is the one the GPU rows change. */
 static struct health_gpu *gpus8(struct health_facts *f)
@@ -329,6 +362,20 @@ static const struct row rows[] = {
 	  "reinstalling: step wait_boot" },
 	{ "reinstall queued, agent silent: not hung", set_reinstalling_queued, HEALTH_WARNING, 0,
 	  "reinstalling" },
+	{ "identity refused", set_identity, HEALTH_CRITICAL, 0,
+	  "agent identity mismatch: host.machine_id differs, reports refused "
+	  "(kiln agent accept-identity gpu02)" },
+	{ "identity refused, silent: not hung", set_identity_silent, HEALTH_CRITICAL, 0,
+	  "agent identity mismatch: host.machine_id" },
+	{ "agent reports elsewhere", set_elsewhere, HEALTH_CRITICAL, 0,
+	  "agent identity mismatch: this node's agent reports with node gpu02's token" },
+	{ "agent reports elsewhere, silent: not hung", set_elsewhere_silent, HEALTH_CRITICAL, 0,
+	  "agent identity mismatch: this node's agent" },
+	{ "refusals stopped: hung as usual", set_identity_over, HEALTH_CRITICAL, 1, "hung: " },
+	{ "refused 3 intervals ago: still not hung", set_identity_edge, HEALTH_CRITICAL, 0,
+	  "agent identity mismatch: " },
+	{ "reported elsewhere long ago: hung as usual", set_elsewhere_over, HEALTH_CRITICAL, 1,
+	  "hung: " },
 };
 
 /* The GPU memory and NVML rows: each names its reasons' count and the first exactly. */

@@ -1199,6 +1199,165 @@ static void test_health_gpu_facts_first_report(void **state)
 	health_sources_clear(&src);
 }
 
+/* r as another machine's report: its host name, machine id, serial and boot. */
+static json_t *foreign(json_t *r, const char *mid)
+{
+	set_path(r, "host", "hostname", json_string("gpu02"));
+	set_path(r, "host", "machine_id", json_string(mid));
+	set_path(r, "host", "dmi_serial", json_string("SN-0002"));
+	set_path(r, "host", "boot_id", json_string("boot-other"));
+	return r;
+}
+
+static int64_t count_rows(struct fx *f, const char *sql)
+{
+	char buf[32];
+
+	return strtoll(db_text(f, sql, buf, sizeof(buf)), NULL, 10);
+}
+
+/* Another host's report on gpu01's token: refused, nothing of it stored, one event for a
+ * stream of them; an admin's acceptance lets the very same report in, and it binds. */
+static void test_identity_refused(void **state)
+{
+	struct fx *f = *state;
+	struct ingest_item it = { 0 }, *items[1] = { &it };
+	struct ingest_report *ir = NULL;
+	struct agent_state a = { 0 };
+	json_t *r;
+	char buf[512];
+	int dup = -1;
+
+	assert_int_equal(ingest(f, f->node, mkreport("r1", 2), NULL), 0);
+	/* through a batch, as the writer does: the item names the field */
+	r = foreign(mkreport("r2", 2), "ffff");
+	assert_int_equal(ingest_report_parse(&ir, r, NULL, 0), 0);
+	json_decref(r);
+	it.node_id = f->node;
+	it.report = ir;
+	assert_int_equal(ingest_batch(f->st, items, 1), 0);
+	assert_int_equal(it.rc, KILN_EIDENTITY);
+	assert_string_equal(it.field, "host.dmi_serial");
+	assert_non_null(strstr(it.error, "host.machine_id '0123456789abcdef0123456789abcdef' "
+				      "(stored) vs 'ffff' (reported)"));
+	assert_non_null(strstr(it.error, "host.hostname 'gpu01' (stored) vs 'gpu02' (reported)"));
+	assert_non_null(strstr(it.error, "kiln agent accept-identity gpu01"));
+	ingest_report_free(ir);
+	/* nothing stored: state, history, GPUs, report id, reboot */
+	assert_int_equal(store_agent_state_get(f->st, &a, f->node, 0), 0);
+	assert_string_equal(a.hostname, "gpu01");
+	assert_string_equal(a.report_id, "r1");
+	agent_state_clear(&a);
+	assert_int_equal(count_rows(f, "SELECT count(*) FROM agent_history"), 1);
+	assert_int_equal(count_rows(f, "SELECT count(*) FROM agent_reports_seen WHERE report_id = 'r2'"), 0);
+	assert_int_equal(count_events(f, "reboot"), 0);
+	assert_int_equal(count_events(f, "identity"), 1);
+	assert_non_null(strstr(last_message(f, "identity", buf, sizeof(buf)),
+			       "agent identity mismatch: host.dmi_serial 'SN-0001' (stored) vs "
+			       "'SN-0002' (reported)"));
+	/* the same host again: refused, no second event; another mismatch is another event */
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, foreign(mkreport("r3", 2), "ffff"), NULL),
+			 KILN_EIDENTITY);
+	assert_int_equal(count_events(f, "identity"), 1);
+	assert_int_equal(count_rows(f, "SELECT refused FROM agent_identity"), 2);
+	fake_now += 30;
+	assert_int_equal(ingest(f, f->node, foreign(mkreport("r4", 2), "eeee"), NULL),
+			 KILN_EIDENTITY);
+	assert_int_equal(count_events(f, "identity"), 2);
+	/* the node's own agent still reports (and the refusal stays for an admin to see) */
+	assert_int_equal(ingest(f, f->node, mkreport("r5", 2), NULL), 0);
+	assert_int_equal(count_rows(f, "SELECT count(*) FROM agent_identity WHERE mismatch IS NOT NULL"), 1);
+	/* accepted: the refused report itself is taken now (its id was not kept), and binds */
+	assert_int_equal(store_agent_identity_accept(f->st, f->node, "alice"), 0);
+	assert_int_equal(ingest(f, f->node, foreign(mkreport("r2", 2), "ffff"), &dup), 0);
+	assert_int_equal(dup, 0);
+	assert_int_equal(store_agent_state_get(f->st, &a, f->node, 0), 0);
+	assert_string_equal(a.machine_id, "ffff");
+	agent_state_clear(&a);
+	assert_int_equal(count_rows(f, "SELECT count(*) FROM agent_identity WHERE mismatch IS NOT NULL"
+				    " OR accept_next = 1"), 0);
+	assert_int_equal(ingest(f, f->node, mkreport("r6", 2), NULL), KILN_EIDENTITY);
+	/* an old report resent (its answer was lost) is a duplicate, not a refusal: it must not
+	 * block the agent's spool */
+	assert_int_equal(ingest(f, f->node, mkreport("r1", 2), &dup), 0);
+	assert_int_equal(dup, 1);
+}
+
+/* The report's DMI serial is compared with the BMC's, unless several nodes share that. */
+static void test_identity_bmc_serial(void **state)
+{
+	struct fx *f = *state;
+
+	assert_int_equal(store_node_bmc_serial_set(f->st, "gpu01", "SN-BMC1"), 0);
+	assert_int_equal(ingest(f, f->node, mkreport("r1", 1), NULL), KILN_EIDENTITY);
+	assert_int_equal(count_rows(f, "SELECT count(*) FROM node_agent_state"), 0);
+	/* one simulator tree behind both BMCs: the serial identifies no machine */
+	assert_int_equal(store_node_bmc_serial_set(f->st, "gpu02", "SN-BMC1"), 0);
+	assert_int_equal(ingest(f, f->node, mkreport("r2", 1), NULL), 0);
+}
+
+/* gpu01's agent reports with gpu02's token: gpu02 refuses it, and gpu01 is noted as
+ * reporting elsewhere (its silence is no hang) until its own agent reports again. */
+static void test_identity_elsewhere(void **state)
+{
+	struct fx *f = *state;
+	json_t *b = mkreport("b1", 1);
+	char buf[64];
+
+	assert_int_equal(ingest(f, f->node, mkreport("a1", 1), NULL), 0);
+	set_path(b, "host", "hostname", json_string("gpu02"));
+	set_path(b, "host", "machine_id", json_string("bbbb"));
+	set_path(b, "host", "dmi_serial", json_string("SN-0002"));
+	assert_int_equal(ingest(f, f->other, b, NULL), 0);
+	assert_int_equal(ingest(f, f->other, mkreport("a2", 1), NULL), KILN_EIDENTITY);
+	assert_string_equal(db_text(f, "SELECT elsewhere_node FROM agent_identity i JOIN nodes n"
+				    " ON n.id = i.node_id WHERE n.name = 'gpu01'", buf, sizeof(buf)),
+			    "gpu02");
+	/* gpu01's own token refused a foreign host meanwhile: that refusal stays */
+	assert_int_equal(ingest(f, f->node, foreign(mkreport("x1", 1), "ffff"), NULL),
+			 KILN_EIDENTITY);
+	assert_int_equal(ingest(f, f->node, mkreport("a3", 1), NULL), 0);
+	assert_string_equal(db_text(f, "SELECT ifnull(elsewhere_node, '-') || ' ' ||"
+				    " ifnull(mismatch_field, '-') FROM agent_identity i JOIN nodes n"
+				    " ON n.id = i.node_id WHERE n.name = 'gpu01'", buf, sizeof(buf)),
+			    "- host.dmi_serial");
+}
+
+/* A report of the same machine reinstalled: another machine id and boot. */
+static json_t *reinstalled(const char *id, const char *mid, const char *boot)
+{
+	json_t *r = mkreport(id, 1);
+
+	set_path(r, "host", "machine_id", json_string(mid));
+	set_path(r, "host", "boot_id", json_string(boot));
+	return r;
+}
+
+/* A running reinstall job takes one new machine id (with a new boot) without an admin. */
+static void test_identity_reinstall(void **state)
+{
+	struct fx *f = *state;
+	struct job j = { 0 };
+
+	assert_int_equal(ingest(f, f->node, mkreport("r1", 1), NULL), 0);
+	j.node_id = f->node;
+	j.image = "ubuntu";
+	j.image_kind = "pxe";
+	j.created_by = "alice";
+	assert_int_equal(store_job_insert(f->st, &j), 0);
+	/* queued, not running yet */
+	assert_int_equal(ingest(f, f->node, reinstalled("r2", "1111", "boot-2"), NULL),
+			 KILN_EIDENTITY);
+	j.state = "running";
+	j.step = "wait_boot";
+	assert_int_equal(store_job_update(f->st, &j), 0);
+	assert_int_equal(ingest(f, f->node, reinstalled("r3", "1111", "boot-2"), NULL), 0);
+	/* its one change is spent: the next machine id is refused */
+	assert_int_equal(ingest(f, f->node, reinstalled("r4", "2222", "boot-3"), NULL),
+			 KILN_EIDENTITY);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -1225,6 +1384,10 @@ int main(void)
 		T(test_writer_cache_stale),
 		T(test_health_facts_after_ingest),
 		T(test_health_gpu_facts_first_report),
+		T(test_identity_refused),
+		T(test_identity_bmc_serial),
+		T(test_identity_elsewhere),
+		T(test_identity_reinstall),
 	};
 #undef T
 
