@@ -132,6 +132,28 @@ enum poller_transition poller_record_success(struct fleet_state *s, int64_t now)
 	return t;
 }
 
+enum poller_transition poller_record_busy(struct fleet_state *s, int64_t now, const char *detail)
+{
+	enum poller_transition t = s->reachable ? POLLER_SAME : POLLER_UP;
+	char msg[600];
+
+	(void)now;
+	s->reachable = 1;
+	s->failures = 0;
+	s->down_since = 0;
+	s->circuit_open = 0;
+	s->next_try = 0;
+	snprintf(msg, sizeof(msg), "bmc busy: %s", detail && detail[0] ? detail : "try again later");
+	free(s->power_error);
+	s->power_error = strdup(msg);
+	return t;
+}
+
+int poller_state_busy(const struct fleet_state *s)
+{
+	return s->reachable && s->power_error && strncmp(s->power_error, "bmc busy: ", 10) == 0;
+}
+
 int poller_may_poll(const struct fleet_state *s, int64_t now)
 {
 	return now >= s->next_try;
@@ -463,6 +485,39 @@ static void reading_store(struct poller *p, struct slot *s, enum bmc_op_kind kin
 	state_put(p, s);
 }
 
+static int is_status(const char *q)
+{
+	return q[0] >= '1' && q[0] <= '5' && q[1] >= '0' && q[1] <= '9' && q[2] >= '0' &&
+	       q[2] <= '9' && (q[3] == ' ' || q[3] == '\0');
+}
+
+/* What a busy answer said, from its status on ("503 'RAC0218: ...' (Retry-After 60s)"), or
+ * the whole message when it names no HTTP status (IPMI). */
+static const char *busy_detail(const char *error)
+{
+	for (const char *q = error; q && (q = strstr(q, ": ")) != NULL; q += 2) {
+		if (is_status(q + 2))
+			return q + 2;
+		if (strncmp(q + 2, "HTTP ", 5) == 0 && is_status(q + 7))
+			return q + 7;
+	}
+	return error;
+}
+
+/* A BMC that answered "busy": reachable, its reading missing; one event per busy run. */
+static void busy_record(struct poller *p, struct slot *s, struct completion *c, int64_t now)
+{
+	int was_busy = poller_state_busy(&s->st);
+
+	if (poller_record_busy(&s->st, now, busy_detail(c->error)) == POLLER_UP)
+		event_add(p, s, SEV_INFO, "bmc", "bmc", NULL, "BMC reachable again");
+	if (!was_busy)
+		event_add(p, s, SEV_WARNING, "bmc", "bmc", NULL, "BMC busy: %.400s",
+			  busy_detail(c->error));
+	s->busy = 0;
+	state_put(p, s);
+}
+
 static void poll_result(struct poller *p, struct slot *s, struct completion *c, int64_t now)
 {
 	enum poller_transition t;
@@ -478,6 +533,12 @@ static void poll_result(struct poller *p, struct slot *s, struct completion *c, 
 		log_debug("poller: %s: inventory: %s", s->node->name, c->error);
 		s->inventory_due = now + retry;
 		s->busy = 0;
+		return;
+	}
+	if (c->rc == KILN_EBUSY) {
+		/* 503 / IPMI "node busy": it answered. Not a failure toward the circuit (which
+		 * would show it unreachable for intervals after it answers normally again). */
+		busy_record(p, s, c, now);
 		return;
 	}
 	if (c->rc < 0) {

@@ -103,9 +103,12 @@ static int agent_silent_long(const struct health_facts *f, const struct health_c
 	return f->now - from > interval * cfg->hung_intervals;
 }
 
-/* A power reading young enough to say the node is on now. */
+/* A power reading young enough to say the node is on now. A busy BMC answered without a
+ * power state: the last one it gave says nothing of now either. */
 static int power_fresh(const struct health_facts *f, const struct health_config *cfg)
 {
+	if (f->bmc_busy)
+		return 0;
 	return f->power_time > 0 && f->now - f->power_time <= cfg->power_max_age_s;
 }
 
@@ -128,6 +131,12 @@ static void rule_bmc(struct health_result *r, const struct health_facts *f)
 		return;
 	if (f->credentials_rejected) {
 		add(r, HEALTH_WARNING, "bmc: credentials rejected");
+		return;
+	}
+	/* It answered, so it is there: busy (sessions full, a firmware job) is not down. */
+	if (f->bmc_reachable && f->bmc_busy) {
+		add(r, HEALTH_WARNING, "bmc busy: %s",
+		    f->bmc_busy_detail && f->bmc_busy_detail[0] ? f->bmc_busy_detail : "try again later");
 		return;
 	}
 	if (f->bmc_reachable)

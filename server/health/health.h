@@ -60,6 +60,9 @@ struct health_facts {
 	const char *kernel_module_version;
 	int starved_now;            /* the latest report alone looks starved */
 	int64_t starved_since;      /* start of the current starved run (0: none) */
+	/* The BMC's own evidence (kept at the end so that other rules' fields merge apart). */
+	int bmc_busy;               /* the last read was answered "busy" (HTTP 503, IPMI 0xC0) */
+	const char *bmc_busy_detail; /* what the BMC said ("503 'RAC0218: ...'"); may be NULL */
 };
 
 struct health_result {

@@ -183,6 +183,12 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 			f->power_on_since = state->power_changed;
 		f->starved_since = state->starved_since;
 		sensor_facts(f, state->sensors);
+		/* The poller's mark of an answer that said "busy" (see poller.c, busy_record). */
+		if (state->reachable && state->power_error &&
+		    strncmp(state->power_error, "bmc busy: ", 10) == 0) {
+			f->bmc_busy = 1;
+			f->bmc_busy_detail = state->power_error + 10;
+		}
 	}
 	rc = store_agent_state_get(st, &src->agent, n->id, 0);
 	if (rc == KILN_ENOTFOUND)

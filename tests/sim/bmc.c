@@ -701,7 +701,7 @@ json_t *bmc_state_json(struct bmc *b, uint64_t now)
 			"boot", boot_json(&b->systems[i]), "etag", etag));
 	}
 	static const char *const kinds[] = { "none", "hang", "reset", "status", "slow", "malformed",
-		"truncated", "412" };
+		"truncated", "412", "busy" };
 	for (size_t i = 0; i < b->nfaults; i++)
 		json_array_append_new(faults, json_pack("{s:s, s:i, s:I, s:i}", "kind",
 			kinds[b->faults[i].kind], "status", b->faults[i].status, "count",

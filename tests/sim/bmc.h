@@ -24,7 +24,7 @@ enum {
 };
 
 enum fault_kind { FAULT_NONE, FAULT_HANG, FAULT_RESET, FAULT_STATUS, FAULT_SLOW, FAULT_MALFORMED,
-		  FAULT_TRUNCATED, FAULT_STALE_ETAG };
+		  FAULT_TRUNCATED, FAULT_STALE_ETAG, FAULT_BUSY };
 
 struct sim_fault {
 	enum fault_kind kind;
@@ -32,6 +32,7 @@ struct sim_fault {
 	int64_t count;   /* requests left; -1: unlimited */
 	int prob;        /* percent of requests hit, 100 by default */
 	int ms;          /* FAULT_SLOW: pause between chunks (0: the configured default) */
+	int retry_s;     /* FAULT_BUSY: the Retry-After it answers (0: 30) */
 };
 
 struct bmc_system {

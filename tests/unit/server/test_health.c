@@ -118,6 +118,18 @@ static void set_reinstalling_queued(struct health_facts *f)
 	f->reinstall_step = NULL;
 }
 
+/* A BMC that answered 503 (or IPMI 0xC0): reachable, busy; the power it gave before is not
+ * fresh, so a silent agent beside it is not hung. */
+static void set_bmc_busy(struct health_facts *f)
+{
+	f->bmc_busy = 1;
+	f->bmc_busy_detail = "503 'RAC0218: The maximum number of user sessions is reached.' "
+			     "(Retry-After 60s)";
+}
+static void set_bmc_busy_bare(struct health_facts *f) { f->bmc_busy = 1; }
+static void set_bmc_busy_silent(struct health_facts *f) { set_bmc_busy(f); set_silent(f); }
+static void set_bmc_busy_down(struct health_facts *f) { set_bmc_busy(f); set_bmc_down(f); }
+
 struct row {
 	const char *name;
 	void (*set)(struct health_facts *f);
@@ -159,6 +171,12 @@ static const struct row rows[] = {
 	{ "temperatures unknown", set_temps_unknown, HEALTH_OK, 0, NULL },
 	{ "psu failed", set_psu_failed, HEALTH_WARNING, 0, "psu: 1 failed" },
 	{ "psu redundancy", set_psu_redundancy, HEALTH_WARNING, 0, "psu: redundancy lost" },
+	{ "bmc busy", set_bmc_busy, HEALTH_WARNING, 0,
+	  "bmc busy: 503 'RAC0218: The maximum number of user sessions is reached.'" },
+	{ "bmc busy, nothing said", set_bmc_busy_bare, HEALTH_WARNING, 0, "bmc busy: try again later" },
+	{ "bmc busy, agent silent: not hung", set_bmc_busy_silent, HEALTH_WARNING, 0, "bmc busy: " },
+	{ "unreachable wins over an old busy mark", set_bmc_busy_down, HEALTH_WARNING, 0,
+	  "bmc unreachable for 5m" },
 	{ "module differs", set_mismatch, HEALTH_WARNING, 0,
 	  "driver: library 550.54.15, kernel module 535.104.05" },
 	{ "status mismatch", set_mismatch_status, HEALTH_WARNING, 0, "driver: " },
@@ -271,6 +289,28 @@ static void test_reasons_capped(void **state)
 /* A reinstall's silence is not a hang: nothing in the result would let the poller's
  * remediation (which acts on res.hung and "hung:" reasons only) cycle the node; once the job
  * is over the same silence is a hang again. */
+/* Busy beside a silent agent: not hung (so never remediated), the silence shown as such. */
+static void test_busy_never_hung(void **state)
+{
+	struct health_config cfg;
+	struct health_facts f;
+	struct health_result res;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	healthy(&f);
+	set_silent(&f);
+	f.power_time = NOW; /* even a power read this second says nothing while busy */
+	set_bmc_busy(&f);
+	health_evaluate(&res, &f, &cfg);
+	assert_false(res.hung);
+	assert_false(health_is_hung(&f, &cfg));
+	assert_int_equal(res.nreasons, 2);
+	assert_true(strncmp(res.reasons[1], "agent silent for ", 17) == 0);
+	f.bmc_busy = 0;
+	assert_true(health_is_hung(&f, &cfg));
+}
+
 static void test_reinstalling_never_hung(void **state)
 {
 	struct health_config cfg;
@@ -309,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_xid_table),
 		cmocka_unit_test(test_reasons_capped),
 		cmocka_unit_test(test_reinstalling_never_hung),
+		cmocka_unit_test(test_busy_never_hung),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
