@@ -31,6 +31,8 @@ void health_facts_init(struct health_facts *f, int64_t now)
 	f->hottest_gpu_c = NAN;
 	f->inlet_c = NAN;
 	f->bmc_reachable = 1;
+	f->psu_healthy = -1;
+	f->psu_needed = -1;
 }
 
 const char *health_level_name(enum health_level l)
@@ -234,11 +236,24 @@ static void rule_temperature(struct health_result *r, const struct health_facts 
 		    cfg->inlet_temp_max_c);
 }
 
+/* Names the failed PSUs, and says whether the node still has power redundancy. */
 static void rule_psu(struct health_result *r, const struct health_facts *f)
 {
-	if (f->psu_failed > 0)
+	const char *set = f->psu_redundancy_name;
+
+	if (f->psu_failed > 0 && f->psu_failed_names[0])
+		add(r, HEALTH_WARNING, "psu: %s failed%s", f->psu_failed_names,
+		    set[0] && !f->psu_redundancy_lost ? ", redundancy kept" : "");
+	else if (f->psu_failed > 0)
 		add(r, HEALTH_WARNING, "psu: %d failed", f->psu_failed);
-	else if (f->psu_redundancy_lost)
+	if (!f->psu_redundancy_lost)
+		return;
+	if (set[0] && f->psu_healthy >= 0 && f->psu_needed > 0)
+		add(r, HEALTH_WARNING, "psu: redundancy lost (%s: %d healthy, %d needed)", set,
+		    f->psu_healthy, f->psu_needed);
+	else if (set[0])
+		add(r, HEALTH_WARNING, "psu: redundancy lost (%s)", set);
+	else
 		add(r, HEALTH_WARNING, "psu: redundancy lost");
 }
 

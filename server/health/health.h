@@ -28,6 +28,7 @@ void health_config_defaults(struct health_config *cfg);
 #define HEALTH_XIDS_MAX 32
 #define HEALTH_REASONS_MAX 16
 #define HEALTH_REASON_LEN 160
+#define HEALTH_NAME_LEN 64
 
 /* What is known of one node. Unknown numbers are -1 (integers) or NAN (reals). */
 struct health_facts {
@@ -63,6 +64,10 @@ struct health_facts {
 	/* The BMC's own evidence (kept at the end so that other rules' fields merge apart). */
 	int bmc_busy;               /* the last read was answered "busy" (HTTP 503, IPMI 0xC0) */
 	const char *bmc_busy_detail; /* what the BMC said ("503 'RAC0218: ...'"); may be NULL */
+	char psu_failed_names[HEALTH_REASON_LEN]; /* "PS2 Status (Critical)", comma separated */
+	char psu_redundancy_name[HEALTH_NAME_LEN]; /* the BMC's redundancy set; "" when none */
+	int psu_healthy;            /* healthy PSUs of that set; -1 unknown */
+	int psu_needed;             /* PSUs the set needs to be redundant; -1 unknown */
 };
 
 struct health_result {

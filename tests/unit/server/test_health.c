@@ -130,6 +130,36 @@ static void set_bmc_busy_bare(struct health_facts *f) { f->bmc_busy = 1; }
 static void set_bmc_busy_silent(struct health_facts *f) { set_bmc_busy(f); set_silent(f); }
 static void set_bmc_busy_down(struct health_facts *f) { set_bmc_busy(f); set_bmc_down(f); }
 
+static void set_psu_named(struct health_facts *f)
+{
+	f->psu_failed = 1;
+	snprintf(f->psu_failed_names, sizeof(f->psu_failed_names), "PS2 Status (Critical)");
+}
+static void set_psu_named_kept(struct health_facts *f)
+{
+	set_psu_named(f);
+	snprintf(f->psu_redundancy_name, sizeof(f->psu_redundancy_name), "PS Redundancy");
+	f->psu_healthy = 3;
+	f->psu_needed = 2;
+}
+static void set_psu_named_lost(struct health_facts *f)
+{
+	set_psu_named_kept(f);
+	f->psu_healthy = 1;
+	f->psu_redundancy_lost = 1;
+}
+static void set_psu_set_lost(struct health_facts *f)
+{
+	snprintf(f->psu_redundancy_name, sizeof(f->psu_redundancy_name), "PS Redundancy");
+	f->psu_redundancy_lost = 1; /* the BMC says so, counts unknown */
+}
+static void set_psu_set_ok(struct health_facts *f)
+{
+	snprintf(f->psu_redundancy_name, sizeof(f->psu_redundancy_name), "PS Redundancy");
+	f->psu_healthy = 4;
+	f->psu_needed = 2;
+}
+
 struct row {
 	const char *name;
 	void (*set)(struct health_facts *f);
@@ -177,6 +207,14 @@ static const struct row rows[] = {
 	{ "bmc busy, agent silent: not hung", set_bmc_busy_silent, HEALTH_WARNING, 0, "bmc busy: " },
 	{ "unreachable wins over an old busy mark", set_bmc_busy_down, HEALTH_WARNING, 0,
 	  "bmc unreachable for 5m" },
+	{ "psu named", set_psu_named, HEALTH_WARNING, 0, "psu: PS2 Status (Critical) failed" },
+	{ "psu named, redundancy kept", set_psu_named_kept, HEALTH_WARNING, 0,
+	  "psu: PS2 Status (Critical) failed, redundancy kept" },
+	{ "psu named, redundancy lost", set_psu_named_lost, HEALTH_WARNING, 0,
+	  "psu: PS2 Status (Critical) failed" },
+	{ "psu set lost by the BMC's word", set_psu_set_lost, HEALTH_WARNING, 0,
+	  "psu: redundancy lost (PS Redundancy)" },
+	{ "psu set healthy", set_psu_set_ok, HEALTH_OK, 0, NULL },
 	{ "module differs", set_mismatch, HEALTH_WARNING, 0,
 	  "driver: library 550.54.15, kernel module 535.104.05" },
 	{ "status mismatch", set_mismatch_status, HEALTH_WARNING, 0, "driver: " },
@@ -289,6 +327,24 @@ static void test_reasons_capped(void **state)
 /* A reinstall's silence is not a hang: nothing in the result would let the poller's
  * remediation (which acts on res.hung and "hung:" reasons only) cycle the node; once the job
  * is over the same silence is a hang again. */
+/* Every reason of a node whose one PSU failed and took the redundancy with it. */
+static void test_psu_reasons(void **state)
+{
+	struct health_config cfg;
+	struct health_facts f;
+	struct health_result res;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	healthy(&f);
+	set_psu_named_lost(&f);
+	health_evaluate(&res, &f, &cfg);
+	assert_int_equal(res.nreasons, 2);
+	assert_string_equal(res.reasons[0], "psu: PS2 Status (Critical) failed");
+	assert_string_equal(res.reasons[1],
+			    "psu: redundancy lost (PS Redundancy: 1 healthy, 2 needed)");
+}
+
 /* Busy beside a silent agent: not hung (so never remediated), the silence shown as such. */
 static void test_busy_never_hung(void **state)
 {
@@ -349,6 +405,7 @@ int main(void)
 		cmocka_unit_test(test_xid_table),
 		cmocka_unit_test(test_reasons_capped),
 		cmocka_unit_test(test_reinstalling_never_hung),
+		cmocka_unit_test(test_psu_reasons),
 		cmocka_unit_test(test_busy_never_hung),
 	};
 
