@@ -57,6 +57,7 @@ struct kilnd_config {
 	int64_t health_starved_for;
 	double health_starved_util_max;
 	double health_starved_iowait_min;
+	int64_t health_bmc_log_window;
 	/* [remediation] automatic power cycles of hung nodes */
 	bool remediation_enabled;
 	int64_t remediation_grace;

@@ -67,6 +67,7 @@ void poller_config_from(struct poller_config *out, const struct kilnd_config *cf
 	out->health.starved_s = cfg->health_starved_for;
 	out->health.starved_util_max_pct = cfg->health_starved_util_max;
 	out->health.starved_iowait_min_pct = cfg->health_starved_iowait_min;
+	out->health.bmc_log_window_s = cfg->health_bmc_log_window;
 	out->remediate = cfg->remediation_enabled;
 	out->remediate_grace_s = cfg->remediation_grace;
 	out->remediate_max_per_hour = cfg->remediation_max_per_hour;
@@ -173,6 +174,7 @@ struct slot {
 	char known[8];              /* the last power the BMC said, "on" | "off" ("": none): a
 				     * failed read makes st.power unknown, and the next answer is
 				     * compared with this one (events, power_changed) */
+	int log_read;               /* the BMC's log was read once: entries after are new */
 };
 
 struct completion {
@@ -334,6 +336,10 @@ static enum event_severity sel_severity(const char *s)
 	return SEV_INFO;
 }
 
+/* Log entries read at first contact were there before kilnd looked; a critical one read
+ * after that arrived now and counts in the node's health for [health] bmc_log_window (as a
+ * "bmc_log" event: health_facts.c reads those). The dedup key is the same for both kinds, so
+ * an entry read again (its time at the cursor) is never taken for a new one. */
 static void sel_entries(struct poller *p, struct slot *s, json_t *data)
 {
 	json_t *entries = json_object_get(data, "entries"), *e;
@@ -353,11 +359,13 @@ static void sel_entries(struct poller *p, struct slot *s, json_t *data)
 		else
 			snprintf(id, sizeof(id), "-");
 		snprintf(key, sizeof(key), "sel:%s:%lld", id, (long long)t);
-		event_add(p, s, sel_severity(sev), "bmc", "sel", key, "SEL %s: %.400s", id,
-			  msg ? msg : "(no message)");
+		event_add(p, s, sel_severity(sev), "bmc",
+			  s->log_read && sel_severity(sev) == SEV_CRITICAL ? "bmc_log" : "sel", key,
+			  "SEL %s: %.400s", id, msg ? msg : "(no message)");
 		if (t > s->st.sel_cursor)
 			s->st.sel_cursor = t;
 	}
+	s->log_read = 1;
 }
 
 /* After a step of the poll chain: the next one, or the end of the chain. The chain runs
@@ -708,6 +716,7 @@ static int refresh(struct poller *p, int64_t now)
 			if (store_node_inventory_time(p->st, nodes[i]->id, &inv) == 0 && inv > 0)
 				s->inventory_due = inv + p->opt.cfg.inventory_every_s;
 			s->due_ms = base + poller_jitter_ms(nodes[i]->name, interval_ms);
+			s->log_read = s->st.sel_cursor > 0; /* read before a restart */
 		}
 		s->node = nodes[i];
 		/* New credentials close a circuit opened by a rejection. */

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "health/health.h"
 
@@ -18,6 +19,7 @@ void health_config_defaults(struct health_config *cfg)
 	cfg->starved_s = 600;
 	cfg->starved_util_max_pct = 10;
 	cfg->starved_iowait_min_pct = 20;
+	cfg->bmc_log_window_s = 3600;
 }
 
 void health_facts_init(struct health_facts *f, int64_t now)
@@ -257,6 +259,26 @@ static void rule_psu(struct health_result *r, const struct health_facts *f)
 		add(r, HEALTH_WARNING, "psu: redundancy lost");
 }
 
+/* A critical entry the BMC logged since kilnd first read its log (a fatal bus error, a PSU
+ * failure) counts for the window even when no sensor shows it any more. */
+static void rule_bmc_log(struct health_result *r, const struct health_facts *f,
+			 const struct health_config *cfg)
+{
+	char at[32];
+
+	for (size_t i = 0; i < f->nbmc_logs && i < HEALTH_BMC_LOGS_MAX; i++) {
+		const struct health_bmc_log *e = &f->bmc_logs[i];
+		struct tm tm;
+		time_t t = (time_t)e->time;
+
+		if (f->now - e->time > cfg->bmc_log_window_s)
+			continue;
+		if (!gmtime_r(&t, &tm) || strftime(at, sizeof(at), "%Y-%m-%d %H:%M UTC", &tm) == 0)
+			snprintf(at, sizeof(at), "?");
+		add(r, HEALTH_CRITICAL, "bmc log: %.100s at %s", e->message, at);
+	}
+}
+
 static void rule_driver(struct health_result *r, const struct health_facts *f)
 {
 	const char *lib = f->driver_version, *mod = f->kernel_module_version;
@@ -291,6 +313,7 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 	rule_remap(out, f);
 	rule_temperature(out, f, cfg);
 	rule_psu(out, f);
+	rule_bmc_log(out, f, cfg);
 	rule_driver(out, f);
 	rule_starved(out, f, cfg);
 }

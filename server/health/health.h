@@ -20,15 +20,23 @@ struct health_config {
 	int64_t starved_s;          /* starved for this long */
 	double starved_util_max_pct;   /* GPUs mostly idle: average utilization at most this */
 	double starved_iowait_min_pct; /* CPU iowait at least this */
+	int64_t bmc_log_window_s;   /* a critical BMC log entry that arrived this recently counts */
 };
 
-/* The defaults: 30 s, 3 intervals, 1 h, 1 h, 90 C, 40 C, 10 min, 10 %, 20 %. */
+/* The defaults: 30 s, 3 intervals, 1 h, 1 h, 90 C, 40 C, 10 min, 10 %, 20 %, 1 h. */
 void health_config_defaults(struct health_config *cfg);
 
 #define HEALTH_XIDS_MAX 32
 #define HEALTH_REASONS_MAX 16
 #define HEALTH_REASON_LEN 160
+#define HEALTH_BMC_LOGS_MAX 4
 #define HEALTH_NAME_LEN 64
+
+/* A critical BMC log entry that arrived after the node's first log read. */
+struct health_bmc_log {
+	int64_t time;               /* when kilnd read it */
+	char message[HEALTH_REASON_LEN];
+};
 
 /* What is known of one node. Unknown numbers are -1 (integers) or NAN (reals). */
 struct health_facts {
@@ -68,6 +76,8 @@ struct health_facts {
 	char psu_redundancy_name[HEALTH_NAME_LEN]; /* the BMC's redundancy set; "" when none */
 	int psu_healthy;            /* healthy PSUs of that set; -1 unknown */
 	int psu_needed;             /* PSUs the set needs to be redundant; -1 unknown */
+	struct health_bmc_log bmc_logs[HEALTH_BMC_LOGS_MAX]; /* newest first */
+	size_t nbmc_logs;
 };
 
 struct health_result {

@@ -146,6 +146,28 @@ static int power_code(const char *p)
 	return 0;
 }
 
+/* The critical BMC log entries that arrived within the window (the poller's "bmc_log"
+ * events: entries read after the node's first log read), newest first. */
+static int bmc_log_facts(struct health_facts *f, struct store *st, int64_t node_id, int64_t since)
+{
+	struct event *ev = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = store_event_query(st, &ev, &n, since, node_id, "bmc_log", SEV_CRITICAL,
+			       HEALTH_BMC_LOGS_MAX);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n && f->nbmc_logs < HEALTH_BMC_LOGS_MAX; i++) {
+		struct health_bmc_log *e = &f->bmc_logs[f->nbmc_logs++];
+
+		e->time = ev[i].time;
+		snprintf(e->message, sizeof(e->message), "%s", ev[i].message ? ev[i].message : "");
+	}
+	event_list_free(ev, n);
+	return 0;
+}
+
 static int xid_facts(struct health_facts *f, struct store *st, int64_t node_id, int64_t since)
 {
 	struct event *ev = NULL;
@@ -256,6 +278,8 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 			f->bmc_busy_detail = state->power_error + 10;
 		}
 	}
+	if (f->has_bmc && (rc = bmc_log_facts(f, st, n->id, now - cfg->bmc_log_window_s)) < 0)
+		return rc;
 	rc = store_agent_state_get(st, &src->agent, n->id, 0);
 	if (rc == KILN_ENOTFOUND)
 		return 0;

@@ -117,7 +117,6 @@ static void set_reinstalling_queued(struct health_facts *f)
 	f->reinstalling = 1;
 	f->reinstall_step = NULL;
 }
-
 /* A BMC that answered 503 (or IPMI 0xC0): reachable, busy; the power it gave before is not
  * fresh, so a silent agent beside it is not hung. */
 static void set_bmc_busy(struct health_facts *f)
@@ -129,7 +128,6 @@ static void set_bmc_busy(struct health_facts *f)
 static void set_bmc_busy_bare(struct health_facts *f) { f->bmc_busy = 1; }
 static void set_bmc_busy_silent(struct health_facts *f) { set_bmc_busy(f); set_silent(f); }
 static void set_bmc_busy_down(struct health_facts *f) { set_bmc_busy(f); set_bmc_down(f); }
-
 static void set_psu_named(struct health_facts *f)
 {
 	f->psu_failed = 1;
@@ -158,6 +156,18 @@ static void set_psu_set_ok(struct health_facts *f)
 	snprintf(f->psu_redundancy_name, sizeof(f->psu_redundancy_name), "PS Redundancy");
 	f->psu_healthy = 4;
 	f->psu_needed = 2;
+}
+static void set_bmc_log(struct health_facts *f)
+{
+	f->bmc_logs[0].time = NOW - 3599;
+	snprintf(f->bmc_logs[0].message, sizeof(f->bmc_logs[0].message),
+		 "SEL 12: A fatal PCIe bus error was detected on slot 3.");
+	f->nbmc_logs = 1;
+}
+static void set_bmc_log_old(struct health_facts *f)
+{
+	set_bmc_log(f);
+	f->bmc_logs[0].time = NOW - 3601; /* past the 1 h window */
 }
 
 struct row {
@@ -215,6 +225,9 @@ static const struct row rows[] = {
 	{ "psu set lost by the BMC's word", set_psu_set_lost, HEALTH_WARNING, 0,
 	  "psu: redundancy lost (PS Redundancy)" },
 	{ "psu set healthy", set_psu_set_ok, HEALTH_OK, 0, NULL },
+	{ "bmc log entry within the window", set_bmc_log, HEALTH_CRITICAL, 0,
+	  "bmc log: SEL 12: A fatal PCIe bus error was detected on slot 3. at 2023-11-14 21:13 UTC" },
+	{ "bmc log entry past the window", set_bmc_log_old, HEALTH_OK, 0, NULL },
 	{ "module differs", set_mismatch, HEALTH_WARNING, 0,
 	  "driver: library 550.54.15, kernel module 535.104.05" },
 	{ "status mismatch", set_mismatch_status, HEALTH_WARNING, 0, "driver: " },
