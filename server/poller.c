@@ -133,12 +133,11 @@ enum poller_transition poller_record_success(struct fleet_state *s, int64_t now)
 	return t;
 }
 
-enum poller_transition poller_record_busy(struct fleet_state *s, int64_t now, const char *detail)
+enum poller_transition poller_record_busy(struct fleet_state *s, const char *detail)
 {
 	enum poller_transition t = s->reachable ? POLLER_SAME : POLLER_UP;
 	char msg[600];
 
-	(void)now;
 	s->reachable = 1;
 	s->failures = 0;
 	s->down_since = 0;
@@ -513,11 +512,11 @@ static const char *busy_detail(const char *error)
 }
 
 /* A BMC that answered "busy": reachable, its reading missing; one event per busy run. */
-static void busy_record(struct poller *p, struct slot *s, struct completion *c, int64_t now)
+static void busy_record(struct poller *p, struct slot *s, struct completion *c)
 {
 	int was_busy = poller_state_busy(&s->st);
 
-	if (poller_record_busy(&s->st, now, busy_detail(c->error)) == POLLER_UP)
+	if (poller_record_busy(&s->st, busy_detail(c->error)) == POLLER_UP)
 		event_add(p, s, SEV_INFO, "bmc", "bmc", NULL, "BMC reachable again");
 	if (!was_busy)
 		event_add(p, s, SEV_WARNING, "bmc", "bmc", NULL, "BMC busy: %.400s",
@@ -546,7 +545,7 @@ static void poll_result(struct poller *p, struct slot *s, struct completion *c, 
 	if (c->rc == KILN_EBUSY) {
 		/* 503 / IPMI "node busy": it answered. Not a failure toward the circuit (which
 		 * would show it unreachable for intervals after it answers normally again). */
-		busy_record(p, s, c, now);
+		busy_record(p, s, c);
 		return;
 	}
 	if (c->rc < 0) {
