@@ -246,15 +246,16 @@ static struct slot *slot_find(struct poller *p, int64_t node_id)
 	return NULL;
 }
 
-static void event_add(struct poller *p, const struct slot *s, enum event_severity sev,
-		      const char *source, const char *kind, const char *dedup, const char *fmt, ...)
+static int event_add(struct poller *p, const struct slot *s, enum event_severity sev,
+		     const char *source, const char *kind, const char *dedup, const char *fmt, ...)
 	__attribute__((format(printf, 7, 8)));
 
-static void event_add(struct poller *p, const struct slot *s, enum event_severity sev,
-		      const char *source, const char *kind, const char *dedup, const char *fmt, ...)
+static int event_add(struct poller *p, const struct slot *s, enum event_severity sev,
+		     const char *source, const char *kind, const char *dedup, const char *fmt, ...)
 {
 	char msg[512];
 	struct event ev = { 0 };
+	int inserted = 0;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -266,8 +267,11 @@ static void event_add(struct poller *p, const struct slot *s, enum event_severit
 	ev.kind = (char *)kind;
 	ev.message = msg;
 	ev.dedup_key = (char *)dedup;
-	if (store_event_insert(p->st, &ev, NULL) < 0)
+	if (store_event_insert(p->st, &ev, &inserted) < 0) {
 		log_warn("poller: %s: event: %s", s->node->name, kiln_error_last());
+		return 0;
+	}
+	return inserted;
 }
 
 /* Submits op for the slot's node; the password is decrypted for the call only. */
@@ -335,10 +339,11 @@ static enum event_severity sel_severity(const char *s)
 	return SEV_INFO;
 }
 
-/* Log entries read at first contact were there before kilnd looked; a critical one read
- * after that arrived now and counts in the node's health for [health] bmc_log_window (as a
- * "bmc_log" event: health_facts.c reads those). The dedup key is the same for both kinds, so
- * an entry read again (its time at the cursor) is never taken for a new one. */
+/* Every entry is a "sel" event once (its dedup key). Entries read at first contact were there
+ * before kilnd looked; a critical one first stored by a later read arrived now, and a second
+ * event, "bmc_log", says that it counts in the node's health for [health] bmc_log_window
+ * (health_facts.c reads those). An entry read again (its time at the cursor) inserts
+ * nothing, so it is never taken for a new one. */
 static void sel_entries(struct poller *p, struct slot *s, json_t *data)
 {
 	json_t *entries = json_object_get(data, "entries"), *e;
@@ -358,9 +363,13 @@ static void sel_entries(struct poller *p, struct slot *s, json_t *data)
 		else
 			snprintf(id, sizeof(id), "-");
 		snprintf(key, sizeof(key), "sel:%s:%lld", id, (long long)t);
-		event_add(p, s, sel_severity(sev), "bmc",
-			  s->log_read && sel_severity(sev) == SEV_CRITICAL ? "bmc_log" : "sel", key,
-			  "SEL %s: %.400s", id, msg ? msg : "(no message)");
+		if (event_add(p, s, sel_severity(sev), "bmc", "sel", key, "SEL %s: %.400s", id,
+			      msg ? msg : "(no message)") &&
+		    s->log_read && sel_severity(sev) == SEV_CRITICAL) {
+			snprintf(key, sizeof(key), "bmc_log:%s:%lld", id, (long long)t);
+			event_add(p, s, SEV_CRITICAL, "bmc", "bmc_log", key, "SEL %s: %.400s", id,
+				  msg ? msg : "(no message)");
+		}
 		if (t > s->st.sel_cursor)
 			s->st.sel_cursor = t;
 	}

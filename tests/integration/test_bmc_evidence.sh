@@ -74,6 +74,8 @@ cleared() { [ "$(field .health)" = ok ]; }
 wait_for "ok once the window passed" $((WINDOW + 10)) cleared
 [ -n "${start:-}" ] && { took=$(($(date +%s) - start)); [ "$took" -ge $((WINDOW - 2)) ]; check "not before the window (${took}s)" $? "$took"; }
 same "one bmc_log event" "$(events bmc_log)" 1
+same "the entry is a sel event as every entry is" \
+	"$("$KILN" events idrac01 --since 1h -o json | jq -r '[.[] | select(.kind == "sel" and (.message | test("PCIe bus error")))] | length')" 1
 
 kiln_test_stop_kilnd || fail "kilnd exited non-zero (sanitizers?): $(tail -20 "$KILND_LOG")"
 [ "$FAILS" = 0 ] || { echo "$FAILS check(s) failed; kilnd log tail:" >&2; tail -20 "$KILND_LOG" >&2; exit 1; }
