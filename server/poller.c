@@ -367,7 +367,8 @@ static void sel_entries(struct poller *p, struct slot *s, json_t *data)
 			      msg ? msg : "(no message)") &&
 		    s->log_read && sel_severity(sev) == SEV_CRITICAL) {
 			snprintf(key, sizeof(key), "bmc_log:%s:%lld", id, (long long)t);
-			event_add(p, s, SEV_CRITICAL, "bmc", "bmc_log", key, "SEL %s: %.400s", id,
+			/* info: the "sel" event is the critical one (once in reports) */
+			event_add(p, s, SEV_INFO, "bmc", "bmc_log", key, "SEL %s: %.400s", id,
 				  msg ? msg : "(no message)");
 		}
 		if (t > s->st.sel_cursor)

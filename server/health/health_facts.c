@@ -147,15 +147,15 @@ static int power_code(const char *p)
 }
 
 /* The critical BMC log entries that arrived within the window (the poller's "bmc_log"
- * events: entries read after the node's first log read), newest first. */
+ * events, written only for critical entries read after the node's first log read), newest
+ * first. */
 static int bmc_log_facts(struct health_facts *f, struct store *st, int64_t node_id, int64_t since)
 {
 	struct event *ev = NULL;
 	size_t n = 0;
 	int rc;
 
-	rc = store_event_query(st, &ev, &n, since, node_id, "bmc_log", SEV_CRITICAL,
-			       HEALTH_BMC_LOGS_MAX);
+	rc = store_event_query(st, &ev, &n, since, node_id, "bmc_log", SEV_INFO, HEALTH_BMC_LOGS_MAX);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < n && f->nbmc_logs < HEALTH_BMC_LOGS_MAX; i++) {

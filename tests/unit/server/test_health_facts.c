@@ -125,10 +125,10 @@ static void test_bmc_logs(void **state)
 	struct health_facts hf;
 	struct health_sources src;
 
-	event(f, NOW - 7200, SEV_CRITICAL, "bmc_log", "SEL 1: too old", "sel:1:1");
+	event(f, NOW - 7200, SEV_INFO, "bmc_log", "SEL 1: too old", "bmc_log:1:1");
 	event(f, NOW - 600, SEV_CRITICAL, "sel", "SEL 2: there at first contact", "sel:2:2");
-	event(f, NOW - 60, SEV_WARNING, "bmc_log", "SEL 3: a warning", "sel:3:3");
-	event(f, NOW - 30, SEV_CRITICAL, "bmc_log", "SEL 4: fatal bus error", "sel:4:4");
+	event(f, NOW - 30, SEV_CRITICAL, "sel", "SEL 4: fatal bus error", "sel:4:4");
+	event(f, NOW - 30, SEV_INFO, "bmc_log", "SEL 4: fatal bus error", "bmc_log:4:4");
 	gather(&hf, &src, f);
 	assert_int_equal(hf.nbmc_logs, 1);
 	assert_int_equal(hf.bmc_logs[0].time, NOW - 30);
