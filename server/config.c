@@ -134,6 +134,9 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	  .offset = offsetof(struct kilnd_config, health_starved_iowait_min), .dmin = 0,
 	  .dmax = 100, .def = "20",
 	  .help = "CPU iowait (percent) at or over which the disks count as the bottleneck." },
+	KEY("health", "bmc_log_window", KILN_CFG_DURATION, health_bmc_log_window, 1, 30 * 86400,
+	    NULL, "1h", "A critical BMC log entry (a fatal bus error, a PSU failure) that arrives "
+	    "after kilnd first read the node's log makes the node critical for this long."),
 	KEY("remediation", "enabled", KILN_CFG_BOOL, remediation_enabled, 0, 0, NULL, "no",
 	    "Power-cycle a hung node automatically (once, after the grace period; never a node in "
 	    "maintenance). Audited as actor \"kilnd\"."),

@@ -59,6 +59,7 @@ struct kilnd_config {
 	double health_starved_iowait_min;
 	double health_fleet_silence_pct;
 	int health_fleet_silence_min;
+	int64_t health_bmc_log_window;
 	/* [remediation] automatic power cycles of hung nodes */
 	bool remediation_enabled;
 	int64_t remediation_grace;

@@ -74,6 +74,7 @@ void poller_config_from(struct poller_config *out, const struct kilnd_config *cf
 	out->health.starved_iowait_min_pct = cfg->health_starved_iowait_min;
 	out->health.fleet_silence_pct = cfg->health_fleet_silence_pct;
 	out->health.fleet_silence_min = cfg->health_fleet_silence_min;
+	out->health.bmc_log_window_s = cfg->health_bmc_log_window;
 	out->remediate = cfg->remediation_enabled;
 	out->remediate_grace_s = cfg->remediation_grace;
 	out->remediate_max_per_hour = cfg->remediation_max_per_hour;
@@ -139,6 +140,27 @@ enum poller_transition poller_record_success(struct fleet_state *s, int64_t now)
 	return t;
 }
 
+enum poller_transition poller_record_busy(struct fleet_state *s, const char *detail)
+{
+	enum poller_transition t = s->reachable ? POLLER_SAME : POLLER_UP;
+	char msg[600];
+
+	s->reachable = 1;
+	s->failures = 0;
+	s->down_since = 0;
+	s->circuit_open = 0;
+	s->next_try = 0;
+	snprintf(msg, sizeof(msg), "bmc busy: %s", detail && detail[0] ? detail : "try again later");
+	free(s->power_error);
+	s->power_error = strdup(msg);
+	return t;
+}
+
+int poller_state_busy(const struct fleet_state *s)
+{
+	return s->reachable && s->power_error && strncmp(s->power_error, "bmc busy: ", 10) == 0;
+}
+
 int poller_may_poll(const struct fleet_state *s, int64_t now)
 {
 	return now >= s->next_try;
@@ -159,6 +181,7 @@ struct slot {
 				     * failed read makes st.power unknown, and the next answer is
 				     * compared with this one (events, power_changed) */
 	int fleet_silent;           /* its agent was silent when a fleet-wide silence began */
+	int log_read;               /* the BMC's log was read once: entries after are new */
 };
 
 struct completion {
@@ -232,15 +255,16 @@ static struct slot *slot_find(struct poller *p, int64_t node_id)
 	return NULL;
 }
 
-static void event_add(struct poller *p, const struct slot *s, enum event_severity sev,
-		      const char *source, const char *kind, const char *dedup, const char *fmt, ...)
+static int event_add(struct poller *p, const struct slot *s, enum event_severity sev,
+		     const char *source, const char *kind, const char *dedup, const char *fmt, ...)
 	__attribute__((format(printf, 7, 8)));
 
-static void event_add(struct poller *p, const struct slot *s, enum event_severity sev,
-		      const char *source, const char *kind, const char *dedup, const char *fmt, ...)
+static int event_add(struct poller *p, const struct slot *s, enum event_severity sev,
+		     const char *source, const char *kind, const char *dedup, const char *fmt, ...)
 {
 	char msg[512];
 	struct event ev = { 0 };
+	int inserted = 0;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -252,8 +276,11 @@ static void event_add(struct poller *p, const struct slot *s, enum event_severit
 	ev.kind = (char *)kind;
 	ev.message = msg;
 	ev.dedup_key = (char *)dedup;
-	if (store_event_insert(p->st, &ev, NULL) < 0)
+	if (store_event_insert(p->st, &ev, &inserted) < 0) {
 		log_warn("poller: %s: event: %s", s ? s->node->name : "fleet", kiln_error_last());
+		return 0;
+	}
+	return inserted;
 }
 
 /* Submits op for the slot's node; the password is decrypted for the call only. */
@@ -321,6 +348,11 @@ static enum event_severity sel_severity(const char *s)
 	return SEV_INFO;
 }
 
+/* Every entry is a "sel" event once (its dedup key). Entries read at first contact were there
+ * before kilnd looked; a critical one first stored by a later read arrived now, and a second
+ * event, "bmc_log", says that it counts in the node's health for [health] bmc_log_window
+ * (health_facts.c reads those). An entry read again (its time at the cursor) inserts
+ * nothing, so it is never taken for a new one. */
 static void sel_entries(struct poller *p, struct slot *s, json_t *data)
 {
 	json_t *entries = json_object_get(data, "entries"), *e;
@@ -340,11 +372,18 @@ static void sel_entries(struct poller *p, struct slot *s, json_t *data)
 		else
 			snprintf(id, sizeof(id), "-");
 		snprintf(key, sizeof(key), "sel:%s:%lld", id, (long long)t);
-		event_add(p, s, sel_severity(sev), "bmc", "sel", key, "SEL %s: %.400s", id,
-			  msg ? msg : "(no message)");
+		if (event_add(p, s, sel_severity(sev), "bmc", "sel", key, "SEL %s: %.400s", id,
+			      msg ? msg : "(no message)") &&
+		    s->log_read && sel_severity(sev) == SEV_CRITICAL) {
+			snprintf(key, sizeof(key), "bmc_log:%s:%lld", id, (long long)t);
+			/* info: the "sel" event is the critical one (once in reports) */
+			event_add(p, s, SEV_INFO, "bmc", "bmc_log", key, "SEL %s: %.400s", id,
+				  msg ? msg : "(no message)");
+		}
 		if (t > s->st.sel_cursor)
 			s->st.sel_cursor = t;
 	}
+	s->log_read = 1;
 }
 
 /* After a step of the poll chain: the next one, or the end of the chain. The chain runs
@@ -511,6 +550,39 @@ static void reading_store(struct poller *p, struct slot *s, enum bmc_op_kind kin
 	state_put(p, s);
 }
 
+static int is_status(const char *q)
+{
+	return q[0] >= '1' && q[0] <= '5' && q[1] >= '0' && q[1] <= '9' && q[2] >= '0' &&
+	       q[2] <= '9' && (q[3] == ' ' || q[3] == '\0');
+}
+
+/* What a busy answer said, from its status on ("503 'RAC0218: ...' (Retry-After 60s)"), or
+ * the whole message when it names no HTTP status (IPMI). */
+static const char *busy_detail(const char *error)
+{
+	for (const char *q = error; q && (q = strstr(q, ": ")) != NULL; q += 2) {
+		if (is_status(q + 2))
+			return q + 2;
+		if (strncmp(q + 2, "HTTP ", 5) == 0 && is_status(q + 7))
+			return q + 7;
+	}
+	return error;
+}
+
+/* A BMC that answered "busy": reachable, its reading missing; one event per busy run. */
+static void busy_record(struct poller *p, struct slot *s, struct completion *c)
+{
+	int was_busy = poller_state_busy(&s->st);
+
+	if (poller_record_busy(&s->st, busy_detail(c->error)) == POLLER_UP)
+		event_add(p, s, SEV_INFO, "bmc", "bmc", NULL, "BMC reachable again");
+	if (!was_busy)
+		event_add(p, s, SEV_WARNING, "bmc", "bmc", NULL, "BMC busy: %.400s",
+			  busy_detail(c->error));
+	s->busy = 0;
+	state_put(p, s);
+}
+
 static void poll_result(struct poller *p, struct slot *s, struct completion *c, int64_t now)
 {
 	enum poller_transition t;
@@ -526,6 +598,12 @@ static void poll_result(struct poller *p, struct slot *s, struct completion *c, 
 		log_debug("poller: %s: inventory: %s", s->node->name, c->error);
 		s->inventory_due = now + retry;
 		s->busy = 0;
+		return;
+	}
+	if (c->rc == KILN_EBUSY) {
+		/* 503 / IPMI "node busy": it answered. Not a failure toward the circuit (which
+		 * would show it unreachable for intervals after it answers normally again). */
+		busy_record(p, s, c);
 		return;
 	}
 	if (c->rc < 0) {
@@ -695,6 +773,7 @@ static int refresh(struct poller *p, int64_t now)
 			if (store_node_inventory_time(p->st, nodes[i]->id, &inv) == 0 && inv > 0)
 				s->inventory_due = inv + p->opt.cfg.inventory_every_s;
 			s->due_ms = base + poller_jitter_ms(nodes[i]->name, interval_ms);
+			s->log_read = s->st.sel_cursor > 0; /* read before a restart */
 		}
 		s->node = nodes[i];
 		/* New credentials close a circuit opened by a rejection. */

@@ -76,6 +76,18 @@ enum poller_transition poller_record_failure(struct fleet_state *s, int64_t now,
 /* Records an answer: clears failures and backoff, closes the circuit. */
 enum poller_transition poller_record_success(struct fleet_state *s, int64_t now);
 
+/*
+ * Records a "busy, try later" answer (HTTP 503, IPMI completion code 0xC0): the BMC
+ * answered, so it is reachable, failures, backoff and circuit are cleared as by a success,
+ * and the node is polled on its usual schedule. It gave no reading: power and power_time stay
+ * as they were (the power is not fresh), last_ok is not moved. power_error becomes
+ * "bmc busy: DETAIL", which health_facts.c reads as the busy mark until the next answer.
+ */
+enum poller_transition poller_record_busy(struct fleet_state *s, const char *detail);
+
+/* Whether the stored state carries poller_record_busy's mark. */
+int poller_state_busy(const struct fleet_state *s);
+
 /* From a sensors reading ({"sensors":[{"name","kind","value",...}]}): the system's power
  * draw (a "power" sensor named for consumed or system watts, else the first) and the hottest
  * inlet or ambient temperature; NAN each when absent. */

@@ -10,6 +10,7 @@
 #include "api/api_status.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
+#include "poller.h"
 
 #define MAINT_REASON_MAX 500
 
@@ -192,6 +193,15 @@ static int gpus_counted(const struct agent_state *a)
 	return !a->nvidia_status || strcmp(a->nvidia_status, "ok") == 0;
 }
 
+/* The BMC in a word: "ok", "busy" (it answered, without a reading), "unreachable"; NULL
+ * before the poller wrote the node. */
+static const char *bmc_word(int has_state, int reachable, int busy)
+{
+	if (!has_state)
+		return NULL;
+	return !reachable ? "unreachable" : busy ? "busy" : "ok";
+}
+
 /* One node's status object; *out_health is its health word. */
 static json_t *node_status(const struct agent_gpu_summary *g, const struct node *n,
 			   const struct fleet_state *s, const struct agent_state *a,
@@ -229,6 +239,9 @@ static json_t *node_status(const struct agent_gpu_summary *g, const struct node 
 		      "hung", s && s->hung_since > 0);
 	if (o && s && s->power_error)
 		json_object_set_new(o, "bmc_error", json_string(s->power_error));
+	if (o && s)
+		json_object_set_new(o, "bmc", json_string(bmc_word(1, s->reachable,
+								   poller_state_busy(s))));
 	return o;
 }
 
@@ -484,6 +497,8 @@ static int row_put(void *ud, const struct status_row *r)
 	jw_tenths(w, r->power_w);
 	JW_LIT(w, ",");
 	jw_reasons(w, r->has_state ? r->reasons : NULL);
+	JW_LIT(w, ",");
+	jw_string_or_null(w, bmc_word(r->has_state, r->reachable, r->bmc_busy));
 	JW_LIT(w, "]");
 	return w->rc;
 }

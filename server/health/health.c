@@ -21,6 +21,7 @@ void health_config_defaults(struct health_config *cfg)
 	cfg->starved_iowait_min_pct = 20;
 	cfg->fleet_silence_pct = 50;
 	cfg->fleet_silence_min = 4;
+	cfg->bmc_log_window_s = 3600;
 }
 
 void health_facts_init(struct health_facts *f, int64_t now)
@@ -34,6 +35,8 @@ void health_facts_init(struct health_facts *f, int64_t now)
 	f->hottest_gpu_c = NAN;
 	f->inlet_c = NAN;
 	f->bmc_reachable = 1;
+	f->psu_healthy = -1;
+	f->psu_needed = -1;
 }
 
 const char *health_level_name(enum health_level l)
@@ -139,9 +142,12 @@ static int identity_elsewhere(const struct health_facts *f, const struct health_
 	return f->identity_elsewhere && agent_window(f, cfg, f->identity_elsewhere_last);
 }
 
-/* A power reading young enough to say the node is on now. */
+/* A power reading young enough to say the node is on now. A busy BMC answered without a
+ * power state: the last one it gave says nothing of now either. */
 static int power_fresh(const struct health_facts *f, const struct health_config *cfg)
 {
+	if (f->bmc_busy)
+		return 0;
 	return f->power_time > 0 && f->now - f->power_time <= cfg->power_max_age_s;
 }
 
@@ -317,6 +323,12 @@ static void rule_bmc(struct health_result *r, const struct health_facts *f)
 		return;
 	if (f->credentials_rejected) {
 		add(r, HEALTH_WARNING, "bmc: credentials rejected");
+		return;
+	}
+	/* It answered, so it is there: busy (sessions full, a firmware job) is not down. */
+	if (f->bmc_reachable && f->bmc_busy) {
+		add(r, HEALTH_WARNING, "bmc busy: %s",
+		    f->bmc_busy_detail && f->bmc_busy_detail[0] ? f->bmc_busy_detail : "try again later");
 		return;
 	}
 	if (f->bmc_reachable)
@@ -608,12 +620,45 @@ static void rule_temperature(struct health_result *r, const struct health_facts 
 		    cfg->inlet_temp_max_c);
 }
 
+/* Names the failed PSUs, and says whether the node still has power redundancy. */
 static void rule_psu(struct health_result *r, const struct health_facts *f)
 {
-	if (f->psu_failed > 0)
+	const char *set = f->psu_redundancy_name;
+
+	if (f->psu_failed > 0 && f->psu_failed_names[0])
+		add(r, HEALTH_WARNING, "psu: %s failed%s", f->psu_failed_names,
+		    set[0] && !f->psu_redundancy_lost ? ", redundancy kept" : "");
+	else if (f->psu_failed > 0)
 		add(r, HEALTH_WARNING, "psu: %d failed", f->psu_failed);
-	else if (f->psu_redundancy_lost)
+	if (!f->psu_redundancy_lost)
+		return;
+	if (set[0] && f->psu_healthy >= 0 && f->psu_needed > 0)
+		add(r, HEALTH_WARNING, "psu: redundancy lost (%s: %d healthy, %d needed)", set,
+		    f->psu_healthy, f->psu_needed);
+	else if (set[0])
+		add(r, HEALTH_WARNING, "psu: redundancy lost (%s)", set);
+	else
 		add(r, HEALTH_WARNING, "psu: redundancy lost");
+}
+
+/* A critical entry the BMC logged since kilnd first read its log (a fatal bus error, a PSU
+ * failure) counts for the window even when no sensor shows it any more. */
+static void rule_bmc_log(struct health_result *r, const struct health_facts *f,
+			 const struct health_config *cfg)
+{
+	char at[32];
+
+	for (size_t i = 0; i < f->nbmc_logs && i < HEALTH_BMC_LOGS_MAX; i++) {
+		const struct health_bmc_log *e = &f->bmc_logs[i];
+		struct tm tm;
+		time_t t = (time_t)e->time;
+
+		if (f->now - e->time > cfg->bmc_log_window_s)
+			continue;
+		if (!gmtime_r(&t, &tm) || strftime(at, sizeof(at), "%Y-%m-%d %H:%M UTC", &tm) == 0)
+			snprintf(at, sizeof(at), "?");
+		add(r, HEALTH_CRITICAL, "bmc log: %.100s at %s", e->message, at);
+	}
 }
 
 static void rule_driver(struct health_result *r, const struct health_facts *f)
@@ -661,6 +706,7 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 	rule_gpu_memory(out, f, cfg);
 	rule_temperature(out, f, cfg);
 	rule_psu(out, f);
+	rule_bmc_log(out, f, cfg);
 	rule_driver(out, f);
 	rule_starved(out, f, cfg);
 }

@@ -22,13 +22,24 @@ struct health_config {
 	double starved_iowait_min_pct; /* CPU iowait at least this */
 	double fleet_silence_pct;   /* this share of the reporting agents silent together ... */
 	int fleet_silence_min;      /* ... and at least this many: kilnd's or the network's fault */
+	int64_t bmc_log_window_s;   /* a critical BMC log entry that arrived this recently counts */
 };
 
-/* The defaults: 30 s, 3 intervals, 1 h, 1 h, 90 C, 40 C, 10 min, 10 %, 20 %, 50 %, 4. */
+/* The defaults: 30 s, 3 intervals, 1 h, 1 h, 90 C, 40 C, 10 min, 10 %, 20 %, 50 %, 4, 1 h. */
 void health_config_defaults(struct health_config *cfg);
 
 #define HEALTH_XIDS_MAX 32
 #define HEALTH_REASONS_MAX 16
+#define HEALTH_REASON_LEN 240
+#define HEALTH_BMC_LOGS_MAX 4
+#define HEALTH_NAME_LEN 64
+
+/* A critical BMC log entry that arrived after the node's first log read. */
+struct health_bmc_log {
+	int64_t time;               /* when kilnd read it */
+	char message[HEALTH_REASON_LEN];
+};
+
 #define HEALTH_REASON_LEN 240
 
 #define HEALTH_GPUS_MAX 64      /* as many as a report may carry (INGEST_GPUS_MAX) */
@@ -101,6 +112,15 @@ struct health_facts {
 	 * stand down: it names the GPU and sees counts at a first report too. */
 	struct health_gpu gpus[HEALTH_GPUS_MAX];
 	size_t ngpus;
+	/* The BMC's own evidence (kept at the end so that other rules' fields merge apart). */
+	int bmc_busy;               /* the last read was answered "busy" (HTTP 503, IPMI 0xC0) */
+	const char *bmc_busy_detail; /* what the BMC said ("503 'RAC0218: ...'"); may be NULL */
+	char psu_failed_names[HEALTH_REASON_LEN]; /* "PS2 Status (Critical)", comma separated */
+	char psu_redundancy_name[HEALTH_NAME_LEN]; /* the BMC's redundancy set; "" when none */
+	int psu_healthy;            /* healthy PSUs of that set; -1 unknown */
+	int psu_needed;             /* PSUs the set needs to be redundant; -1 unknown */
+	struct health_bmc_log bmc_logs[HEALTH_BMC_LOGS_MAX]; /* newest first */
+	size_t nbmc_logs;
 };
 
 struct health_result {

@@ -39,6 +39,68 @@ static int health_ok(const char *h)
 	return !h || strcasecmp(h, "ok") == 0 || strcasecmp(h, "enabled") == 0;
 }
 
+/* Appends "name (health)" to the failed PSUs' list, while it fits. */
+static void psu_name_add(struct health_facts *f, const char *name, const char *health)
+{
+	size_t len = strlen(f->psu_failed_names);
+	char item[HEALTH_NAME_LEN + 24];
+
+	snprintf(item, sizeof(item), "%s%.64s (%.16s)", len ? ", " : "", name,
+		 health ? health : "?");
+	if (len + strlen(item) < sizeof(f->psu_failed_names))
+		memcpy(f->psu_failed_names + len, item, strlen(item) + 1);
+}
+
+/* The PSUs of a redundancy set (its "members", the PSUs' resource ids) that are healthy. */
+static int psu_set_healthy(json_t *arr, json_t *members)
+{
+	size_t i, j;
+	json_t *s, *m;
+	int n = 0;
+
+	json_array_foreach(arr, i, s) {
+		const char *id = json_string_value(json_object_get(s, "id"));
+
+		if (!id || json_object_get(s, "redundancy"))
+			continue;
+		json_array_foreach(members, j, m) {
+			const char *mid = json_string_value(m);
+
+			if (mid && strcmp(mid, id) == 0 &&
+			    health_ok(json_string_value(json_object_get(s, "health"))))
+				n++;
+		}
+	}
+	return n;
+}
+
+/* A redundancy set the BMC reports ({"redundancy":{"min_needed","members"}} on a psu
+ * sensor): lost when the BMC says so, or when fewer of its PSUs are healthy than it needs. */
+static void psu_redundancy_facts(struct health_facts *f, json_t *arr, json_t *s,
+				 const char *name)
+{
+	json_t *red = json_object_get(s, "redundancy");
+	json_t *members = json_object_get(red, "members");
+	json_t *need = json_object_get(red, "min_needed");
+	int healthy = -1, needed = -1, lost;
+
+	if (json_is_integer(need) && json_integer_value(need) > 0 &&
+	    json_integer_value(need) < 1000 && json_array_size(members) > 0) {
+		needed = (int)json_integer_value(need);
+		healthy = psu_set_healthy(arr, members);
+	}
+	lost = !health_ok(json_string_value(json_object_get(s, "health"))) ||
+	       (needed > 0 && healthy < needed);
+	/* The first set named, or the first lost one when several are reported. */
+	if (f->psu_redundancy_name[0] && (f->psu_redundancy_lost || !lost))
+		return;
+	snprintf(f->psu_redundancy_name, sizeof(f->psu_redundancy_name), "%s", name);
+	f->psu_healthy = healthy;
+	f->psu_needed = needed;
+	if (lost)
+		f->psu_redundancy_lost = 1;
+}
+
 /* Inlet temperature and PSU state from the BMC's sensors JSON ({"sensors":[...]}). */
 static void sensor_facts(struct health_facts *f, const char *sensors_json)
 {
@@ -60,11 +122,15 @@ static void sensor_facts(struct health_facts *f, const char *sensors_json)
 
 			if (isnan(f->inlet_c) || v > f->inlet_c)
 				f->inlet_c = v;
+		} else if (strcmp(kind, "psu") == 0 && json_is_object(json_object_get(s, "redundancy"))) {
+			psu_redundancy_facts(f, arr, s, name);
 		} else if (strcmp(kind, "psu") == 0 && !health_ok(health)) {
-			if (strcasestr(name, "redundan"))
+			if (strcasestr(name, "redundan")) {
 				f->psu_redundancy_lost = 1;
-			else
+			} else {
 				f->psu_failed++;
+				psu_name_add(f, name, health);
+			}
 		} else if (strcasestr(name, "redundan") && !health_ok(health)) {
 			f->psu_redundancy_lost = 1;
 		}
@@ -78,6 +144,28 @@ static int power_code(const char *p)
 		return 1;
 	if (strcmp(p, "off") == 0)
 		return 2;
+	return 0;
+}
+
+/* The critical BMC log entries that arrived within the window (the poller's "bmc_log"
+ * events, written only for critical entries read after the node's first log read), newest
+ * first. */
+static int bmc_log_facts(struct health_facts *f, struct store *st, int64_t node_id, int64_t since)
+{
+	struct event *ev = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = store_event_query(st, &ev, &n, since, node_id, "bmc_log", SEV_INFO, HEALTH_BMC_LOGS_MAX);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n && f->nbmc_logs < HEALTH_BMC_LOGS_MAX; i++) {
+		struct health_bmc_log *e = &f->bmc_logs[f->nbmc_logs++];
+
+		e->time = ev[i].time;
+		snprintf(e->message, sizeof(e->message), "%s", ev[i].message ? ev[i].message : "");
+	}
+	event_list_free(ev, n);
 	return 0;
 }
 
@@ -207,6 +295,12 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 		f->power_off_by = state->power_off_by;
 		f->power_off_time = state->power_off_time;
 		sensor_facts(f, state->sensors);
+		/* The poller's mark of an answer that said "busy" (see poller.c, busy_record). */
+		if (state->reachable && state->power_error &&
+		    strncmp(state->power_error, "bmc busy: ", 10) == 0) {
+			f->bmc_busy = 1;
+			f->bmc_busy_detail = state->power_error + 10;
+		}
 	}
 	rc = store_agent_identity_get(st, &src->identity, n->id);
 	if (rc < 0 && rc != KILN_ENOTFOUND)
@@ -219,6 +313,8 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 	f->identity_node = src->identity.node;
 	f->identity_elsewhere = src->identity.elsewhere_node;
 	f->identity_elsewhere_last = src->identity.elsewhere_last;
+	if (f->has_bmc && (rc = bmc_log_facts(f, st, n->id, now - cfg->bmc_log_window_s)) < 0)
+		return rc;
 	rc = store_agent_state_get(st, &src->agent, n->id, 0);
 	if (rc == KILN_ENOTFOUND)
 		return 0;

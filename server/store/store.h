@@ -523,6 +523,7 @@ struct status_row {
 	double power_w;              /* NAN: unknown (or no agent) */
 	int in_maintenance;          /* maint_reason is set */
 	const char *maint_reason;
+	int bmc_busy;                /* the poller's busy mark (poller_record_busy) */
 };
 
 /* Calls fn for every node ordered by name, in one read snapshot. fn returns 0 to go on or a

@@ -479,33 +479,69 @@ static bool sensor_walk(json_t *v, const char *name, bool set, double reading)
 	return found;
 }
 
-int bmc_sensor_set(struct bmc *b, const char *name, double reading)
+/* Finds (or, with set, overrides) Status.Health of objects named name under v. */
+static bool health_walk(json_t *v, const char *name, const char *set)
+{
+	bool found = false;
+	if (json_is_object(v)) {
+		const char *n = json_string_value(json_object_get(v, "Name"));
+		json_t *status = json_object_get(v, "Status");
+		if (n && strcasecmp(n, name) == 0 && json_is_object(status)) {
+			if (set)
+				json_object_set_new(status, "Health", json_string(set));
+			found = true;
+		}
+		const char *k;
+		json_t *c;
+		json_object_foreach(v, k, c)
+			if (json_is_object(c) || json_is_array(c))
+				found = health_walk(c, name, set) || found;
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *c;
+		json_array_foreach(v, i, c)
+			found = health_walk(c, name, set) || found;
+	}
+	return found;
+}
+
+int bmc_sensor_set(struct bmc *b, const char *name, const double *reading, const char *health)
 {
 	bool exists = false;
+	if (health && strlen(health) >= sizeof(b->sensors[0].health))
+		return KILN_EINVAL;
 	for (size_t i = 0; i < b->tree->nres && !exists; i++) {
 		const struct tree_res *r = b->tree->res[i];
 		if (r->kind == RES_SENSORS && r->json)
-			exists = sensor_walk(r->json, name, false, 0);
+			exists = reading ? sensor_walk(r->json, name, false, 0)
+					 : health_walk(r->json, name, NULL);
 	}
 	if (!exists)
 		return KILN_ENOTFOUND;
-	for (size_t i = 0; i < b->nsensors; i++) {
-		if (strcasecmp(b->sensors[i].name, name) == 0) {
-			b->sensors[i].reading = reading;
-			return 0;
+	struct bmc_sensor *o = NULL;
+	for (size_t i = 0; i < b->nsensors && !o; i++)
+		if (strcasecmp(b->sensors[i].name, name) == 0)
+			o = &b->sensors[i];
+	if (!o) {
+		if (b->nsensors >= SENSORS_MAX)
+			return KILN_ETOOBIG;
+		if (!b->sensors) {
+			b->sensors = calloc(SENSORS_MAX, sizeof(*b->sensors));
+			if (!b->sensors)
+				return KILN_ERROR;
 		}
-	}
-	if (b->nsensors >= SENSORS_MAX)
-		return KILN_ETOOBIG;
-	if (!b->sensors) {
-		b->sensors = calloc(SENSORS_MAX, sizeof(*b->sensors));
-		if (!b->sensors)
+		char *n = strdup(name);
+		if (!n)
 			return KILN_ERROR;
+		o = &b->sensors[b->nsensors++];
+		*o = (struct bmc_sensor){ .name = n };
 	}
-	char *n = strdup(name);
-	if (!n)
-		return KILN_ERROR;
-	b->sensors[b->nsensors++] = (struct bmc_sensor){ n, reading };
+	if (reading) {
+		o->has_reading = true;
+		o->reading = *reading;
+	}
+	if (health)
+		kiln_strlcpy(o->health, health, sizeof(o->health));
 	return 0;
 }
 
@@ -555,8 +591,12 @@ void bmc_sensors_drift(const struct bmc *b, json_t *doc, uint64_t now_ms)
 
 void bmc_sensors_apply(const struct bmc *b, json_t *doc)
 {
-	for (size_t i = 0; i < b->nsensors; i++)
-		sensor_walk(doc, b->sensors[i].name, true, b->sensors[i].reading);
+	for (size_t i = 0; i < b->nsensors; i++) {
+		if (b->sensors[i].has_reading)
+			sensor_walk(doc, b->sensors[i].name, true, b->sensors[i].reading);
+		if (b->sensors[i].health[0])
+			health_walk(doc, b->sensors[i].name, b->sensors[i].health);
+	}
 }
 
 struct bmc_task *bmc_task_create(struct bmc *b, const char *action, uint64_t now, int64_t min_ms)
@@ -701,7 +741,7 @@ json_t *bmc_state_json(struct bmc *b, uint64_t now)
 			"boot", boot_json(&b->systems[i]), "etag", etag));
 	}
 	static const char *const kinds[] = { "none", "hang", "reset", "status", "slow", "malformed",
-		"truncated", "412" };
+		"truncated", "412", "busy" };
 	for (size_t i = 0; i < b->nfaults; i++)
 		json_array_append_new(faults, json_pack("{s:s, s:i, s:I, s:i}", "kind",
 			kinds[b->faults[i].kind], "status", b->faults[i].status, "count",

@@ -24,7 +24,7 @@ enum {
 };
 
 enum fault_kind { FAULT_NONE, FAULT_HANG, FAULT_RESET, FAULT_STATUS, FAULT_SLOW, FAULT_MALFORMED,
-		  FAULT_TRUNCATED, FAULT_STALE_ETAG };
+		  FAULT_TRUNCATED, FAULT_STALE_ETAG, FAULT_BUSY };
 
 struct sim_fault {
 	enum fault_kind kind;
@@ -32,6 +32,7 @@ struct sim_fault {
 	int64_t count;   /* requests left; -1: unlimited */
 	int prob;        /* percent of requests hit, 100 by default */
 	int ms;          /* FAULT_SLOW: pause between chunks (0: the configured default) */
+	int retry_s;     /* FAULT_BUSY: the Retry-After it answers (0: 30) */
 };
 
 struct bmc_system {
@@ -70,7 +71,9 @@ struct bmc_entry {
 
 struct bmc_sensor {
 	char *name;
+	bool has_reading;
 	double reading;
+	char health[16];  /* Status.Health to show ("": as in the tree) */
 };
 
 struct bmc_task {
@@ -150,8 +153,10 @@ int bmc_medium_set(struct bmc *b, int idx, bool inserted, const char *image, con
 int bmc_log_inject(struct bmc *b, json_t *spec, const char **err);
 void bmc_log_clear(struct bmc *b, int log);
 
-/* Overrides a sensor reading by name; KILN_ENOTFOUND when no sensor has that name. */
-int bmc_sensor_set(struct bmc *b, const char *name, double reading);
+/* Overrides a sensor's reading (reading NULL: kept) and its Status.Health (health NULL:
+ * kept) by name; KILN_ENOTFOUND when no sensor (or, for health alone, no object with a
+ * Status, such as a PSU redundancy set) has that name. */
+int bmc_sensor_set(struct bmc *b, const char *name, const double *reading, const char *health);
 /* Makes every reading of a copy of a sensor document drift with time: a slow swing of up to
  * cfg->drift_pct percent, its phase different per BMC and per sensor. */
 void bmc_sensors_drift(const struct bmc *b, json_t *doc, uint64_t now_ms);

@@ -54,7 +54,7 @@ int fault_parse(struct fault_spec *out, const char *spec)
 	static const struct { const char *name; enum fault_kind kind; } kinds[] = {
 		{ "hang", FAULT_HANG }, { "reset", FAULT_RESET }, { "slow", FAULT_SLOW },
 		{ "malformed", FAULT_MALFORMED }, { "truncated", FAULT_TRUNCATED },
-		{ "412", FAULT_STALE_ETAG },
+		{ "412", FAULT_STALE_ETAG }, { "busy", FAULT_BUSY },
 	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (strcmp(kind, kinds[i].name) == 0)
@@ -62,7 +62,7 @@ int fault_parse(struct fault_spec *out, const char *spec)
 	if (s.fault.kind == FAULT_NONE) {
 		if (kiln_parse_int(&s.fault.status, kind, 400, 599) < 0)
 			return kiln_fail(KILN_EINVAL, "fault: unknown kind '%.32s' (hang, reset, slow, malformed, "
-					 "truncated, 412 or a status 400-599)", kind);
+					 "truncated, 412, busy or a status 400-599)", kind);
 		s.fault.kind = FAULT_STATUS;
 	}
 	for (char *tok = next_part(&cursor, ':'); tok; tok = next_part(&cursor, ':')) {
@@ -87,6 +87,8 @@ int fault_parse(struct fault_spec *out, const char *spec)
 			rc = kiln_parse_int(&s.fault.prob, tok + 5, 0, 100);
 		} else if (strncmp(tok, "ms=", 3) == 0) {
 			rc = kiln_parse_int(&s.fault.ms, tok + 3, 1, 600000);
+		} else if (strncmp(tok, "retry=", 6) == 0) {
+			rc = kiln_parse_int(&s.fault.retry_s, tok + 6, 0, 86400);
 		} else {
 			return kiln_fail(KILN_EINVAL, "fault: unknown part '%.32s' in '%.64s'", tok, spec);
 		}

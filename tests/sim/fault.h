@@ -19,9 +19,11 @@ struct fault_spec {
 
 /*
  * SPEC is KIND[:TARGET][:PARAM]... with KIND one of hang, reset, slow, malformed, truncated,
- * 412 (stale ETag on the next If-Match PATCH) or an HTTP status 400-599 (e.g. 500, 503);
+ * 412 (stale ETag on the next If-Match PATCH), busy (503 as a BMC whose sessions are all taken
+ * says it, with Retry-After) or an HTTP status 400-599 (e.g. 500, 503);
  * TARGET one of all, N% (a share of the BMCs), ports=P,P,... or index=I,I,...;
- * PARAM count=N (requests before the fault clears), prob=P (percent of requests), ms=M (slow).
+ * PARAM count=N (requests before the fault clears), prob=P (percent of requests), ms=M (slow),
+ * retry=S (busy: the Retry-After seconds, 30 by default).
  * Returns KILN_EINVAL with a message naming the bad part.
  */
 int fault_parse(struct fault_spec *out, const char *spec);

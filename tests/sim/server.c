@@ -379,6 +379,11 @@ static enum MHD_Result redfish_request(struct req *r, struct MHD_Connection *c, 
 				: "Base.1.8.InternalError", "Simulated fault: the service answered %d.", r->fault.status);
 		if (r->fault.status == 503)
 			r->reply.retry_after = 1;
+	} else if (r->fault.kind == FAULT_BUSY) {
+		/* as an iDRAC with every session taken answers (RAC0218) */
+		redfish_error(&r->reply, 503, "IDRAC.2.8.RAC0218",
+			      "The maximum number of user sessions is reached.");
+		r->reply.retry_after = r->fault.retry_s > 0 ? r->fault.retry_s : 30;
 	} else {
 		struct sim_request q = { method, url, skip, auth, token, if_match, r->body.data, r->body.len, now,
 					 select, expand, qs.unsupported };

@@ -65,13 +65,20 @@ static int inject_sensor(struct bmc *b, json_t *v, const char **err)
 {
 	const char *name = json_string_value(json_object_get(v, "name"));
 	json_t *reading = json_object_get(v, "reading");
-	if (!name || !json_is_number(reading)) {
-		*err = "sensor: expected {\"name\": string, \"reading\": number}";
+	json_t *health = json_object_get(v, "health");
+	double r = json_number_value(reading);
+	if (!name || (!json_is_number(reading) && !json_is_string(health)) ||
+	    (reading && !json_is_number(reading)) || (health && !json_is_string(health))) {
+		*err = "sensor: expected {\"name\": string, \"reading\": number, \"health\": string} "
+		       "with a reading, a health or both";
 		return KILN_EINVAL;
 	}
-	int rc = bmc_sensor_set(b, name, json_number_value(reading));
+	int rc = bmc_sensor_set(b, name, json_is_number(reading) ? &r : NULL,
+				json_string_value(health));
 	if (rc == KILN_ENOTFOUND)
 		*err = "sensor: no sensor of that name in the tree";
+	else if (rc == KILN_EINVAL)
+		*err = "sensor: health too long";
 	else if (rc < 0)
 		*err = "sensor: too many overrides";
 	return rc;

@@ -89,10 +89,12 @@ static int cmd_fail(struct sess *s, fiid_obj_t rs, uint8_t netfn, const char *wh
 	char ccmsg[128];
 
 	s->cc = errnum == IPMI_ERR_BAD_COMPLETION_CODE ? completion_code(rs) : -1;
+	/* 0xC0 "node busy" is the BMC's 503: an answer, the poller shows it busy (not down). */
+	int code = s->cc == IPMI_COMP_CODE_NODE_BUSY ? KILN_EBUSY : code_of(errnum);
 	if (errnum == IPMI_ERR_BAD_COMPLETION_CODE && rs &&
 	    ipmi_completion_code_strerror_cmd_r(rs, netfn, ccmsg, sizeof(ccmsg)) == 0)
-		return kiln_fail(code_of(errnum), "%s: %s", what, ccmsg);
-	return kiln_fail(code_of(errnum), "%s: %s", what, ipmi_ctx_errormsg(s->ctx));
+		return kiln_fail(code, "%s: %s", what, ccmsg);
+	return kiln_fail(code, "%s: %s", what, ipmi_ctx_errormsg(s->ctx));
 }
 
 static int session_open(ipmi_ctx_t *out, const struct ipmi_job *job)

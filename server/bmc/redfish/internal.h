@@ -281,6 +281,7 @@ void rf_sensors_from_power(json_t *out, const json_t *power);
 void rf_sensors_from_thermal_metrics(json_t *out, const json_t *tm);
 void rf_sensors_from_fan(json_t *out, const json_t *fan);
 void rf_sensors_from_power_supply(json_t *out, const json_t *psu);
+void rf_sensors_from_power_subsystem(json_t *out, const json_t *power_subsystem);
 void rf_sensors_from_environment(json_t *out, const json_t *env, const char *chassis_name);
 /* Converts LogEntry members to {"id","time","timestamp","severity","message",...} and appends
  * those created at or after since (0: all), skipping ids already in seen (an object). */

@@ -206,13 +206,17 @@ int rf_fail_reply(const char *method, const char *path, const struct rf_reply *r
 		code = KILN_EAUTH;
 	else if (r->status == 404)
 		code = KILN_ENOTFOUND;
-	else if (r->status == 409 || r->status == 503)
+	else if (r->status == 409 || r->status == 503 || r->status == 429)
 		code = KILN_EBUSY;
 	else if (r->status == 400)
 		code = KILN_EINVAL;
+	/* A busy BMC's Retry-After is part of what it said (the health reason shows it). */
+	char later[40] = "";
+	if ((r->status == 503 || r->status == 429) && r->retry_after_s >= 0)
+		snprintf(later, sizeof(later), " (Retry-After %lds)", r->retry_after_s);
 	if (text[0])
-		return kiln_fail(code, "%s %s: %ld '%s'", method, path, r->status, text);
-	return kiln_fail(code, "%s %s: HTTP %ld", method, path, r->status);
+		return kiln_fail(code, "%s %s: %ld '%s'%s", method, path, r->status, text, later);
+	return kiln_fail(code, "%s %s: HTTP %ld%s", method, path, r->status, later);
 }
 
 const char *rf_profile_name(enum rf_profile p)

@@ -17,8 +17,8 @@ static json_t *number_or_null(const json_t *v)
 	return json_is_number(v) ? json_real(json_number_value(v)) : json_null();
 }
 
-/* Adds one sensor; value may be NULL (no reading). */
-static void sensor_add(json_t *out, const char *name, const char *kind, const json_t *value,
+/* Adds one sensor (returned, owned by out); value may be NULL (no reading). */
+static json_t *sensor_add(json_t *out, const char *name, const char *kind, const json_t *value,
 		       const char *unit, const json_t *obj)
 {
 	json_t *s = json_object();
@@ -60,6 +60,42 @@ static void sensor_add(json_t *out, const char *name, const char *kind, const js
 	else
 		json_decref(t);
 	json_array_append_new(out, s);
+	return s;
+}
+
+/* A PSU keeps its resource id: a redundancy set names its members by it. */
+static void psu_add(json_t *out, const char *name, const json_t *value, const json_t *psu)
+{
+	json_t *s = sensor_add(out, name, "psu", value, "W", psu);
+	const char *id = json_string_value(json_object_get(psu, "@odata.id"));
+	if (id)
+		json_object_set_new(s, "id", json_string(id));
+}
+
+/* A PSU redundancy set (Power's Redundancy[], PowerSubsystem's PowerSupplyRedundancy[]):
+ * a psu sensor with the BMC's own health of the set and {"redundancy":{"mode","min_needed",
+ * "members":[PSU ids]}}, from which health_facts.c also counts the healthy members. */
+static void redundancy_add(json_t *out, const json_t *set, const char *members_key,
+			   const char *needed_key, const char *mode_key)
+{
+	const char *name = json_string_value(json_object_get(set, "Name"));
+	json_t *members = json_array(), *m, *red;
+	size_t i;
+	json_array_foreach(json_object_get(set, members_key), i, m) {
+		const char *id = rf_link(m, "@odata.id");
+		if (id)
+			json_array_append_new(members, json_string(id));
+	}
+	red = json_pack("{s:o}", "members", members);
+	json_t *need = json_object_get(set, needed_key);
+	if (red && json_is_integer(need))
+		json_object_set_new(red, "min_needed", json_integer(json_integer_value(need)));
+	const char *mode = json_string_value(json_object_get(set, mode_key));
+	if (red && mode)
+		json_object_set_new(red, "mode", json_string(mode));
+	json_t *s = sensor_add(out, name ? name : "PSU Redundancy", "psu", NULL, "", set);
+	if (red)
+		json_object_set_new(s, "redundancy", red);
 }
 
 static const char *name_of(const json_t *obj, const char *fallback_key)
@@ -115,7 +151,11 @@ void rf_sensors_from_power(json_t *out, const json_t *power)
 		json_t *w = json_object_get(p, "LastPowerOutputWatts");
 		if (!json_is_number(w))
 			w = json_object_get(p, "PowerOutputWatts");
-		sensor_add(out, name_of(p, NULL), "psu", w, "W", p);
+		psu_add(out, name_of(p, NULL), w, p);
+	}
+	json_array_foreach(json_object_get(power, "Redundancy"), i, p) {
+		if (!absent(p))
+			redundancy_add(out, p, "RedundancySet", "MinNumNeeded", "Mode");
 	}
 }
 
@@ -147,7 +187,18 @@ void rf_sensors_from_power_supply(json_t *out, const json_t *psu)
 {
 	if (absent(psu))
 		return;
-	sensor_add(out, name_of(psu, NULL), "psu", NULL, "W", psu);
+	psu_add(out, name_of(psu, NULL), NULL, psu);
+}
+
+void rf_sensors_from_power_subsystem(json_t *out, const json_t *ps)
+{
+	size_t i;
+	json_t *set;
+	json_array_foreach(json_object_get(ps, "PowerSupplyRedundancy"), i, set) {
+		if (!absent(set))
+			redundancy_add(out, set, "RedundancyGroup", "MinNeededInGroup",
+				       "RedundancyType");
+	}
 }
 
 void rf_sensors_from_environment(json_t *out, const json_t *env, const char *chassis_name)
@@ -239,6 +290,7 @@ static int on_thermal_subsystem(struct rf_op *op, const struct rf_reply *r)
 static int on_power_subsystem(struct rf_op *op, const struct rf_reply *r)
 {
 	const char *psus = rf_link(r->json, "PowerSupplies");
+	rf_sensors_from_power_subsystem(op->scratch, r->json);
 	if (psus)
 		rf_push(op, "GET", psus, NULL, 0, on_psus);
 	return 0;

@@ -83,6 +83,10 @@ static void step_pop(struct rf_op *op, struct rf_step *step)
 
 static int retry_later(struct rf_op *op, struct rf_step *step, const struct rf_reply *r)
 {
+	/* The poller's read does not press a BMC that says it is busy: its next interval is the
+	 * retry, and the busy answer reaches it now (not after seconds of backoff here). */
+	if (op->op.background && (r->status == 503 || r->status == 429))
+		return 0;
 	long delay = RF_BACKOFF_MS << step->retries;
 	if (r->retry_after_s >= 0)
 		delay = r->retry_after_s * 1000;

@@ -291,6 +291,58 @@ static void set_no_driver_gpus(struct health_facts *f)
 	f->driver_version = NULL;
 	f->gpus_seen = 0;
 }
+/* A BMC that answered 503 (or IPMI 0xC0): reachable, busy; the power it gave before is not
+ * fresh, so a silent agent beside it is not hung. */
+static void set_bmc_busy(struct health_facts *f)
+{
+	f->bmc_busy = 1;
+	f->bmc_busy_detail = "503 'RAC0218: The maximum number of user sessions is reached.' "
+			     "(Retry-After 60s)";
+}
+static void set_bmc_busy_bare(struct health_facts *f) { f->bmc_busy = 1; }
+static void set_bmc_busy_silent(struct health_facts *f) { set_bmc_busy(f); set_silent(f); }
+static void set_bmc_busy_down(struct health_facts *f) { set_bmc_busy(f); set_bmc_down(f); }
+static void set_psu_named(struct health_facts *f)
+{
+	f->psu_failed = 1;
+	snprintf(f->psu_failed_names, sizeof(f->psu_failed_names), "PS2 Status (Critical)");
+}
+static void set_psu_named_kept(struct health_facts *f)
+{
+	set_psu_named(f);
+	snprintf(f->psu_redundancy_name, sizeof(f->psu_redundancy_name), "PS Redundancy");
+	f->psu_healthy = 3;
+	f->psu_needed = 2;
+}
+static void set_psu_named_lost(struct health_facts *f)
+{
+	set_psu_named_kept(f);
+	f->psu_healthy = 1;
+	f->psu_redundancy_lost = 1;
+}
+static void set_psu_set_lost(struct health_facts *f)
+{
+	snprintf(f->psu_redundancy_name, sizeof(f->psu_redundancy_name), "PS Redundancy");
+	f->psu_redundancy_lost = 1; /* the BMC says so, counts unknown */
+}
+static void set_psu_set_ok(struct health_facts *f)
+{
+	snprintf(f->psu_redundancy_name, sizeof(f->psu_redundancy_name), "PS Redundancy");
+	f->psu_healthy = 4;
+	f->psu_needed = 2;
+}
+static void set_bmc_log(struct health_facts *f)
+{
+	f->bmc_logs[0].time = NOW - 3599;
+	snprintf(f->bmc_logs[0].message, sizeof(f->bmc_logs[0].message),
+		 "SEL 12: A fatal PCIe bus error was detected on slot 3.");
+	f->nbmc_logs = 1;
+}
+static void set_bmc_log_old(struct health_facts *f)
+{
+	set_bmc_log(f);
+	f->bmc_logs[0].time = NOW - 3601; /* past the 1 h window */
+}
 
 struct row {
 	const char *name;
@@ -350,6 +402,23 @@ static const struct row rows[] = {
 	{ "temperatures unknown", set_temps_unknown, HEALTH_OK, 0, NULL },
 	{ "psu failed", set_psu_failed, HEALTH_WARNING, 0, "psu: 1 failed" },
 	{ "psu redundancy", set_psu_redundancy, HEALTH_WARNING, 0, "psu: redundancy lost" },
+	{ "bmc busy", set_bmc_busy, HEALTH_WARNING, 0,
+	  "bmc busy: 503 'RAC0218: The maximum number of user sessions is reached.'" },
+	{ "bmc busy, nothing said", set_bmc_busy_bare, HEALTH_WARNING, 0, "bmc busy: try again later" },
+	{ "bmc busy, agent silent: not hung", set_bmc_busy_silent, HEALTH_WARNING, 0, "bmc busy: " },
+	{ "unreachable wins over an old busy mark", set_bmc_busy_down, HEALTH_WARNING, 0,
+	  "bmc unreachable for 5m" },
+	{ "psu named", set_psu_named, HEALTH_WARNING, 0, "psu: PS2 Status (Critical) failed" },
+	{ "psu named, redundancy kept", set_psu_named_kept, HEALTH_WARNING, 0,
+	  "psu: PS2 Status (Critical) failed, redundancy kept" },
+	{ "psu named, redundancy lost", set_psu_named_lost, HEALTH_WARNING, 0,
+	  "psu: PS2 Status (Critical) failed" },
+	{ "psu set lost by the BMC's word", set_psu_set_lost, HEALTH_WARNING, 0,
+	  "psu: redundancy lost (PS Redundancy)" },
+	{ "psu set healthy", set_psu_set_ok, HEALTH_OK, 0, NULL },
+	{ "bmc log entry within the window", set_bmc_log, HEALTH_CRITICAL, 0,
+	  "bmc log: SEL 12: A fatal PCIe bus error was detected on slot 3. at 2023-11-14 21:13 UTC" },
+	{ "bmc log entry past the window", set_bmc_log_old, HEALTH_OK, 0, NULL },
 	{ "module differs", set_mismatch, HEALTH_WARNING, 0,
 	  "driver: library 550.54.15, kernel module 535.104.05" },
 	{ "status mismatch", set_mismatch_status, HEALTH_CRITICAL, 0, "driver: " },
@@ -610,6 +679,46 @@ static void test_gpu_reason_bounded(void **state)
 /* A reinstall's silence is not a hang: nothing in the result would let the poller's
  * remediation (which acts on res.hung and "hung:" reasons only) cycle the node; once the job
  * is over the same silence is a hang again. */
+/* Every reason of a node whose one PSU failed and took the redundancy with it. */
+static void test_psu_reasons(void **state)
+{
+	struct health_config cfg;
+	struct health_facts f;
+	struct health_result res;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	healthy(&f);
+	set_psu_named_lost(&f);
+	health_evaluate(&res, &f, &cfg);
+	assert_int_equal(res.nreasons, 2);
+	assert_string_equal(res.reasons[0], "psu: PS2 Status (Critical) failed");
+	assert_string_equal(res.reasons[1],
+			    "psu: redundancy lost (PS Redundancy: 1 healthy, 2 needed)");
+}
+
+/* Busy beside a silent agent: not hung (so never remediated), the silence shown as such. */
+static void test_busy_never_hung(void **state)
+{
+	struct health_config cfg;
+	struct health_facts f;
+	struct health_result res;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	healthy(&f);
+	set_silent(&f);
+	f.power_time = NOW; /* even a power read this second says nothing while busy */
+	set_bmc_busy(&f);
+	health_evaluate(&res, &f, &cfg);
+	assert_false(res.hung);
+	assert_false(health_is_hung(&f, &cfg));
+	assert_int_equal(res.nreasons, 2);
+	assert_true(strncmp(res.reasons[1], "agent silent for ", 17) == 0);
+	f.bmc_busy = 0;
+	assert_true(health_is_hung(&f, &cfg));
+}
+
 static void test_reinstalling_never_hung(void **state)
 {
 	struct health_config cfg;
@@ -779,6 +888,8 @@ int main(void)
 		cmocka_unit_test(test_reinstalling_never_hung),
 		cmocka_unit_test(test_gpu_reasons_capped),
 		cmocka_unit_test(test_gpu_reason_bounded),
+		cmocka_unit_test(test_psu_reasons),
+		cmocka_unit_test(test_busy_never_hung),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -99,6 +99,53 @@ static void test_circuit(void **state)
 	fleet_state_clear(&s);
 }
 
+/* A busy answer (503) is an answer: reachable at once, no backoff, the circuit closed, and
+ * nothing counted toward it; the power it did not give is left as it was, with its time. */
+static void test_busy(void **state)
+{
+	struct poller_config cfg;
+	struct fleet_state s;
+
+	(void)state;
+	poller_config_defaults(&cfg);
+	fleet_state_init(&s, 7);
+	snprintf(s.power, sizeof(s.power), "on");
+	s.power_time = NOW - 30;
+	s.last_ok = NOW - 30;
+	assert_int_equal(poller_record_busy(&s, "503 'RAC0218: sessions full'"), POLLER_SAME);
+	assert_true(s.reachable);
+	assert_true(poller_state_busy(&s));
+	assert_string_equal(s.power_error, "bmc busy: 503 'RAC0218: sessions full'");
+	assert_string_equal(s.power, "on");
+	assert_int_equal(s.power_time, NOW - 30);
+	assert_int_equal(s.last_ok, NOW - 30);
+	assert_int_equal(s.failures, 0);
+	assert_int_equal(s.down_since, 0);
+	assert_true(poller_may_poll(&s, NOW + 1));
+	/* however many: never unreachable, never the circuit */
+	for (int i = 1; i <= 10; i++)
+		assert_int_equal(poller_record_busy(&s, NULL), POLLER_SAME);
+	assert_string_equal(s.power_error, "bmc busy: try again later");
+	assert_false(s.circuit_open);
+	assert_true(poller_may_poll(&s, NOW + 301));
+
+	/* A dead BMC that comes back busy is reachable again (said once) and polled on time. */
+	for (int i = 0; i < cfg.circuit_failures; i++)
+		poller_record_failure(&s, NOW + 400 + i, &cfg);
+	assert_true(s.circuit_open);
+	assert_false(poller_state_busy(&s));
+	assert_int_equal(poller_record_busy(&s, "503"), POLLER_UP);
+	assert_false(s.circuit_open);
+	assert_int_equal(s.failures, 0);
+	assert_true(poller_may_poll(&s, NOW + 900));
+	/* the next normal answer ends it */
+	poller_record_success(&s, NOW + 930);
+	free(s.power_error);
+	s.power_error = NULL;
+	assert_false(poller_state_busy(&s));
+	fleet_state_clear(&s);
+}
+
 /* The history's power and inlet: the consumed watts over a chassis reading, the hottest inlet
  * or ambient sensor, NAN when the BMC gave none. */
 static void test_sensors_summary(void **state)
@@ -136,6 +183,7 @@ int main(void)
 		cmocka_unit_test(test_jitter_spread),
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_circuit),
+		cmocka_unit_test(test_busy),
 		cmocka_unit_test(test_sensors_summary),
 	};
 

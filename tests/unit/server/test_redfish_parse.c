@@ -86,6 +86,52 @@ static void test_power(void **state)
 	json_decref(out);
 }
 
+/* A redundancy set is a psu sensor with its members' ids; each PSU keeps its id. The BMC may
+ * still call the set OK with a member failed: health_facts.c counts the members. */
+static void test_power_redundancy(void **state)
+{
+	(void)state;
+	json_t *in = load("redfish_power_redundancy.json");
+	json_t *out = json_array();
+	rf_sensors_from_power(out, in);
+	assert_int_equal(json_array_size(out), 4); /* the absent set is left out */
+	json_t *s = find(out, "PSU Bay 2");
+	assert_string_equal(json_string_value(json_object_get(s, "id")),
+			    "/redfish/v1/Chassis/1/Power#/PowerSupplies/1");
+	s = find(out, "PSU Redundancy Set");
+	assert_non_null(s);
+	assert_string_equal(json_string_value(json_object_get(s, "kind")), "psu");
+	assert_string_equal(json_string_value(json_object_get(s, "health")), "OK");
+	json_t *red = json_object_get(s, "redundancy");
+	assert_int_equal(json_integer_value(json_object_get(red, "min_needed")), 2);
+	assert_string_equal(json_string_value(json_object_get(red, "mode")), "N+m");
+	assert_int_equal(json_array_size(json_object_get(red, "members")), 2);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(red, "members"), 1)),
+			    "/redfish/v1/Chassis/1/Power#/PowerSupplies/1");
+	json_decref(out);
+
+	/* PowerSubsystem's PowerSupplyRedundancy: the same shape from RedundancyGroup. */
+	json_t *ps = json_pack("{s:[{s:s, s:i, s:[{s:s}, {s:s}], s:{s:s, s:s}}]}",
+			       "PowerSupplyRedundancy", "RedundancyType", "Failover",
+			       "MinNeededInGroup", 1, "RedundancyGroup", "@odata.id",
+			       "/redfish/v1/Chassis/1U/PowerSubsystem/PowerSupplies/Bay1", "@odata.id",
+			       "/redfish/v1/Chassis/1U/PowerSubsystem/PowerSupplies/Bay2", "Status",
+			       "State", "Enabled", "Health", "Warning");
+	out = json_array();
+	rf_sensors_from_power_subsystem(out, ps);
+	assert_int_equal(json_array_size(out), 1);
+	s = find(out, "PSU Redundancy");
+	assert_non_null(s);
+	assert_string_equal(json_string_value(json_object_get(s, "health")), "Warning");
+	red = json_object_get(s, "redundancy");
+	assert_int_equal(json_integer_value(json_object_get(red, "min_needed")), 1);
+	assert_string_equal(json_string_value(json_object_get(red, "mode")), "Failover");
+	assert_int_equal(json_array_size(json_object_get(red, "members")), 2);
+	json_decref(ps);
+	json_decref(in);
+	json_decref(out);
+}
+
 static void test_newer_schemas(void **state)
 {
 	(void)state;
@@ -245,6 +291,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_thermal),
 		cmocka_unit_test(test_power),
+		cmocka_unit_test(test_power_redundancy),
 		cmocka_unit_test(test_newer_schemas),
 		cmocka_unit_test(test_reset_types),
 		cmocka_unit_test(test_logs),
