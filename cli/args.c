@@ -249,6 +249,69 @@ int cli_args_globals(struct cli_ctx *ctx, int argc, char **argv, int *next)
 	return 0;
 }
 
+/* Edit distance (insertions, deletions, substitutions) between a and b, up to 63 chars. */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[64];
+
+	if (la > 63 || lb > 63)
+		return 64;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+const char *cli_nearest(const char *word, const char *const *names, size_t n)
+{
+	const char *best = NULL, *prefixed = NULL;
+	size_t best_d = 3, prefixes = 0; /* two edits at most: further is another word */
+
+	for (size_t i = 0; i < n; i++) {
+		size_t d = distance(word, names[i]);
+
+		if (word[0] && strncmp(names[i], word, strlen(word)) == 0) {
+			prefixed = names[i];
+			prefixes++;
+		}
+		/* at most half of what was typed changed: "s" is not a typo of "sel" */
+		if (d < best_d && d < strlen(names[i]) && 2 * d <= strlen(word)) {
+			best = names[i];
+			best_d = d;
+		}
+	}
+	/* "po" is power when nothing else starts so; a typo close to a name beats that */
+	if (best && best_d <= 1)
+		return best;
+	if (prefixes == 1)
+		return prefixed;
+	return best;
+}
+
+int cli_unknown_word(const struct cli_ctx *ctx, const char *what, const char *word,
+		     const char *const *names, size_t n)
+{
+	const char *near = cli_nearest(word, names, n);
+
+	if (near)
+		return cli_usage_error(ctx, "unknown %s '%s'; did you mean '%s'?", what, word, near);
+	return cli_usage_error(ctx, "unknown %s '%s'", what, word);
+}
+
 int cli_verb_dispatch(struct cli_ctx *ctx, const char *summary, const struct cli_verb *verbs,
 		      int argc, char **argv)
 {
@@ -275,5 +338,12 @@ int cli_verb_dispatch(struct cli_ctx *ctx, const char *summary, const struct cli
 			return v->run(ctx, argc - i, argv + i);
 		}
 	}
-	return cli_usage_error(ctx, "unknown verb '%s'", argv[i]);
+	{
+		const char *names[32];
+		size_t n = 0;
+
+		for (v = verbs; v->name && n < 32; v++)
+			names[n++] = v->name;
+		return cli_unknown_word(ctx, "verb", argv[i], names, n);
+	}
 }

@@ -276,6 +276,9 @@ int bmc_cli_read(struct cli_ctx *ctx, const struct bmc_cli_query *q, const char 
 	if (rc == 0)
 		rc = bmc_cli_rows_get(&rows, ctx, q);
 	bmc_cli_rows_end(&rows, false);
+	/* kilnd refuses unknown names; only exclusions empty a range ("@rack1,-@h100") */
+	if (rc == 0 && ctx->output != CLI_OUT_JSON && json_array_size(rows.results) == 0)
+		printf("no nodes in %s\n", q->value ? q->value : "the range");
 	if (rc == 0 && ctx->output == CLI_OUT_JSON)
 		rc = out_json_print(rows.results, stdout);
 	if (rc == 0)
@@ -314,13 +317,21 @@ size_t bmc_cli_results_node_width(const json_t *results)
 	return w;
 }
 
-int bmc_cli_threshold(int *out, const struct cli_ctx *ctx, const char *threshold_opt)
+int bmc_cli_threshold(int *out, struct cli_ctx *ctx, const char *threshold_opt, int fallback)
 {
 	const char *env = getenv("KILN_CONFIRM_THRESHOLD");
 	const char *text = threshold_opt ? threshold_opt : (env && env[0] ? env : NULL);
+	int rc;
 
-	*out = BMC_CLI_CONFIRM_DEFAULT;
-	if (text && kiln_parse_int(out, text, 0, 1000000) < 0)
+	*out = fallback;
+	if (!text) {
+		if ((rc = cli_client_open(ctx)) < 0)
+			return rc;
+		if (ctx->confirm_above >= 0)
+			*out = ctx->confirm_above;
+		return 0;
+	}
+	if (kiln_parse_int(out, text, 0, 1000000) < 0)
 		return cli_usage_error(ctx, "%s: '%s' is not a node count",
 				       threshold_opt ? "--confirm-above" : "KILN_CONFIRM_THRESHOLD",
 				       text);

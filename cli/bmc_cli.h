@@ -11,8 +11,12 @@
 
 #include "cli.h"
 
-/* Above this many nodes an action asks for the count to be typed (KILN_CONFIRM_THRESHOLD). */
-#define BMC_CLI_CONFIRM_DEFAULT 10
+/* Above this many nodes an action asks for the count to be typed, unless --confirm-above,
+ * KILN_CONFIRM_THRESHOLD or cli.conf's confirm_above says otherwise: a destructive one (power
+ * off, soft, reset, cycle, boot override, media insert, reinstall) on more than one node,
+ * power on above 10. */
+#define BMC_CLI_CONFIRM_DESTRUCTIVE 1
+#define BMC_CLI_CONFIRM_ON 10
 
 /* The NODE column's width when the range names groups or all (names unknown beforehand). */
 #define BMC_CLI_NODE_WIDTH 12
@@ -120,9 +124,10 @@ size_t bmc_cli_results_node_width(const json_t *results);
 
 /*
  * The confirmation threshold: threshold_opt (--confirm-above) when not NULL, else
- * KILN_CONFIRM_THRESHOLD, else BMC_CLI_CONFIRM_DEFAULT. CLI_EUSAGE for a bad number.
+ * KILN_CONFIRM_THRESHOLD, else cli.conf's confirm_above, else fallback (one of the
+ * BMC_CLI_CONFIRM_* above). Opens the client (cli.conf). CLI_EUSAGE for a bad number.
  */
-int bmc_cli_threshold(int *out, const struct cli_ctx *ctx, const char *threshold_opt);
+int bmc_cli_threshold(int *out, struct cli_ctx *ctx, const char *threshold_opt, int fallback);
 
 /*
  * Asks on the terminal for the number of nodes to be typed back before what (e.g. "power

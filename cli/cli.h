@@ -38,6 +38,7 @@ struct cli_ctx {
 	char *ca_file;
 	char *tls_fingerprint;
 	struct kiln_tls_trust trust;
+	int confirm_above;    /* cli.conf's confirm_above; -1 when not set there */
 	bool opened;
 };
 
@@ -86,6 +87,18 @@ int cli_usage_error(const struct cli_ctx *ctx, const char *fmt, ...)
 /* Prints "usage: kiln <cmd_path> <synopsis>", the summary, the options and the globals. */
 void cli_help_print(FILE *f, const struct cli_ctx *ctx, const char *synopsis, const char *summary,
 		    const struct cli_opt *opts);
+
+/*
+ * The name of names[0..n) nearest to word, for "did you mean": one edit away, else the only
+ * name word starts, else two edits away (changing at most half of word: "s" is no typo of
+ * "sel"); NULL when none is that near.
+ */
+const char *cli_nearest(const char *word, const char *const *names, size_t n);
+
+/* The usage error "unknown <what> 'word'; did you mean 'nearest'?" (without the question
+ * when no name is near). */
+int cli_unknown_word(const struct cli_ctx *ctx, const char *what, const char *word,
+		     const char *const *names, size_t n);
 
 /* Appends word to ctx->cmd_path. */
 void cli_ctx_push(struct cli_ctx *ctx, const char *word);

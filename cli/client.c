@@ -22,6 +22,7 @@ struct cli_conf {
 	char *token_file;
 	char *ca;
 	char *fingerprint;
+	int confirm_above;
 };
 
 static const struct kiln_cfg_key conf_keys[] = {
@@ -34,6 +35,10 @@ static const struct kiln_cfg_key conf_keys[] = {
 	{ .section = "", .name = "fingerprint", .type = KILN_CFG_STRING,
 	  .offset = offsetof(struct cli_conf, fingerprint),
 	  .help = "SHA-256 fingerprint of kilnd's certificate" },
+	{ .section = "", .name = "confirm_above", .type = KILN_CFG_INT,
+	  .offset = offsetof(struct cli_conf, confirm_above), .min = -1, .max = 1000000,
+	  .def = "-1",
+	  .help = "actions on more nodes than this ask to type the count (-1: the CLI's default)" },
 };
 #define CONF_NKEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -156,6 +161,14 @@ int cli_client_open(struct cli_ctx *ctx)
 	if (rc < 0)
 		goto cleanup;
 
+	/* Which of two tokens in the environment was meant cannot be guessed: one silently
+	 * losing ran a viewer's command as admin. */
+	if (!ctx->token_file && env_token && *env_token && first(getenv("KILN_TOKEN_FILE"), NULL,
+								  NULL)) {
+		rc = kiln_fail(CLI_EUSAGE, "both KILN_TOKEN and KILN_TOKEN_FILE are set: unset one "
+			       "(or name the file with --token-file)");
+		goto cleanup;
+	}
 	token_file = first(ctx->token_file, getenv("KILN_TOKEN_FILE"), NULL);
 	if (!token_file && env_token && *env_token) {
 		ctx->token = strdup(env_token);
@@ -186,6 +199,7 @@ int cli_client_open(struct cli_ctx *ctx)
 	ctx->trust.fingerprint = ctx->tls_fingerprint;
 	/* With nothing pinned, an https:// kilnd must have a certificate the system trusts. */
 	ctx->trust.system_ca = !ca && !fp;
+	ctx->confirm_above = conf.confirm_above;
 	ctx->opened = true;
 cleanup:
 	if (rc < 0)
@@ -235,14 +249,28 @@ static int status_code(long status)
 	}
 }
 
+int cli_answer_code(long status, const json_t *err)
+{
+	const char *field = json_string_value(json_object_get(err, "field"));
+
+	/* kilnd refused what the command line asked for (a malformed range, an unknown policy
+	 * key, a bad field value), or the range names nodes that do not exist: the user's to
+	 * fix, and nothing was done. */
+	if (status == 400 || (status == 404 && (json_is_array(json_object_get(err, "unknown")) ||
+						(field && strcmp(field, "range") == 0))))
+		return CLI_EUSAGE;
+	return status_code(status);
+}
+
 /* Turns an error answer into the code and the one-line message; hands the object over. */
 static int api_fail(json_t **api_error, const struct kiln_http_response *resp)
 {
 	json_t *err = NULL, *msg, *field;
-	int code = status_code(resp->status);
+	int code;
 
 	if (resp->body_len)
 		err = json_loadb(resp->body, resp->body_len, 0, NULL);
+	code = cli_answer_code(resp->status, err);
 	msg = json_object_get(err, "error");
 	field = json_object_get(err, "field");
 	if (json_is_string(msg) && json_is_string(field))
@@ -255,6 +283,46 @@ static int api_fail(json_t **api_error, const struct kiln_http_response *resp)
 		*api_error = json_incref(err);
 	json_decref(err);
 	return code;
+}
+
+/*
+ * A request that got no answer: the message says what to do about it, with curl's words
+ * after. The URL is the server's as the user gave it (without /api/v1).
+ */
+static int no_answer(const struct cli_ctx *ctx, int rc, enum kiln_http_failure failure)
+{
+	char why[400];
+	const char *url = ctx->base_url;
+	int len = (int)strlen(url) - 7; /* "/api/v1" */
+	int https = strncmp(url, "https://", 8) == 0;
+
+	snprintf(why, sizeof(why), "%s", kiln_error_last());
+	switch (failure) {
+	case KILN_HTTP_CONNECT:
+		return kiln_fail(rc, "cannot reach kilnd at %.*s: is it running? set KILN_URL or "
+				 "--url (%s)", len, url, why);
+	case KILN_HTTP_UNTRUSTED:
+		return kiln_fail(rc, "kilnd at %.*s has a certificate this machine does not trust: "
+				 "pin it with --fingerprint SHA256 (kilnd logs 'TLS certificate "
+				 "SHA-256 fingerprint ...' when it starts: journalctl -u kilnd) or "
+				 "trust a CA with --ca FILE (a self-signed kilnd's is STATE_DIR/tls.crt); "
+				 "both also in cli.conf (%s)", len, url, why);
+	case KILN_HTTP_TLS_HANDSHAKE:
+		if (https)
+			return kiln_fail(rc, "kilnd at %.*s does not speak https there: a kilnd "
+					 "listening on loopback without a certificate serves plain "
+					 "http:// (%s)", len, url, why);
+		break;
+	case KILN_HTTP_NOT_HTTP:
+		if (!https)
+			return kiln_fail(rc, "kilnd at %.*s does not answer plain http: a kilnd "
+					 "off loopback serves https only; use https://%.*s (%s)",
+					 len, url, len - 7, url + 7, why);
+		break;
+	case KILN_HTTP_ANSWERED:
+		break;
+	}
+	return rc;
 }
 
 /* One request to <base>/api/v1<path>, buffered or line by line: what cli_api and
@@ -286,6 +354,8 @@ static int call(struct kiln_http_response *resp, struct cli_ctx *ctx, const char
 		rc = kiln_http_request(resp, method, url.data, ctx->token, text,
 				       text ? strlen(text) : 0, &ctx->trust, CLI_REQUEST_TIMEOUT_MS,
 				       CLI_MAX_RESPONSE);
+	if (rc < 0)
+		rc = no_answer(ctx, rc, resp->failure);
 cleanup:
 	if (text) {
 		/* The body may hold a BMC password. */

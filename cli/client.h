@@ -16,7 +16,7 @@
 
 /*
  * Resolves the server address, the token and the TLS trust, each from the first of: the
- * command line, the environment (KILN_URL; KILN_TOKEN_FILE then KILN_TOKEN; KILN_CA;
+ * command line, the environment (KILN_URL; KILN_TOKEN_FILE or KILN_TOKEN, both a usage error; KILN_CA;
  * KILN_FINGERPRINT), ~/.config/kiln/cli.conf ($XDG_CONFIG_HOME when set), the default
  * (http://127.0.0.1:8470). Idempotent. Fails with KILN_EAUTH when no token is found.
  */
@@ -25,13 +25,21 @@ int cli_client_open(struct cli_ctx *ctx);
 /*
  * Calls METHOD <base>/api/v1<path> with body (NULL for none), opening the client first.
  * On a 2xx answer *out gets the parsed body (any JSON value; NULL when empty), owned by the
- * caller. On an API error returns a code matching the status (404 KILN_ENOTFOUND, 401
+ * caller. On an API error returns cli_answer_code()'s code: CLI_EUSAGE for what the
+ * command line got wrong, else one matching the status (404 KILN_ENOTFOUND, 401
  * KILN_EAUTH, 403 KILN_EPERM, 409 KILN_EEXISTS, 400 KILN_EINVAL, 413 KILN_ETOOBIG, else
  * KILN_ERROR) with the message "<error> (field X)"; when api_error is not NULL it receives
  * the error object ({"error","field","index"}), owned by the caller.
  */
 int cli_api(json_t **out, json_t **api_error, struct cli_ctx *ctx, const char *method,
 	    const char *path, const json_t *body);
+
+/*
+ * The code an error answer of kilnd maps to: CLI_EUSAGE (exit 2) for a 400 and for a 404
+ * about the range (its "unknown" names, or "field":"range"): what was typed is wrong and
+ * nothing was done; otherwise by status as cli_api says. err is the answer's body (or NULL).
+ */
+int cli_answer_code(long status, const json_t *err);
 
 /* Where cli_api_stream hands the objects of a list answer. */
 struct cli_stream {

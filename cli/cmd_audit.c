@@ -45,8 +45,10 @@ static int audit_log(struct cli_ctx *ctx, int argc, char **argv)
 		{ "ACTOR", "actor", OUT_COL_CELL, 128 },
 		{ "ACTION", "action", OUT_COL_CELL, 128 },
 		{ "TARGET", "target", OUT_COL_CELL, 512 },
-		{ "OUTCOME", "outcome", OUT_COL_CELL, 64 },
 		{ "DETAIL", "detail", OUT_COL_CELL, 512 },
+		/* last and whole: an error's text ends the line (the terminal wraps it) instead
+		 * of being cut mid-word to fit a column */
+		{ "OUTCOME", "outcome", OUT_COL_STR, 0 },
 	};
 	struct log_args a = { .ctx = ctx, .since = -1, .limit = -1 };
 	struct cli_args pos = { 0 };

@@ -15,7 +15,8 @@ enum { O_PERSISTENT = 1, O_CONFIRM_ABOVE, O_RETRY };
 static const struct cli_opt boot_opts[] = {
 	{ "persistent", 0, NULL, O_PERSISTENT, "keep the override for every boot (default: next boot only)" },
 	{ "confirm-above", 0, "N", O_CONFIRM_ABOVE,
-	  "ask for the count above N nodes (KILN_CONFIRM_THRESHOLD; default 10)" },
+	  "ask for the count above N nodes (KILN_CONFIRM_THRESHOLD, cli.conf confirm_above; "
+	  "default 1)" },
 	BMC_CLI_OPT_RETRY(O_RETRY),
 	{ 0 },
 };
@@ -117,7 +118,8 @@ static int boot_run(struct cli_ctx *ctx, int argc, char **argv)
 		rc = cli_usage_error(ctx, "'%s' is not pxe, cd, disk or bios", pos.v[1]);
 		goto cleanup;
 	}
-	if ((rc = bmc_cli_threshold(&threshold, ctx, a.confirm_above)) < 0)
+	if ((rc = bmc_cli_threshold(&threshold, ctx, a.confirm_above,
+				     BMC_CLI_CONFIRM_DESTRUCTIVE)) < 0)
 		goto cleanup;
 	body = json_pack("{s:s, s:s, s:b, s:b}", "range", pos.v[0], "device", device, "persistent",
 			 a.persistent, "dry_run", 1);

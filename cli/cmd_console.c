@@ -481,17 +481,21 @@ static int console_tail(struct cli_ctx *ctx, const char *node, int64_t lines)
 	if ((rc = cli_api(&res, NULL, ctx, "GET", path.data, NULL)) < 0)
 		goto cleanup;
 	if (ctx->output == CLI_OUT_JSON) {
-		rc = out_json_print(res, stdout);
-		goto cleanup;
+		if ((rc = out_json_print(res, stdout)) < 0)
+			goto cleanup;
+	} else {
+		json_array_foreach(json_object_get(res, "lines"), i, l)
+			printf("%s\n", json_string_value(l) ? json_string_value(l) : "");
 	}
-	json_array_foreach(json_object_get(res, "lines"), i, l)
-		printf("%s\n", json_string_value(l) ? json_string_value(l) : "");
+	fflush(stdout);
+	/* What was captured is shown either way; but lines that are not being kept up to date
+	 * are not the console now, and a script must be able to tell. */
 	if (!json_is_true(json_object_get(res, "capture")))
-		fprintf(stderr, "kiln: capture is off for %s (kiln console %s --capture on)\n", node,
-			node);
+		rc = kiln_fail(KILN_ERROR, "capture is off for %s, nothing new is kept (kiln "
+			       "console %s --capture on)", node, node);
 	else if (json_is_string(json_object_get(res, "error")))
-		fprintf(stderr, "kiln: %s: capture: %s\n", node,
-			json_string_value(json_object_get(res, "error")));
+		rc = kiln_fail(KILN_ERROR, "%s: capture: %s", node,
+			       json_string_value(json_object_get(res, "error")));
 cleanup:
 	json_decref(res);
 	free(esc);

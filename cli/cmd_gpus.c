@@ -104,10 +104,10 @@ static int gpus_run(struct cli_ctx *ctx, int argc, char **argv)
 		rc = kiln_fail(KILN_EPROTO, "kilnd's GPU list is not an array");
 		goto cleanup;
 	}
+	/* A node without a report (switched off, no agent yet) is a fact to show, not a failed
+	 * command: the objects say so, and the exit status stays 0. */
 	if (ctx->output == CLI_OUT_JSON) {
 		rc = out_json_print(res, stdout);
-		if (rc == 0)
-			rc = out_results_status(res);
 		goto cleanup;
 	}
 	json_array_foreach(res, i, n) {
@@ -129,7 +129,9 @@ static int gpus_run(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	if (t.nrows > 0)
 		out_table_print(&t, stdout);
-	rc = out_results_status(res);
+	else if (json_array_size(res) == 0)
+		printf("no nodes%s%s\n", q ? " in " : "", q ? pos.v[0] : "");
+	rc = 0;
 cleanup:
 	out_table_free(&t);
 	kiln_buf_free(&path);

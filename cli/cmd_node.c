@@ -138,6 +138,39 @@ cleanup:
 }
 
 /* One node, one field a line; the known fields first, then whatever else kilnd sent. */
+/*
+ * An object member of a node (its agent's report): a row per field, "agent.driver_version",
+ * with numbers as people read them, and a row per element of an array of objects
+ * ("agent.gpus[0]": "name NVIDIA H100, power_draw_w 612.3 W, ...").
+ */
+static int object_rows(struct out_table *t, const char *prefix, const json_t *obj)
+{
+	const char *key;
+	json_t *v, *e;
+	size_t i;
+	int rc = 0;
+
+	json_object_foreach((json_t *)obj, key, v) {
+		char name[160], buf[2048];
+		const char *row[2] = { name, NULL };
+
+		if (json_is_array(v) && json_is_object(json_array_get(v, 0))) {
+			json_array_foreach(v, i, e) {
+				snprintf(name, sizeof(name), "%s.%s[%zu]", prefix, key, i);
+				row[1] = out_field(buf, sizeof(buf), key, e);
+				if ((rc = out_table_add(t, row)) < 0)
+					return rc;
+			}
+			continue;
+		}
+		snprintf(name, sizeof(name), "%s.%s", prefix, key);
+		row[1] = out_field(buf, sizeof(buf), key, v);
+		if ((rc = out_table_add(t, row)) < 0)
+			return rc;
+	}
+	return rc;
+}
+
 static int node_show_print(json_t *node)
 {
 	static const char *const order[] = { "name", "groups", "rack", "bmc", "bmc_user",
@@ -174,7 +207,11 @@ static int node_show_print(json_t *node)
 			known = strcmp(order[i], key) == 0;
 		if (known || rc < 0)
 			continue;
-		row[1] = out_cell(buf, sizeof(buf), v);
+		if (json_is_object(v)) {
+			rc = object_rows(&t, key, v);
+			continue;
+		}
+		row[1] = out_field(buf, sizeof(buf), key, v);
 		rc = out_table_add(&t, row);
 	}
 	if (rc == 0)

@@ -22,7 +22,8 @@ enum { O_ON_IF_OFF = 1, O_CONFIRM_ABOVE, O_HUNG, O_BATCH, O_INTERVAL, O_RETRY };
 static const struct cli_opt power_opts[] = {
 	{ "on-if-off", 0, NULL, O_ON_IF_OFF, "reset/cycle: power on a node that is off" },
 	{ "confirm-above", 0, "N", O_CONFIRM_ABOVE,
-	  "ask for the count above N nodes (KILN_CONFIRM_THRESHOLD; default 10)" },
+	  "ask for the count above N nodes (KILN_CONFIRM_THRESHOLD, cli.conf confirm_above; "
+	  "default 1, on: 10)" },
 	{ "hung", 0, NULL, O_HUNG,
 	  "cycle/reset/off: the nodes kilnd flags hung (within NODERANGE when given)" },
 	{ "batch", 0, "N", O_BATCH, "N nodes at a time, batch after batch (default: [power] batch)" },
@@ -363,7 +364,9 @@ static int power_run(struct cli_ctx *ctx, int argc, char **argv)
 		rc = cli_usage_error(ctx, "--interval: '%s' is not a duration up to 1h", a.interval);
 		goto cleanup;
 	}
-	if ((rc = bmc_cli_threshold(&threshold, ctx, a.confirm_above)) < 0)
+	if ((rc = bmc_cli_threshold(&threshold, ctx, a.confirm_above,
+				    strcmp(action, "on") == 0 ? BMC_CLI_CONFIRM_ON
+							      : BMC_CLI_CONFIRM_DESTRUCTIVE)) < 0)
 		goto cleanup;
 
 	if (strcmp(action, "status") == 0) {

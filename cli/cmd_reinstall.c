@@ -9,11 +9,11 @@
 #include <kiln/error.h>
 #include <kiln/parse.h>
 
+#include "bmc_cli.h"
 #include "cli.h"
 #include "client.h"
 #include "output.h"
 
-#define CONFIRM_THRESHOLD 10
 #define WAIT_POLL_US 1000000
 
 enum { O_IMAGE = 1, O_WAIT };
@@ -174,7 +174,7 @@ static int reinstall_run(struct cli_ctx *ctx, int argc, char **argv)
 	struct cli_args pos = { 0 };
 	json_t *body = NULL, *res = NULL, *jobs = NULL, *ids = NULL, *e;
 	size_t i, ok = 0, failed = 0, targets = 0;
-	int rc;
+	int rc, threshold;
 
 	rc = cli_args_parse(&pos, ctx, reinstall_opts, argc - 1, argv + 1, reinstall_opt, &a);
 	if (rc < 0)
@@ -184,7 +184,8 @@ static int reinstall_run(struct cli_ctx *ctx, int argc, char **argv)
 			       "Reinstalls nodes: per node, notes the boot id, mounts the ISO as virtual "
 			       "media or sets a one-time PXE boot, power-cycles, waits for the agent to "
 			       "report a new boot id (and the image's OS), ejects the media. More than "
-			       "10 nodes asks to type the count (or --yes). Exit 0 when every node is "
+			       "one node asks to type the count (or --yes; cli.conf confirm_above, "
+			       "KILN_CONFIRM_THRESHOLD). Exit 0 when every node is "
 			       "done, 3 when some failed, 1 when all failed.",
 			       reinstall_opts);
 		goto cleanup;
@@ -232,11 +233,13 @@ static int reinstall_run(struct cli_ctx *ctx, int argc, char **argv)
 		rc = out_results_status(res);
 		goto cleanup;
 	}
-	if (targets > CONFIRM_THRESHOLD && !ctx->yes) {
+	if ((rc = bmc_cli_threshold(&threshold, ctx, NULL, BMC_CLI_CONFIRM_DESTRUCTIVE)) < 0)
+		goto cleanup;
+	if (targets > (size_t)threshold && !ctx->yes) {
 		rc = confirm_count(targets);
 		if (rc == KILN_ENOTFOUND) {
 			rc = cli_usage_error(ctx, "%zu nodes: more than %d needs --yes when there is no "
-					     "terminal to confirm on", targets, CONFIRM_THRESHOLD);
+					     "terminal to confirm on", targets, threshold);
 			goto cleanup;
 		}
 		if (rc != 1) {

@@ -44,7 +44,14 @@ static int dispatch(struct cli_ctx *ctx, int argc, char **argv)
 			return (*c)->run(ctx, argc - next, argv + next);
 		}
 	}
-	return cli_usage_error(ctx, "unknown command '%s'", argv[next]);
+	{
+		const char *names[64];
+		size_t n = 0;
+
+		for (c = cli_commands; *c && n < 64; c++)
+			names[n++] = (*c)->name;
+		return cli_unknown_word(ctx, "command", argv[next], names, n);
+	}
 }
 
 int main(int argc, char **argv)

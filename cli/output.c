@@ -1,4 +1,5 @@
 /* Tables and JSON for the CLI's standard output. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -130,7 +131,7 @@ const char *out_cell(char *buf, size_t len, const json_t *v)
 	} else if (json_is_integer(v)) {
 		snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 	} else if (json_is_real(v)) {
-		snprintf(buf, len, "%g", json_real_value(v));
+		out_number(buf, len, json_real_value(v));
 	} else if (json_is_boolean(v)) {
 		kiln_strlcpy(buf, json_is_true(v) ? "yes" : "no", len);
 	} else if (json_is_array(v)) {
@@ -150,6 +151,90 @@ const char *out_cell(char *buf, size_t len, const json_t *v)
 
 		kiln_strlcpy(buf, dump ? dump : "?", len);
 		free(dump);
+	}
+	return buf;
+}
+
+const char *out_number(char *buf, size_t len, double x)
+{
+	char *dot, *end;
+
+	/* a reading from 10 up to a tenth (612.3 W, 41.5 C), below that three digits */
+	if (fabs(x) >= 10)
+		snprintf(buf, len, "%.1f", x);
+	else
+		snprintf(buf, len, "%.3g", x);
+	if (strchr(buf, 'e') || !(dot = strchr(buf, '.')))
+		return buf;
+	for (end = buf + strlen(buf); end > dot + 1 && end[-1] == '0'; end--)
+		;
+	if (end == dot + 1)
+		end = dot;
+	*end = '\0';
+	return buf;
+}
+
+/* The unit a field's name ends in, as people write it after the number. */
+static const char *unit_of(const char *key)
+{
+	static const struct {
+		const char *suffix, *unit;
+	} units[] = {
+		{ "_w", "W" }, { "_c", "\u00b0C" }, { "_s", "s" }, { "_mhz", "MHz" },
+		{ "_pct", "%" }, { "_percent", "%" }, { "_rpm", "RPM" }, { "_v", "V" },
+	};
+	size_t kl = strlen(key);
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t sl = strlen(units[i].suffix);
+
+		if (kl > sl && strcmp(key + kl - sl, units[i].suffix) == 0)
+			return units[i].unit;
+	}
+	return NULL;
+}
+
+/* Bytes in binary units: 85899345920 -> "80 GiB". */
+static void bytes_print(char *buf, size_t len, double b)
+{
+	static const char *const names[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	size_t u = 0;
+	char num[32];
+
+	while (fabs(b) >= 1024 && u + 1 < sizeof(names) / sizeof(names[0])) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%s %s", out_number(num, sizeof(num), b), names[u]);
+}
+
+const char *out_field(char *buf, size_t len, const char *key, const json_t *v)
+{
+	size_t kl = strlen(key), used = 0;
+	const char *unit = unit_of(key), *k;
+	char num[64];
+	json_t *e;
+
+	if (json_is_number(v) && kl > 6 && strcmp(key + kl - 6, "_bytes") == 0) {
+		bytes_print(buf, len, json_number_value(v));
+		return buf;
+	}
+	if (json_is_number(v) && unit) {
+		snprintf(buf, len, "%s %s", out_cell(num, sizeof(num), v), unit);
+		return buf;
+	}
+	if (!json_is_object(v))
+		return out_cell(buf, len, v);
+	/* an object (a GPU): "name NVIDIA H100, power_draw_w 612.3 W, ..." */
+	buf[0] = '\0';
+	json_object_foreach((json_t *)v, k, e) {
+		char part[512];
+		const char *s = json_is_object(e) || json_is_array(e) ? NULL
+								       : out_field(part, sizeof(part), k, e);
+
+		if (s && used < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s %s", used ? ", " : "",
+						 k, s);
 	}
 	return buf;
 }

@@ -46,6 +46,17 @@ int out_json_print(const json_t *v, FILE *f);
  */
 const char *out_cell(char *buf, size_t len, const json_t *v);
 
+/* A number as people read it into buf: one decimal from 10 up (612.3), three significant
+ * digits below (0.125, 1.5), trailing zeros dropped (41). Returns buf. */
+const char *out_number(char *buf, size_t len, double x);
+
+/*
+ * A field's value for people into buf: numbers with the unit the name ends in (power_draw_w
+ * 612.3 W, temperature_c, _s, _mhz, _pct, _rpm, _v; _bytes in KiB..PiB), an object as
+ * "key value, ..." of its scalar members, anything else as out_cell(). Returns buf or NULL.
+ */
+const char *out_field(char *buf, size_t len, const char *key, const json_t *v);
+
 /* A Unix time as local "YYYY-MM-DD HH:MM:SS" into buf; "-" for 0 or null. Returns buf. */
 const char *out_time(char *buf, size_t len, const json_t *v);
 

@@ -370,6 +370,26 @@ static int header_value_valid(const char *s)
 }
 
 /* One request, buffered (lines NULL) or line by line: what both public calls share. */
+/* What a caller can tell a person about a transfer that got no answer. */
+static enum kiln_http_failure failure_of(CURLcode c)
+{
+	switch (c) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return KILN_HTTP_CONNECT;
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return KILN_HTTP_UNTRUSTED;
+	case CURLE_SSL_CONNECT_ERROR:
+		return KILN_HTTP_TLS_HANDSHAKE;
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_WEIRD_SERVER_REPLY:
+		return KILN_HTTP_NOT_HTTP;
+	default:
+		return KILN_HTTP_ANSWERED;
+	}
+}
+
 static int perform(struct kiln_http_response *resp, const char *method, const char *url,
 		   const char *bearer_token, const char *body, size_t body_len,
 		   const struct kiln_tls_trust *trust, long timeout_ms, size_t max_body,
@@ -380,7 +400,7 @@ static int perform(struct kiln_http_response *resp, const char *method, const ch
 	char errbuf[CURL_ERROR_SIZE] = "", auth[4200], accept[128];
 	const char *ctype = NULL;
 	CURL *h = NULL;
-	CURLcode c;
+	CURLcode c = CURLE_OK;
 	int rc = 0;
 
 	memset(resp, 0, sizeof(*resp));
@@ -508,8 +528,10 @@ static int perform(struct kiln_http_response *resp, const char *method, const ch
 	resp->body_len = sink.body.len;
 	resp->body = kiln_buf_steal(&sink.body);
 cleanup:
-	if (rc < 0)
+	if (rc < 0) {
 		kiln_http_response_free(resp);
+		resp->failure = pin_mismatch[0] ? KILN_HTTP_ANSWERED : failure_of(c);
+	}
 	kiln_buf_free(&sink.body);
 	kiln_buf_free(&sink.line);
 	curl_slist_free_all(headers);

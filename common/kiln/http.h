@@ -18,11 +18,21 @@ struct kiln_tls_trust {
 				  * store between requests; NULL: a new handle per request */
 };
 
+/* Why a request got no HTTP answer, as far as a caller can act on it. */
+enum kiln_http_failure {
+	KILN_HTTP_ANSWERED = 0,  /* an answer came (or the failure is none of these) */
+	KILN_HTTP_CONNECT,       /* nothing listens there, or the host is not found */
+	KILN_HTTP_UNTRUSTED,     /* TLS: the certificate is not trusted (no CA, no pin) */
+	KILN_HTTP_TLS_HANDSHAKE, /* TLS: the handshake failed (a plain HTTP port?) */
+	KILN_HTTP_NOT_HTTP,      /* plain HTTP: closed or garbled (a TLS-only port?) */
+};
+
 struct kiln_http_response {
 	long status;          /* HTTP status, 0 when no response */
 	char *body;           /* NUL-terminated, capped by the max given to the request */
 	size_t body_len;
 	char *content_type;   /* or NULL */
+	enum kiln_http_failure failure; /* set when the request failed without an answer */
 };
 
 /*

@@ -288,6 +288,32 @@ static unsigned authenticate(struct call *call, char *msg, size_t msglen)
 	return 0;
 }
 
+/*
+ * A token whose role falls short tried to change something: the audit log keeps who, what
+ * and why it was refused (a read refused is not an action, and is not written).
+ */
+static void refusal_audit(struct api_ctx *c, const char *method, const char *url,
+			  const char *msg)
+{
+	char target[300], outcome[600], *detail;
+	json_t *roles;
+	int64_t id;
+
+	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+		return;
+	snprintf(target, sizeof(target), "%s %.280s", method, url);
+	snprintf(outcome, sizeof(outcome), "refused: %.500s", msg);
+	roles = json_pack("{s:s, s:s}", "role", api_role_name((int)c->caller.role), "needs",
+			  api_role_name(c->route->role));
+	detail = roles ? json_dumps(roles, JSON_COMPACT) : NULL;
+	json_decref(roles);
+	if (store_audit_begin(c->st, &id, c->caller.name ? c->caller.name : "?", "denied", target,
+			      detail) < 0 ||
+	    store_audit_finish(c->st, id, outcome) < 0)
+		log_warn("api: audit of a refused %s: %s", target, kiln_error_last());
+	free(detail);
+}
+
 /* The first call for a request: route, token and declared size, before any body is read. */
 static enum MHD_Result request_begin(struct call *call, const char *url, const char *method)
 {
@@ -323,6 +349,8 @@ static enum MHD_Result request_begin(struct call *call, const char *url, const c
 		if (status == MHD_HTTP_UNAUTHORIZED)
 			return send_error(c->conn, status, NULL, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					  "Bearer", "%s", msg);
+		if (status == MHD_HTTP_FORBIDDEN && c->route->role <= ROLE_ADMIN)
+			refusal_audit(c, method, url, msg);
 		if (status)
 			return send_error(c->conn, status, NULL, NULL, NULL, "%s", msg);
 	}

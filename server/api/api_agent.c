@@ -671,20 +671,6 @@ int api_agent_state_attach(struct api_ctx *c, json_t *node_obj, int64_t node_id)
 	return json_object_set_new(node_obj, "agent", o) < 0 ? KILN_ERROR : 0;
 }
 
-static int range_resolve(void *ud, const char *name, int is_group, struct kiln_nodelist *out)
-{
-	struct store *st = ud;
-	int rc;
-
-	if (is_group) {
-		rc = store_group_members(st, name, out);
-		return rc == KILN_ENOTFOUND ? 0 : rc;
-	}
-	if (strcmp(name, "all") == 0)
-		return store_node_names(st, out);
-	return kiln_fail(KILN_EINVAL, "'%s' is not a node range", name);
-}
-
 static int cmp_state(const void *key, const void *elem)
 {
 	return strcmp(key, ((const struct agent_state *)elem)->node);
@@ -699,11 +685,8 @@ void api_gpus_list(struct api_ctx *c)
 	json_t *arr = NULL;
 	int rc;
 
-	rc = noderange_expand(&want, range && *range ? range : "all", range_resolve, c->st);
-	if (rc < 0) {
-		api_fail(c, api_status_of(rc), "range", "range: %s", kiln_error_last());
+	if (api_range_expand(c, &want, range && *range ? range : "all", 0) < 0)
 		return;
-	}
 	if ((rc = store_agent_state_list(c->st, &states, &ns)) < 0) {
 		api_fail_code(c, rc, NULL);
 		goto cleanup;
@@ -715,8 +698,9 @@ void api_gpus_list(struct api_ctx *c)
 	}
 	/* One object per node of the range, in the range's order (states are sorted by name). */
 	for (size_t i = 0; i < want.count; i++) {
-		const struct agent_state *a = bsearch(want.names[i], states, ns, sizeof(*states),
-						      cmp_state);
+		/* no agent reported yet: states is NULL, which bsearch must not be given */
+		const struct agent_state *a = ns == 0 ? NULL : bsearch(want.names[i], states, ns,
+								       sizeof(*states), cmp_state);
 		json_t *o;
 
 		if (a) {

@@ -152,7 +152,7 @@ static void fan_known_down(struct live_node *n, const struct fleet_down *down, s
  * become that node's answer. Returns 0 or a negative code with the answer set.
  */
 static int fan_open(struct api_ctx *c, struct fan *f, const char *range, const char *field,
-		    int retry)
+		    int retry, int flags)
 {
 	struct node **all = NULL;
 	struct fleet_down *down = NULL;
@@ -169,8 +169,15 @@ static int fan_open(struct api_ctx *c, struct fan *f, const char *range, const c
 		api_fail(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "kilnd runs without a BMC engine");
 		return KILN_ERROR;
 	}
-	if ((rc = api_fleet_range_expand(c, &f->range, range)) < 0)
+	if ((rc = api_range_expand(c, &f->range, range, flags | API_RANGE_SORTED)) < 0) {
+		if (c->reply && strcmp(field, "range") != 0) /* media's "node" */
+			json_object_set_new(c->reply, "field", json_string(field));
 		return rc;
+	}
+	if (f->range.count == 0) { /* a read whose exclusions left nothing: an empty answer */
+		api_reply(c, MHD_HTTP_OK, json_array());
+		return KILN_ENOTFOUND;
+	}
 	if ((rc = store_node_list(c->st, &all, &nall)) < 0 ||
 	    (!retry && (rc = store_fleet_down_list(c->st, &down, &ndown)) < 0)) {
 		api_fail_code(c, rc, NULL);
@@ -375,7 +382,7 @@ static void fan_read(struct api_ctx *c, const struct bmc_op *op, const char *ran
 {
 	struct fan f;
 
-	if (fan_open(c, &f, range, field, query_retry(c)) < 0)
+	if (fan_open(c, &f, range, field, query_retry(c), 0) < 0)
 		goto cleanup;
 	f.call->op = *op;
 	fan_start(c, &f);
@@ -416,7 +423,7 @@ static void fan_act(struct api_ctx *c, const struct bmc_op *op, const char *rang
 	json_t *v;
 	int batches;
 
-	if (fan_open(c, &f, range, field, retry) < 0)
+	if (fan_open(c, &f, range, field, retry, API_RANGE_ACTION) < 0)
 		goto cleanup;
 	if (dry_run) {
 		pthread_mutex_lock(&busy_lock);

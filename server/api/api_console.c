@@ -278,7 +278,7 @@ void api_console_capture_range(struct api_ctx *c)
 		api_fail_code(c, KILN_EINVAL, "enabled");
 		return;
 	}
-	if (api_fleet_range_expand(c, &range, expr) < 0)
+	if (api_range_expand(c, &range, expr, API_RANGE_ACTION | API_RANGE_SORTED) < 0)
 		return;
 	arr = json_array();
 	if (!arr) {

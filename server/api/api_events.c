@@ -51,7 +51,7 @@ void api_events_list(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "limit", "limit must be 1 to %d", EVENTS_LIMIT_MAX);
 		return;
 	}
-	if (range && api_fleet_range_expand(c, &want, range) < 0)
+	if (range && api_range_expand(c, &want, range, API_RANGE_SORTED) < 0)
 		return;
 	if (since_text)
 		since = (int64_t)time(NULL) - ago;

@@ -166,8 +166,17 @@ void api_hung_list(struct api_ctx *c);
 void api_nodes_maintenance(struct api_ctx *c);
 void api_events_list(struct api_ctx *c);
 struct kiln_nodelist;
-/* Expands a noderange (with @group and all) sorted for api_fleet_range_has; answers 400. */
-int api_fleet_range_expand(struct api_ctx *c, struct kiln_nodelist *out, const char *range);
+/* api_range_expand flags. */
+#define API_RANGE_ACTION 1 /* a range that comes out empty is 404: nothing to act on */
+#define API_RANGE_SORTED 2 /* names sorted for api_fleet_range_has, not in range order */
+/*
+ * Expands a request's noderange (with @group and all, from the store) into *out, which the
+ * caller zeroed. A malformed range answers 400; a name or @group that matches no stored node
+ * answers 404 {"error","field":"range","unknown":[names]} before anything is done; an empty
+ * result is 200's business for a read and 404 with API_RANGE_ACTION. Returns 0, or the
+ * negative code with the answer set.
+ */
+int api_range_expand(struct api_ctx *c, struct kiln_nodelist *out, const char *range, int flags);
 int api_fleet_range_has(const struct kiln_nodelist *l, const char *name);
 
 /* Live BMC calls over a noderange (api_bmc.c): a result per node, actions audited. */

@@ -269,7 +269,7 @@ void api_reinstall_post(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "kilnd runs without a BMC engine");
 		goto cleanup;
 	}
-	if (api_fleet_range_expand(c, &range, rng) < 0)
+	if (api_range_expand(c, &range, rng, API_RANGE_ACTION | API_RANGE_SORTED) < 0)
 		goto cleanup;
 	if ((rc = store_node_list(c->st, &all, &nall)) < 0) {
 		api_fail_code(c, rc, NULL);
@@ -365,7 +365,7 @@ void api_jobs_list(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "active", "active must be 0 or 1");
 		return;
 	}
-	if (rng && rng[0] && api_fleet_range_expand(c, &range, rng) < 0)
+	if (rng && rng[0] && api_range_expand(c, &range, rng, API_RANGE_SORTED) < 0)
 		return;
 	rc = store_job_list(c->st, &list, &n, active && strcmp(active, "1") == 0, 0);
 	if (rc < 0) {

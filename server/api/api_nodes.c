@@ -10,39 +10,9 @@
 
 #define IMPORT_MAX 100000
 
-/* @group and "all" in a noderange, answered from the store. */
-static int range_resolve(void *ud, const char *name, int is_group, struct kiln_nodelist *out)
-{
-	struct store *st = ud;
-	int rc;
-
-	if (is_group) {
-		rc = store_group_members(st, name, out);
-		return rc == KILN_ENOTFOUND ? 0 : rc; /* an unknown group matches nothing */
-	}
-	if (strcmp(name, "all") == 0)
-		return store_node_names(st, out);
-	return kiln_fail(KILN_EINVAL, "'%s' is not a node range", name);
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Expands the ?range= argument into names sorted for bsearch; 400 (field "range") on error. */
-static int range_expand(struct api_ctx *c, struct kiln_nodelist *out, const char *range)
-{
-	int rc;
-
-	rc = noderange_expand(out, range, range_resolve, c->st);
-	if (rc < 0) {
-		api_fail(c, api_status_of(rc), "range", "range: %s", kiln_error_last());
-		return rc;
-	}
-	if (out->count > 1)
-		qsort(out->names, out->count, sizeof(out->names[0]), cmp_str);
-	return 0;
 }
 
 static int sorted_has(const struct kiln_nodelist *l, const char *name)
@@ -59,7 +29,7 @@ void api_nodes_list(struct api_ctx *c)
 	json_t *arr;
 	int rc;
 
-	if (range && range_expand(c, &want, range) < 0)
+	if (range && api_range_expand(c, &want, range, API_RANGE_SORTED) < 0)
 		return;
 	rc = store_node_list(c->st, &nodes, &count);
 	if (rc < 0) {
@@ -214,7 +184,7 @@ void api_nodes_delete_range(struct api_ctx *c)
 			 "query argument 'range' is required (a NODERANGE, or 'all')");
 		return;
 	}
-	if (range_expand(c, &want, range) < 0)
+	if (api_range_expand(c, &want, range, API_RANGE_ACTION | API_RANGE_SORTED) < 0)
 		return;
 	if (want.count == 0) {
 		api_fail(c, MHD_HTTP_NOT_FOUND, "range", "range '%.100s' matches no node", range);

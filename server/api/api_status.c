@@ -14,45 +14,6 @@
 
 #define MAINT_REASON_MAX 500
 
-static int range_resolve(void *ud, const char *name, int is_group, struct kiln_nodelist *out)
-{
-	struct store *st = ud;
-	int rc;
-
-	if (is_group) {
-		rc = store_group_members(st, name, out);
-		return rc == KILN_ENOTFOUND ? 0 : rc;
-	}
-	if (strcmp(name, "all") == 0)
-		return store_node_names(st, out);
-	return kiln_fail(KILN_EINVAL, "'%s' is not a node range", name);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int api_fleet_range_expand(struct api_ctx *c, struct kiln_nodelist *out, const char *range)
-{
-	int rc = noderange_expand(out, range, range_resolve, c->st);
-
-	if (rc < 0) {
-		api_fail(c, api_status_of(rc), "range", "range: %s", kiln_error_last());
-		return rc;
-	}
-	if (out->count > 1)
-		qsort(out->names, out->count, sizeof(out->names[0]), cmp_str);
-	return 0;
-}
-
-int api_fleet_range_has(const struct kiln_nodelist *l, const char *name)
-{
-	/* bsearch over an empty (NULL) array is undefined */
-	return l->count > 0 &&
-	       bsearch(&name, l->names, l->count, sizeof(l->names[0]), cmp_str) != NULL;
-}
-
 /* A node id and its entry in one of the fleet's lists; sorted by id for bsearch. */
 struct id_ref {
 	int64_t id;
@@ -573,7 +534,7 @@ void api_status_get(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "form", "form must be 'rows' or 'objects'");
 		return;
 	}
-	if (range && api_fleet_range_expand(c, &want, range) < 0)
+	if (range && api_range_expand(c, &want, range, API_RANGE_SORTED) < 0)
 		return;
 	if (form && strcmp(form, "rows") == 0) {
 		status_rows_reply(c, range ? &want : NULL, only_problems);
@@ -634,7 +595,7 @@ void api_hung_list(struct api_ctx *c)
 	char *compact;
 	int rc;
 
-	if (range && api_fleet_range_expand(c, &want, range) < 0)
+	if (range && api_range_expand(c, &want, range, API_RANGE_SORTED) < 0)
 		return;
 	rc = fleet_load(&f, c->st);
 	if (rc < 0) {
@@ -702,7 +663,7 @@ void api_nodes_maintenance(struct api_ctx *c)
 			 MAINT_REASON_MAX);
 		return;
 	}
-	if (api_fleet_range_expand(c, &want, range) < 0)
+	if (api_range_expand(c, &want, range, API_RANGE_ACTION | API_RANGE_SORTED) < 0)
 		return;
 	if (want.count == 0) {
 		api_fail(c, MHD_HTTP_NOT_FOUND, "range", "range '%.100s' matches no node", range);

@@ -8,20 +8,6 @@
 #include "kiln/noderange.h"
 #include "versions_audit.h"
 
-static int range_resolve(void *ud, const char *name, int is_group, struct kiln_nodelist *out)
-{
-	struct store *st = ud;
-	int rc;
-
-	if (is_group) {
-		rc = store_group_members(st, name, out);
-		return rc == KILN_ENOTFOUND ? 0 : rc;
-	}
-	if (strcmp(name, "all") == 0)
-		return store_node_names(st, out);
-	return kiln_fail(KILN_EINVAL, "'%s' is not a node range", name);
-}
-
 /* range NULL or "": every node. */
 static void audit_answer(struct api_ctx *c, const char *range, const json_t *policy)
 {
@@ -33,10 +19,8 @@ static void audit_answer(struct api_ctx *c, const char *range, const json_t *pol
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "policy", "%s", kiln_error_last());
 		return;
 	}
-	if (range && range[0] && (rc = noderange_expand(&names, range, range_resolve, c->st)) < 0) {
-		api_fail(c, api_status_of(rc), "range", "range: %s", kiln_error_last());
+	if (range && range[0] && api_range_expand(c, &names, range, 0) < 0)
 		goto cleanup;
-	}
 	rc = vaudit_store_run(&res, c->st, range && range[0] ? &names : NULL, policy);
 	if (rc < 0) {
 		api_fail_code(c, rc, rc == KILN_ENOTFOUND ? "range" : NULL);

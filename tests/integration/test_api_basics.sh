@@ -131,8 +131,10 @@ expect "rename vm01 to vm02" 200 PATCH /nodes/vm01 '{"name":"vm02"}'
 expect "vm01 is gone after the rename" 404 GET /nodes/vm01
 expect "rename onto an existing name" 409 PATCH /nodes/vm02 '{"name":"gpu01"}'
 
-expect "list a range" 200 GET '/nodes?range=gpu%5B01-03%5D'
-jq_is "range gpu[01-03] matches the two that exist" '[.[].name]' '["gpu01","gpu02"]'
+expect "list a range" 200 GET '/nodes?range=gpu%5B01-02%5D'
+jq_is "range gpu[01-02]" '[.[].name]' '["gpu01","gpu02"]'
+expect "a range naming a node that does not exist" 404 GET '/nodes?range=gpu%5B01-03%5D'
+jq_is "  ... says which, field range" '[.field, .unknown]' '["range",["gpu03"]]'
 expect "list a group" 200 GET '/nodes?range=@a100,-gpu02'
 jq_is "@a100 minus gpu02" '[.[].name]' '["gpu01"]'
 expect "list all" 200 GET '/nodes?range=all'
@@ -147,8 +149,8 @@ jq_is "import error has index and field" '[.index, .field]' '[1,"bmc"]'
 expect "import naming an existing node" 409 POST /nodes/import '{"nodes":[{"name":"imp01"},{"name":"gpu01"}]}'
 jq_is "import conflict index" '[.index, .field]' '[1,"name"]'
 expect "import with a duplicate inside" 400 POST /nodes/import '{"nodes":[{"name":"imp01"},{"name":"imp01"}]}'
-expect "nothing imported by the refused imports" 200 GET '/nodes?range=imp%5B01-03%5D'
-jq_is "no imp nodes" 'length' 0
+expect "nothing imported by the refused imports" 200 GET '/nodes'
+jq_is "no imp nodes" '[.[] | select(.name | startswith("imp"))] | length' 0
 expect "import three" 201 POST /nodes/import '{"nodes":[{"name":"imp01"},{"name":"imp02","groups":["imp"]},{"name":"imp03"}]}'
 jq_is "import answers the nodes" '[.[].name]' '["imp01","imp02","imp03"]'
 expect "range delete naming a missing node" 404 DELETE '/nodes?range=imp%5B01-04%5D'

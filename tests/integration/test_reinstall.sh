@@ -113,7 +113,7 @@ wait_for "every agent reported its boot id" 30 all_reported && pass "4 agents re
 	fail "image add iso-img"
 "$KILN" image add pxe-img --pxe >/dev/null || fail "image add pxe-img"
 "$KILN" image add bad --iso 'ftp://x' >/dev/null 2>&1
-same "image add with a bad URL is refused" "$?" 1
+same "image add with a bad URL is refused (kilnd's 400: a usage error)" "$?" 2
 "$KILN" image add both --iso http://x/y.iso --pxe >/dev/null 2>&1
 same "--iso and --pxe together is a usage error" "$?" 2
 same "kiln image list -o json" "$("$KILN" image list -o json | jq -r '[.[] | .name + ":" + .kind] | join(",")')" \

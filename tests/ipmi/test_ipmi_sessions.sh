@@ -43,7 +43,7 @@ o0=$(ipmisim_opens 0)
 : > "$D/chassis/history"
 out=$(ipmisim_drive "$T" --rounds 2 --first power-status power on) || fail "read then on: $out"
 echo "$out" | jq -e '.rounds[0].results[0].power == "off" and
-	(.rounds[1].results[0] | .power == "on" and .result == "confirmed")' > /dev/null ||
+	(.rounds[1].results[0] | .power == "on" and .result == "ok")' > /dev/null ||
 	fail "read then on: $out"
 [ "$(opens_since "$o0")" = 1 ] || fail "read then on opened $(opens_since "$o0") sessions"
 power_is 1

@@ -220,6 +220,11 @@ static int do_power_action(json_t **out, struct sess *s, const struct ipmi_job *
 			: strcmp(action, "off") == 0 ? IPMI_CHASSIS_CONTROL_POWER_DOWN
 						     : IPMI_CHASSIS_CONTROL_INITIATE_SOFT_SHUTDOWN;
 
+		/* Already there: nothing sent, the word Redfish uses (docs/API.md's results). */
+		if (before == want) {
+			*out = power_data(want, job->action, "noop");
+			return 0;
+		}
 		rc = chassis_control(s, control, "chassis control");
 		if (rc < 0)
 			return rc;
@@ -229,7 +234,7 @@ static int do_power_action(json_t **out, struct sess *s, const struct ipmi_job *
 		if (!p)
 			return kiln_fail(KILN_ETIMEOUT, "power %s: still %s after %ld ms", job->action,
 					 want ? "off" : "on", job->action_timeout_ms);
-		*out = power_data(want, job->action, "confirmed");
+		*out = power_data(want, job->action, "ok");
 		return 0;
 	}
 	if (strcmp(action, "reset") == 0) {
@@ -266,7 +271,7 @@ static int do_power_action(json_t **out, struct sess *s, const struct ipmi_job *
 		if (!p)
 			return kiln_fail(KILN_ETIMEOUT, "power cycle: went off but not back on within %ld ms",
 					 job->action_timeout_ms);
-		*out = power_data(1, job->action, "confirmed");
+		*out = power_data(1, job->action, "ok");
 	}
 	return 0;
 }

@@ -1,4 +1,5 @@
-/* Unit tests for the CLI's option parsing (cli/args.c) and table output (cli/output.c). */
+/* Unit tests for the CLI's option parsing and nearest names (cli/args.c), table output and
+ * numbers for people (cli/output.c), and the exit code of kilnd's answers (cli/client.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <kiln/error.h>
 
 #include "cli.h"
+#include "client.h"
 #include "output.h"
 
 enum { O_NAME = 1, O_FLAG, O_GROUP };
@@ -188,6 +190,92 @@ static void test_results_status(void **state)
 	json_decref(all);
 }
 
+/* "did you mean": the nearest command or verb, or none when nothing is near. */
+static void test_nearest(void **state)
+{
+	static const char *const cmds[] = { "status", "node", "token", "audit", "report", "agent",
+					    "gpus", "power", "boot", "media", "sensors", "sel",
+					    "inventory", "events", "image", "reinstall", "jobs",
+					    "console" };
+	static const struct {
+		const char *typed, *want;
+	} typos[] = {
+		{ "stauts", "status" },  /* two letters swapped */
+		{ "powr", "power" },     /* one left out */
+		{ "po", "power" },       /* the only one it starts */
+		{ "sensor", "sensors" },
+		{ "reinstal", "reinstall" },
+		{ "s", NULL },           /* starts several: no guess */
+		{ "frobnicate", NULL },
+		{ "", NULL },
+	};
+	size_t n = sizeof(cmds) / sizeof(cmds[0]);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(typos) / sizeof(typos[0]); i++) {
+		const char *got = cli_nearest(typos[i].typed, cmds, n);
+
+		if (!typos[i].want)
+			assert_null(got);
+		else
+			assert_non_null(got), assert_string_equal(got, typos[i].want);
+	}
+}
+
+/* Numbers as people read them, and units from the field's name. */
+static void test_human_numbers(void **state)
+{
+	static const struct {
+		double x;
+		const char *want;
+	} nums[] = {
+		{ 612.34500000000003, "612.3" }, { 41.0, "41" }, { 4898.8, "4898.8" },
+		{ 0.125, "0.125" }, { 1.5, "1.5" }, { -12.25, "-12.2" }, { 0, "0" },
+	};
+	char buf[256];
+	json_t *v, *gpu;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+		assert_string_equal(out_number(buf, sizeof(buf), nums[i].x), nums[i].want);
+	v = json_real(612.34500000000003);
+	assert_string_equal(out_cell(buf, sizeof(buf), v), "612.3");
+	assert_string_equal(out_field(buf, sizeof(buf), "power_draw_w", v), "612.3 W");
+	json_decref(v);
+	v = json_integer(85899345920);
+	assert_string_equal(out_field(buf, sizeof(buf), "memory_total_bytes", v), "80 GiB");
+	json_decref(v);
+	v = json_integer(41);
+	assert_string_equal(out_field(buf, sizeof(buf), "temperature_c", v), "41 \u00b0C");
+	assert_string_equal(out_field(buf, sizeof(buf), "gpu_count", v), "41");
+	json_decref(v);
+	gpu = json_pack("{s:i, s:s, s:f, s:[]}", "index", 0, "name", "H100", "power_draw_w",
+			612.345, "processes");
+	assert_string_equal(out_field(buf, sizeof(buf), "gpus", gpu),
+			    "index 0, name H100, power_draw_w 612.3 W");
+	json_decref(gpu);
+}
+
+/* kilnd's refusals of what was typed are usage errors (exit 2), the rest by status. */
+static void test_answer_code(void **state)
+{
+	json_t *unknown = json_pack("{s:s, s:s, s:[s]}", "error", "no such node: gpu99", "field",
+				    "range", "unknown", "gpu99");
+	json_t *node = json_pack("{s:s}", "error", "no node 'gpu99'");
+	json_t *policy = json_pack("{s:s, s:s}", "error", "unknown key", "field", "policy");
+
+	(void)state;
+	assert_int_equal(cli_answer_code(404, unknown), CLI_EUSAGE);
+	assert_int_equal(cli_answer_code(400, policy), CLI_EUSAGE);
+	assert_int_equal(cli_answer_code(400, NULL), CLI_EUSAGE);
+	assert_int_equal(cli_answer_code(404, node), KILN_ENOTFOUND);
+	assert_int_equal(cli_answer_code(403, NULL), KILN_EPERM);
+	assert_int_equal(cli_answer_code(409, NULL), KILN_EEXISTS);
+	json_decref(unknown);
+	json_decref(node);
+	json_decref(policy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -196,6 +284,9 @@ int main(void)
 		cmocka_unit_test(test_leading_globals),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_results_status),
+		cmocka_unit_test(test_nearest),
+		cmocka_unit_test(test_human_numbers),
+		cmocka_unit_test(test_answer_code),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
