@@ -18,6 +18,7 @@
 #include "kiln/error.h"
 #include "kiln/json_arena.h"
 #include "kiln/log.h"
+#include "kiln/version.h"
 #include "live.h"
 #include "poller.h"
 #include "receive_gap.h"
@@ -143,7 +144,7 @@ int main(int argc, char **argv)
 			ret = kilnd_config_example_write(stdout) < 0;
 			goto cleanup;
 		case OPT_VERSION:
-			printf("kilnd %s\n", KILN_VERSION);
+			kiln_version_print(stdout, "kilnd");
 			ret = 0;
 			goto cleanup;
 		case OPT_HELP:
