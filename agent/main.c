@@ -55,8 +55,8 @@ static void usage(FILE *f)
 	fputs("usage: kiln-agent --server URL (--token-file F | --enroll-token-file F) [--ca FILE]\n"
 	      "                  [--interval S] [--once] [--print] [--nvml-lib PATH] [--root DIR]\n"
 	      "                  [--state-dir DIR] [--nvml-timeout S] [--spool-max-mb N]\n"
-	      "                  [--log-level error|warn|info|debug]\n"
-	      "       kiln-agent --version\n"
+	      "                  [--log-level error|warn|info|debug] [--cycles N]\n"
+	      "       kiln-agent --version | --help\n"
 	      "  --print writes the report to stdout and sends nothing (no server or token needed).\n",
 	      f);
 }
