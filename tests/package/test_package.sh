@@ -107,10 +107,10 @@ CREDENTIALS_DIRECTORY=$C kiln_test_start_kilnd "" --config "$R/etc/kiln/kilnd.co
 case $KILND_URL in https://*) pass "kilnd serves HTTPS with the credentials" ;;
 *) fail "kilnd did not take the credentials: $KILND_URL" ;; esac
 same "the certificate is the credential's" \
-	"$(curl -s --cacert "$C/tls.crt" -o /dev/null -w '%{http_code}' "$KILND_URL/api/v1/health")" 200
+	"$(curl -s --proto =https --cacert "$C/tls.crt" -o /dev/null -w '%{http_code}' "$KILND_URL/api/v1/health")" 200
 kiln_test_stop_kilnd
 rm "$C/tls.key"
-CREDENTIALS_DIRECTORY=$C "$KILND" --state-dir "$KILN_TEST_TMP/s2" --listen 127.0.0.1:0 \
+CREDENTIALS_DIRECTORY=$C timeout -s INT 20 "$KILND" --state-dir "$KILN_TEST_TMP/s2" --listen 127.0.0.1:0 \
 	>/dev/null 2>"$KILN_TEST_TMP/half.log"
 same "a certificate without its key stops kilnd" "$?" 1
 grep -q "tls.crt and tls.key go together" "$KILN_TEST_TMP/half.log"
