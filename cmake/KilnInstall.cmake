@@ -1,6 +1,8 @@
 # install() rules (GNUInstallDirs) and the Debian packages (CPack DEB): kiln-server,
 # kiln-cli, kiln-agent, one install component each.
-#   cmake --install build --prefix /tmp/x      a complete tree under /tmp/x
+#   cmake --install build --prefix /tmp/x      a complete tree under /tmp/x (a build not
+#                                              configured for /usr; for one that is,
+#                                              DESTDIR=/tmp/x cmake --install build)
 #   cmake -S . -B build -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=RelWithDebInfo
 #   cmake --build build && (cd build && cpack -G DEB)
 include(GNUInstallDirs)
@@ -18,8 +20,14 @@ else()
   set(_etc ${CMAKE_INSTALL_SYSCONFDIR})
   set(_units lib/systemd/system)
 endif()
-set(KILN_INSTALL_ETC ${_etc} CACHE STRING "Where kiln's configuration files are installed")
-set(KILN_SYSTEMD_UNIT_DIR ${_units} CACHE STRING "Where the systemd units are installed")
+# -DKILN_INSTALL_ETC=, -DKILN_SYSTEMD_UNIT_DIR= override them; otherwise they follow the prefix
+# at every configure. A /usr build has absolute /etc paths: stage it with DESTDIR, not --prefix.
+if(NOT KILN_INSTALL_ETC)
+  set(KILN_INSTALL_ETC ${_etc})
+endif()
+if(NOT KILN_SYSTEMD_UNIT_DIR)
+  set(KILN_SYSTEMD_UNIT_DIR ${_units})
+endif()
 set(KILN_PACKAGE_MAINTAINER "kiln developers <kiln@kiln.invalid>" CACHE STRING
     "The Maintainer of the Debian packages")
 set(KILN_DEB_RELEASE 1 CACHE STRING "The Debian revision of the packages")

@@ -65,6 +65,27 @@ check "kiln-server's Depends come from dpkg-shlibdeps" $? "$(dpkg-deb -f "${debs
 readelf -S "$R/usr/bin/kilnd" | grep -q -e '\.debug_info' -e '\.symtab'
 same "the packaged kilnd is stripped" "$?" 1
 
+# cmake --install --prefix of the test build (not configured for /usr: DESTDIR keeps this
+# safe either way) gives the whole tree under the prefix
+B=$KILN_BIN/..
+if grep -q '^CMAKE_INSTALL_PREFIX:PATH=/usr$' "$B/CMakeCache.txt"; then
+	echo "skipped the --prefix tree: $B is configured for /usr"
+else
+	D=$KILN_TEST_TMP/destdir
+	DESTDIR=$D cmake --install "$B" --prefix /opt/kiln >"$KILN_TEST_TMP/install.log" 2>&1
+	check "cmake --install --prefix" $? "$(tail -5 "$KILN_TEST_TMP/install.log")"
+	missing=
+	for f in bin/kilnd bin/kiln bin/kiln-agent etc/kiln/kilnd.conf etc/default/kiln-agent \
+		lib/systemd/system/kilnd.service lib/systemd/system/kiln-agent.service \
+		share/man/man1/kiln.1.gz share/man/man5/kilnd.conf.5.gz share/man/man8/kilnd.8.gz \
+		share/man/man8/kiln-agent.8.gz share/bash-completion/completions/kiln \
+		share/zsh/vendor-completions/_kiln share/doc/kiln-cli/examples/cli.conf.example; do
+		[ -e "$D/opt/kiln/$f" ] || missing="$missing $f"
+	done
+	same "the --prefix tree is complete" "$missing" ""
+	same "and nothing lands outside the prefix" "$(ls "$D")" "opt"
+fi
+
 # the units, as installed: systemd-analyze reads the unpacked binaries and man pages
 mkdir -p "$KILN_TEST_TMP/units"
 for u in kilnd kiln-agent; do
