@@ -95,6 +95,24 @@ out=$(MANPATH=$R/usr/share/man systemd-analyze verify "$KILN_TEST_TMP/units/kiln
 	"$KILN_TEST_TMP/units/kiln-agent.service" 2>&1)
 same "systemd-analyze verify passes on both units, silently" "$? $out" "0 "
 
+# what the units start: the packaged configuration, and the agent's server from its own file
+exec_of() { sed -n 's/^ExecStart=//p' "$R/lib/systemd/system/$1.service"; }
+conf=$(exec_of kilnd | sed -n 's/.*--config \([^ ]*\).*/\1/p')
+[ -n "$conf" ] && [ -f "$R$conf" ]
+check "kilnd.service's --config is the packaged $conf" $? "ExecStart=$(exec_of kilnd)"
+grep -q '^User=kiln$' "$R/lib/systemd/system/kilnd.service" &&
+	! grep -q '^DynamicUser=yes' "$R/lib/systemd/system/kilnd.service"
+check "kilnd.service runs as the kiln user the postinst creates" $? "no User=kiln"
+dpkg-deb --ctrl-tarfile "${debs[0]}" | tar -xO ./postinst | grep -q 'adduser --system'
+check "kiln-server's postinst creates it" $? "no adduser in postinst"
+env_file=$(sed -n 's/^EnvironmentFile=-\{0,1\}//p' "$R/lib/systemd/system/kiln-agent.service")
+[ -n "$env_file" ] && [ -f "$R$env_file" ] && grep -q '^KILN_SERVER=' "$R$env_file"
+check "kiln-agent.service reads the packaged $env_file" $? "EnvironmentFile=$env_file"
+case $(exec_of kiln-agent) in
+*'--server ${KILN_SERVER}'*) pass "kiln-agent.service takes the server from it" ;;
+*) fail "kiln-agent.service's server is not from its config: $(exec_of kiln-agent)" ;;
+esac
+
 # the man pages render
 for page in man1/kiln.1 man8/kilnd.8 man8/kiln-agent.8 man5/kilnd.conf.5; do
 	warn=$(MANWIDTH=80 LC_ALL=C.UTF-8 man --warnings -l "$R/usr/share/man/$page.gz" 2>&1 >/dev/null)
