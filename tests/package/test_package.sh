@@ -137,6 +137,31 @@ same "the installed completion: kiln power cycle @<TAB>, kiln po<TAB>" "$(cat "$
 	"@a100 power"
 kiln_test_stop_kilnd
 
+# an upgrade: a database as the previous release left it (every migration but the last, and
+# a node) is migrated by the new kilnd on its first start, and keeps what it held
+U=$KILN_TEST_TMP/upgrade
+mkdir -p "$U"
+last=$(ls "$KILN_SRC"/schema/[0-9][0-9][0-9]_*.sql | tail -1)
+n=$(basename "$last" | sed 's/^0*\([0-9]*\)_.*/\1/')
+{
+	for f in "$KILN_SRC"/schema/[0-9][0-9][0-9]_*.sql; do
+		[ "$f" = "$last" ] || cat "$f"
+	done
+	echo "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+	echo " applied_at INTEGER NOT NULL);"
+	for f in "$KILN_SRC"/schema/[0-9][0-9][0-9]_*.sql; do
+		[ "$f" = "$last" ] && continue
+		b=$(basename "$f" .sql)
+		echo "INSERT INTO schema_version VALUES (${b%%_*}, '$b', 0);"
+	done
+	echo "INSERT INTO nodes (name, created_at, updated_at) VALUES ('old01', 0, 0);"
+} | sqlite3 "$U/kiln.db"
+check "an older schema's database is made" $? "sqlite3 failed"
+kiln_test_start_kilnd "$U" --config "$R/etc/kiln/kilnd.conf" || exit 1
+same "the first start migrates it to schema $n" "$(curl -s "$KILND_URL/api/v1/health" | jq .schema)" "$n"
+same "and keeps what it held" "$(kiln -o json node list | jq -r '.[].name')" "old01"
+kiln_test_stop_kilnd
+
 # a site certificate handed over as systemd credentials (LoadCredential=tls.crt, tls.key)
 C=$KILN_TEST_TMP/credentials
 mkdir -p "$C"
