@@ -197,17 +197,18 @@ static bool short_plain(const char *s)
 				       "ABCDEFGHIJKLMNOPQRSTUVWXYZ", s[1]) && !s[2]);
 }
 
-/* "a|b|c" (an option's fixed values, a synopsis' keywords): 1 when every part is plain. */
+/* "a|b|c" (an option's fixed values, a synopsis' keywords): true when every part is plain. */
 static bool alternatives(const char *s)
 {
 	char part[64];
 	const char *bar;
+	size_t len;
 
 	if (!strchr(s, '|'))
 		return false;
 	for (;;) {
 		bar = strchr(s, '|');
-		size_t len = bar ? (size_t)(bar - s) : strlen(s);
+		len = bar ? (size_t)(bar - s) : strlen(s);
 
 		if (len == 0 || len >= sizeof(part))
 			return false;

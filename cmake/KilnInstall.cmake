@@ -82,7 +82,7 @@ if(KILN_DOCS)
 endif()
 
 # The packages. Dependencies come from dpkg-shlibdeps over the binaries, plus what the
-# maintainer scripts run (adduser).
+# maintainer scripts run (adduser; deb-systemd-invoke is in the essential init-system-helpers).
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME kiln)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
