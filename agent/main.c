@@ -20,6 +20,7 @@
 #include "kiln/http.h"
 #include "kiln/log.h"
 #include "kiln/parse.h"
+#include "kiln/version.h"
 #include "nvml.h"
 #include "report.h"
 #include "spool.h"
@@ -54,7 +55,8 @@ static void usage(FILE *f)
 	fputs("usage: kiln-agent --server URL (--token-file F | --enroll-token-file F) [--ca FILE]\n"
 	      "                  [--interval S] [--once] [--print] [--nvml-lib PATH] [--root DIR]\n"
 	      "                  [--state-dir DIR] [--nvml-timeout S] [--spool-max-mb N]\n"
-	      "                  [--log-level error|warn|info|debug]\n"
+	      "                  [--log-level error|warn|info|debug] [--cycles N]\n"
+	      "       kiln-agent --version | --help\n"
 	      "  --print writes the report to stdout and sends nothing (no server or token needed).\n",
 	      f);
 }
@@ -85,6 +87,7 @@ static int parse_args(struct options *o, int argc, char **argv)
 		{ "spool-max-mb", required_argument, NULL, OPT_SPOOL_MAX },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "cycles", required_argument, NULL, OPT_CYCLES },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -130,6 +133,9 @@ static int parse_args(struct options *o, int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			kiln_version_print(stdout, "kiln-agent");
 			exit(0);
 		default:
 			return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);

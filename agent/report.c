@@ -5,13 +5,10 @@
 #include <time.h>
 
 #include "kiln/error.h"
+#include "kiln/version.h"
 #include "nvml.h"
 #include "report.h"
 #include "xid.h"
-
-#ifndef KILN_VERSION
-#define KILN_VERSION "0.1.0"
-#endif
 
 int report_id_generate(char out[33])
 {
@@ -111,7 +108,7 @@ int report_build(json_t **out, struct report_ctx *ctx)
 	ctx->seq++;
 	time_rfc3339(now, time(NULL));
 	time_rfc3339(started, (time_t)ctx->started_at);
-	agent = json_pack("{s:s,s:s,s:I,s:i,s:I,s:I,s:I}", "version", KILN_VERSION, "started_at",
+	agent = json_pack("{s:s,s:s,s:I,s:i,s:I,s:I,s:I}", "version", kiln_version, "started_at",
 			  started, "seq", (json_int_t)ctx->seq, "interval_s", ctx->interval_s,
 			  "spool_dropped", (json_int_t)ctx->spool_dropped, "kmsg_overruns",
 			  (json_int_t)xid_reader_overruns(ctx->xid), "xid_events_dropped",

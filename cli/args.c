@@ -211,9 +211,48 @@ static void opts_print(FILE *f, const struct cli_opt *opts)
 	}
 }
 
+void cli_list_field(FILE *f, const char *s, char end)
+{
+	if (!s || !*s)
+		s = "-";
+	for (; *s; s++)
+		fputc(*s == '\n' || *s == '\t' ? ' ' : *s, f);
+	fputc(end, f);
+}
+
+/* One "opt" (or "global", path NULL) line per option. */
+static void opts_list(FILE *f, const char *path, const struct cli_opt *opts)
+{
+	for (; opts && opts->name; opts++) {
+		char s[3] = "-";
+
+		if (opts->short_name)
+			snprintf(s, sizeof(s), "-%c", opts->short_name);
+		if (path)
+			fprintf(f, "opt\t%s\t", path);
+		else
+			fputs("global\t", f);
+		fprintf(f, "--%s\t%s\t", opts->name, s);
+		cli_list_field(f, opts->arg, '\t');
+		cli_list_field(f, opts->help, '\n');
+	}
+}
+
+void cli_globals_list(FILE *f)
+{
+	opts_list(f, NULL, global_opts);
+}
+
 void cli_help_print(FILE *f, const struct cli_ctx *ctx, const char *synopsis, const char *summary,
 		    const struct cli_opt *opts)
 {
+	if (ctx->list) {
+		fprintf(ctx->list, "usage\t%s\t", ctx->cmd_path);
+		cli_list_field(ctx->list, synopsis, '\t');
+		cli_list_field(ctx->list, summary, '\n');
+		opts_list(ctx->list, ctx->cmd_path, opts);
+		return;
+	}
 	fprintf(f, "usage: kiln%s%s%s%s\n\n%s\n", ctx->cmd_path[0] ? " " : "", ctx->cmd_path,
 		synopsis && *synopsis ? " " : "", synopsis ? synopsis : "", summary);
 	if (opts && opts->name) {
@@ -312,6 +351,26 @@ int cli_unknown_word(const struct cli_ctx *ctx, const char *what, const char *wo
 	return cli_usage_error(ctx, "unknown %s '%s'", what, word);
 }
 
+/* List mode: a "verb" line for each verb, then the verb's own --help (its usage and options). */
+static int verbs_list(struct cli_ctx *ctx, const struct cli_verb *verbs)
+{
+	char saved[sizeof(ctx->cmd_path)];
+	int rc = 0;
+
+	memcpy(saved, ctx->cmd_path, sizeof(saved));
+	for (const struct cli_verb *v = verbs; v->name && rc == 0; v++) {
+		char help[] = "--help", *argv[] = { (char *)v->name, help, NULL };
+
+		fprintf(ctx->list, "verb\t%s\t%s\t", saved, v->name);
+		cli_list_field(ctx->list, v->synopsis, '\t');
+		cli_list_field(ctx->list, v->summary, '\n');
+		cli_ctx_push(ctx, v->name);
+		rc = v->run(ctx, 2, argv);
+		memcpy(ctx->cmd_path, saved, sizeof(saved));
+	}
+	return rc;
+}
+
 int cli_verb_dispatch(struct cli_ctx *ctx, const char *summary, const struct cli_verb *verbs,
 		      int argc, char **argv)
 {
@@ -323,6 +382,8 @@ int cli_verb_dispatch(struct cli_ctx *ctx, const char *summary, const struct cli
 	if (rc < 0)
 		return rc;
 	i++;
+	if (i >= argc && ctx->list)
+		return verbs_list(ctx, verbs);
 	if (i >= argc && ctx->help) {
 		printf("usage: kiln %s VERB [options]\n\n%s\n\nverbs:\n", ctx->cmd_path, summary);
 		for (v = verbs; v->name; v++)

@@ -30,6 +30,12 @@ struct cli_ctx {
 	bool yes;
 	bool dry_run;
 	bool help;
+	/*
+	 * Not NULL while the command tables are listed (kiln --list-commands, kiln completion):
+	 * --help then writes the command's synopsis and options here as tab-separated lines
+	 * (cli_help_print) and walks every verb (cli_verb_dispatch) instead of printing help.
+	 */
+	FILE *list;
 	char cmd_path[64]; /* "node add": the words so far, for messages and help */
 
 	/* Filled by cli_client_open() (client.c); freed by cli_ctx_free(). */
@@ -113,6 +119,22 @@ struct cli_cmd {
 /* The command table (commands.c), terminated by a NULL entry. */
 extern const struct cli_cmd *const cli_commands[];
 
+/*
+ * Writes every command, verb, synopsis and option of the tables, the global options and
+ * the cli.conf keys to f, one tab-separated line each (see cmd_completion.c for the
+ * format). Runs each command's --help in list mode: nothing is sent to kilnd.
+ */
+int cli_commands_list(FILE *f);
+
+/* Writes s (NULL or empty: "-") with newlines and tabs as spaces, then end: a listing field. */
+void cli_list_field(FILE *f, const char *s, char end);
+
+/* Writes the global options as "global" lines of cli_commands_list's format. */
+void cli_globals_list(FILE *f);
+
+/* Writes the cli.conf keys (client.c) as "conf" lines of cli_commands_list's format. */
+void cli_conf_keys_list(FILE *f);
+
 /* A verb of a command with several ("node add", "node list", ...). */
 struct cli_verb {
 	const char *name;
@@ -151,5 +173,6 @@ extern const struct cli_cmd cmd_sensors;
 extern const struct cli_cmd cmd_sel;
 extern const struct cli_cmd cmd_inventory;
 extern const struct cli_cmd cmd_console;
+extern const struct cli_cmd cmd_completion;
 
 #endif

@@ -42,6 +42,14 @@ static const struct kiln_cfg_key conf_keys[] = {
 };
 #define CONF_NKEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
 
+void cli_conf_keys_list(FILE *f)
+{
+	for (size_t i = 0; i < CONF_NKEYS; i++) {
+		fprintf(f, "conf\t%s\t", conf_keys[i].name);
+		cli_list_field(f, conf_keys[i].help, '\n');
+	}
+}
+
 void cli_ctx_free(struct cli_ctx *ctx)
 {
 	if (!ctx)

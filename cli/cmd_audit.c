@@ -109,7 +109,14 @@ static const char *first_word(int argc, char **argv)
 static int audit_run(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const char *w = first_word(argc, argv);
+	int rc;
 
+	if (ctx->list) { /* both halves: the version audit's options, then the verbs */
+		rc = cmd_versions_audit_run(ctx, argc, argv);
+		return rc < 0 ? rc
+			      : cli_verb_dispatch(ctx, "The fleet version audit and the audit log.",
+						  verbs, 1, argv);
+	}
 	if (w && (strcmp(w, "log") == 0 || strcmp(w, "versions") == 0))
 		return cli_verb_dispatch(ctx, "The fleet version audit and the audit log.", verbs,
 					 argc, argv);

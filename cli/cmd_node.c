@@ -519,8 +519,9 @@ static int node_rm(struct cli_ctx *ctx, int argc, char **argv)
 	if (rc < 0)
 		goto cleanup;
 	if (ctx->help) {
-		printf("Removing more than %d nodes asks for confirmation unless --yes is given.\n\n",
-		       RM_CONFIRM_ABOVE);
+		if (!ctx->list) /* the listing has one line per thing */
+			printf("Removing more than %d nodes asks for confirmation unless --yes is "
+			       "given.\n\n", RM_CONFIRM_ABOVE);
 		cli_help_print(stdout, ctx, "NODERANGE",
 			       "Removes nodes, all or nothing: a name in the range that does not exist "
 			       "fails the whole request.", NULL);

@@ -22,5 +22,6 @@ const struct cli_cmd *const cli_commands[] = {
 	&cmd_reinstall,
 	&cmd_jobs,
 	&cmd_console,
+	&cmd_completion,
 	NULL,
 };

@@ -6,6 +6,7 @@
 
 #include <kiln/error.h>
 #include <kiln/json_arena.h>
+#include <kiln/version.h>
 
 #include "cli.h"
 
@@ -19,8 +20,8 @@ static void usage_print(void)
 	printf("\ncommands:\n");
 	for (c = cli_commands; *c; c++)
 		printf("  %-10s %s\n", (*c)->name, (*c)->summary);
-	printf("\n'kiln COMMAND --help' describes a command. Exit status: 0 ok, 1 failure,\n"
-	       "2 usage error, 3 partial (some nodes failed).\n");
+	printf("\n'kiln COMMAND --help' describes a command; 'kiln --version' prints the version.\n"
+	       "Exit status: 0 ok, 1 failure, 2 usage error, 3 partial (some nodes failed).\n");
 }
 
 static int dispatch(struct cli_ctx *ctx, int argc, char **argv)
@@ -28,6 +29,13 @@ static int dispatch(struct cli_ctx *ctx, int argc, char **argv)
 	const struct cli_cmd *const *c;
 	int next, rc;
 
+	/* Not global options of every command: they stand alone, first. */
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		kiln_version_print(stdout, "kiln");
+		return 0;
+	}
+	if (argc == 2 && strcmp(argv[1], "--list-commands") == 0) /* for tests and tools */
+		return cli_commands_list(stdout);
 	rc = cli_args_globals(ctx, argc - 1, argv + 1, &next);
 	if (rc < 0)
 		return rc;

@@ -18,6 +18,7 @@
 #include "kiln/error.h"
 #include "kiln/json_arena.h"
 #include "kiln/log.h"
+#include "kiln/version.h"
 #include "live.h"
 #include "poller.h"
 #include "receive_gap.h"
@@ -53,7 +54,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kilnd --state-dir DIR [--listen ADDR:PORT] [--config FILE]\n"
 		"             [--tls-cert FILE --tls-key FILE] [--log-level error|warn|info|debug]\n"
-		"       kilnd --list-routes | --print-config-example | --version\n"
+		"       kilnd --list-routes | --print-config-example | --version | --help\n"
 		"\n"
 		"  --state-dir DIR     kiln.db, secret.key, admin.token, TLS material (created 0700)\n"
 		"  --listen ADDR:PORT  REST API address (default 127.0.0.1:8470; port 0: any free port)\n"
@@ -73,6 +74,33 @@ static int die(const char *what)
 	else
 		fprintf(stderr, "kilnd: %s\n", msg[0] ? msg : "failed");
 	return 1;
+}
+
+/*
+ * With no certificate configured, the one systemd hands over as credentials tls.crt and
+ * tls.key (LoadCredential=, see kilnd(8)): the unit runs as an unprivileged user that cannot
+ * read a root-only key, systemd can. Both or neither; *out_used says which.
+ */
+static int tls_from_credentials(struct kilnd_config *cfg, int *out_used)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+	char cert[4096], key[4096];
+
+	*out_used = 0;
+	if (cfg->tls_cert || cfg->tls_key || !dir || !*dir)
+		return 0;
+	if ((size_t)snprintf(cert, sizeof(cert), "%s/tls.crt", dir) >= sizeof(cert) ||
+	    (size_t)snprintf(key, sizeof(key), "%s/tls.key", dir) >= sizeof(key))
+		return kiln_fail(KILN_EINVAL, "CREDENTIALS_DIRECTORY: path too long");
+	if (access(cert, F_OK) != 0 && access(key, F_OK) != 0)
+		return 0;
+	if (access(cert, R_OK) != 0 || access(key, R_OK) != 0)
+		return kiln_fail(KILN_EINVAL, "systemd credentials: tls.crt and tls.key go together "
+				 "(%s holds one of them, or one is unreadable)", dir);
+	if (kilnd_config_set(cfg, "tls_cert", cert) < 0 || kilnd_config_set(cfg, "tls_key", key) < 0)
+		return -1;
+	*out_used = 1;
+	return 0;
 }
 
 /* Lets the process hold max_connections sockets plus the store and the BMC work. */
@@ -122,7 +150,7 @@ int main(int argc, char **argv)
 	enum kiln_log_level level;
 	char url[128], line[160], *db_path = NULL, *cert_path = NULL, *key_path = NULL;
 	sigset_t sigs;
-	int c, sig = 0, ret = 1, fd = -1, created = 0, db_existed;
+	int c, sig = 0, ret = 1, fd = -1, created = 0, db_existed, from_credentials;
 
 	kiln_log_set_ident("kilnd");
 	kiln_json_arena_install(); /* before any jansson value: agent reports parse into arenas */
@@ -143,7 +171,7 @@ int main(int argc, char **argv)
 			ret = kilnd_config_example_write(stdout) < 0;
 			goto cleanup;
 		case OPT_VERSION:
-			printf("kilnd %s\n", KILN_VERSION);
+			kiln_version_print(stdout, "kilnd");
 			ret = 0;
 			goto cleanup;
 		case OPT_HELP:
@@ -192,6 +220,12 @@ int main(int argc, char **argv)
 		free(cfg.tls_key);
 		cfg.tls_key = NULL;
 	}
+	if (tls_from_credentials(&cfg, &from_credentials) < 0) {
+		ret = die(NULL);
+		goto cleanup;
+	}
+	if (from_credentials)
+		log_info("TLS certificate and key from the systemd credentials tls.crt, tls.key");
 	if (!cfg.tls_cert != !cfg.tls_key) {
 		fprintf(stderr, "kilnd: tls_cert and tls_key go together: give both or neither\n");
 		goto cleanup;

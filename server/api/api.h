@@ -8,10 +8,6 @@
 
 #include "secret.h"
 
-#ifndef KILN_VERSION
-#define KILN_VERSION "0.1.0"
-#endif
-
 /* Request bodies are capped; a bigger one is answered 413 without reading it. */
 #define API_BODY_MAX (1024 * 1024)
 

@@ -1,5 +1,6 @@
 /* GET /api/v1/health: answers without a token once kilnd can reach its store. */
 #include "api/api_internal.h"
+#include "kiln/version.h"
 
 void api_health_get(struct api_ctx *c)
 {
@@ -11,6 +12,8 @@ void api_health_get(struct api_ctx *c)
 		api_fail_code(c, rc, NULL);
 		return;
 	}
-	o = json_pack("{s:s, s:s, s:i}", "status", "ok", "version", KILN_VERSION, "schema", version);
+	/* the same strings as kilnd --version, so that a client can tell which build answers */
+	o = json_pack("{s:s, s:s, s:s, s:i}", "status", "ok", "version", kiln_version, "revision",
+		      kiln_revision, "schema", version);
 	api_reply(c, MHD_HTTP_OK, o);
 }

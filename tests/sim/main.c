@@ -10,6 +10,7 @@
 #include "kiln/error.h"
 #include "kiln/log.h"
 #include "kiln/parse.h"
+#include "kiln/version.h"
 #include "server.h"
 #include "sim.h"
 #include "tree.h"
@@ -25,6 +26,7 @@ static const char usage[] =
 	"         [--slow-ms MS] [--drift PCT] [--ports-file FILE] [--log-level LEVEL]\n"
 	"         [--select-query on|off] [--select-quirk ignore|400]\n"
 	"         [--expand-query on|off] [--expand-quirk ignore|400]\n"
+	"       kiln-bmcsim --version\n"
 	"Simulates N Redfish BMCs on ports PORT..PORT+N-1 (PORT 0: the kernel picks; see --ports-file).\n"
 	"$select is honoured when the service root advertises ProtocolFeaturesSupported.SelectQuery\n"
 	"  (--select-query sets that in the served root); otherwise a query parameter starting with\n"
@@ -42,7 +44,7 @@ enum {
 	OPT_PASSWORD, OPT_PASSWORD_FILE, OPT_PROFILE, OPT_FAULT, OPT_HOOK, OPT_POWER_DELAY, OPT_SETTLE,
 	OPT_SESSION_CAP, OPT_SESSION_TIMEOUT, OPT_ASYNC, OPT_TASK_MS, OPT_REQUIRE_ETAG, OPT_RECORD_MAX,
 	OPT_HANG_MS, OPT_SLOW_MS, OPT_DRIFT, OPT_PORTS_FILE, OPT_LOG_LEVEL, OPT_HELP, OPT_SELECT_QUERY,
-	OPT_SELECT_QUIRK, OPT_EXPAND_QUERY, OPT_EXPAND_QUIRK,
+	OPT_SELECT_QUIRK, OPT_EXPAND_QUERY, OPT_EXPAND_QUIRK, OPT_VERSION,
 };
 
 static const struct option options[] = {
@@ -73,6 +75,7 @@ static const struct option options[] = {
 	{ "ports-file", required_argument, NULL, OPT_PORTS_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "select-query", required_argument, NULL, OPT_SELECT_QUERY },
 	{ "select-quirk", required_argument, NULL, OPT_SELECT_QUIRK },
 	{ "expand-query", required_argument, NULL, OPT_EXPAND_QUERY },
@@ -195,6 +198,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_HELP:
 		case 'h': fputs(usage, stdout); return 0;
+		case OPT_VERSION: kiln_version_print(stdout, "kiln-bmcsim"); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
 		if (rc < 0) {
