@@ -180,7 +180,7 @@ start_bmcsim() {
 	local kind=$1 count=$2
 	rm -f "$LAB/run/bmcsim-$kind.ports"
 	setsid "$BIN/kiln-bmcsim" --mockup "$REPO/tests/sim/fixtures/$kind" --listen 127.0.0.1:0 \
-		--count "$count" --drift 5 --ports-file "$LAB/run/bmcsim-$kind.ports" \
+		--count "$count" --drift 5 --unique-serials --ports-file "$LAB/run/bmcsim-$kind.ports" \
 		--power-hook "$REPO/deploy/lab.sh hook $kind" >>"$LAB/logs/bmcsim-$kind.log" 2>&1 </dev/null &
 	echo $! >"$LAB/run/bmcsim-$kind.pid"
 	for _ in $(seq 1 100); do
@@ -238,7 +238,12 @@ add_node() {
 	mkdir -p "$LAB/roots"
 	cp -r "$REPO/tests/fixtures/agent/roots/h100" "$root"
 	printf '%s\n' "$name" >"$root/proc/sys/kernel/hostname"
-	printf 'LAB-%s\n' "$name" >"$root/sys/class/dmi/id/product_serial"
+	# the serial its BMC reports, as on a real machine: kilnd refuses an agent whose DMI
+	# serial is not its BMC's (the IPMI simulators report none)
+	case "$bmc" in
+	redfish*) sim_serial "${bmc##*:}" ;;
+	*) printf 'LAB-%s\n' "$name" ;;
+	esac >"$root/sys/class/dmi/id/product_serial"
 	[ "$name" = gpu03 ] || : >"$root/dev/kmsg"
 	# A healthy lab: the fixture's NVML Xid events are left out, and but for gpu03 its GPU
 	# ECC errors and pending row remap (gpu03 keeps those and its kernel log's Xids so that
@@ -250,6 +255,13 @@ add_node() {
 	fi >"$LAB/nodes/$name.nvml.conf"
 	echo "$LAB/nodes/$name.nvml.conf" >"$LAB/nodes/$name.nvml"
 	echo "$BUILD/lib/$lib/libnvidia-ml.so.1" >"$LAB/nodes/$name.lib"
+}
+
+# sim_serial PORT: the serial the simulated BMC on PORT reports for its system.
+sim_serial() {
+	local sys
+	sys=$(curl -fsS -u admin:password "http://127.0.0.1:$1/redfish/v1/Systems" | jq -r '.Members[0]."@odata.id"') &&
+		curl -fsS -u admin:password "http://127.0.0.1:$1$sys" | jq -r '.SerialNumber // empty'
 }
 
 sim_power() {

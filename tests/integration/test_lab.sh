@@ -50,6 +50,10 @@ before=$(boot_id)
 	pass "power cycle gpu01" || fail "power cycle: $(cat "$KILN_TEST_TMP/cycle.out")"
 new_boot() { b=$(boot_id); [ -n "$b" ] && [ "$b" != "$before" ]; }
 wait_for "gpu01's agent came back with a new boot id" 60 new_boot && pass "new boot id after the cycle"
+# every agent is its node's: none refused (their DMI serials are their BMCs', each BMC's own)
+same "no agent identity refused in the lab" "$("$KILN" agent identities -o json | jq length)" 0
+same "every powered-on node's agent reports" \
+	"$("$KILN" status -o json | jq '[.[] | select(.power == "on" and .agent_last_seen == null)] | length')" 0
 
 # --- the IPMI nodes' serial consoles ---
 sim_pid=$(cat "$KILN_LAB_DIR/run/ipmisim-1.pid")

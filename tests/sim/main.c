@@ -25,7 +25,7 @@ static const char usage[] =
 	"         [--async] [--task-ms MS] [--require-etag] [--record-max N] [--hang-ms MS]\n"
 	"         [--slow-ms MS] [--drift PCT] [--ports-file FILE] [--log-level LEVEL]\n"
 	"         [--select-query on|off] [--select-quirk ignore|400]\n"
-	"         [--expand-query on|off] [--expand-quirk ignore|400]\n"
+	"         [--expand-query on|off] [--expand-quirk ignore|400] [--unique-serials]\n"
 	"       kiln-bmcsim --version\n"
 	"Simulates N Redfish BMCs on ports PORT..PORT+N-1 (PORT 0: the kernel picks; see --ports-file).\n"
 	"$select is honoured when the service root advertises ProtocolFeaturesSupported.SelectQuery\n"
@@ -35,6 +35,7 @@ static const char usage[] =
 	"$expand=. (or .($levels=1)) is honoured on collections where the root advertises\n"
 	"  ExpandQuery.NoLinks (--expand-query on sets it, one level; off removes ExpandQuery);\n"
 	"  --expand-quirk: advertised, but the members stay links, or 400.\n"
+	"--unique-serials: the n-th BMC's systems report the tree's SerialNumber and \"-n\".\n"
 	"Fault SPEC: KIND[:all|N%|ports=P,..|index=I,..][:count=N][:prob=P][:ms=M],\n"
 	"  KIND = hang | reset | slow | malformed | truncated | 412 | an HTTP status 400-599.\n"
 	"Control: GET /_sim/state, GET|DELETE /_sim/requests, POST /_sim/inject on every port.\n";
@@ -44,7 +45,7 @@ enum {
 	OPT_PASSWORD, OPT_PASSWORD_FILE, OPT_PROFILE, OPT_FAULT, OPT_HOOK, OPT_POWER_DELAY, OPT_SETTLE,
 	OPT_SESSION_CAP, OPT_SESSION_TIMEOUT, OPT_ASYNC, OPT_TASK_MS, OPT_REQUIRE_ETAG, OPT_RECORD_MAX,
 	OPT_HANG_MS, OPT_SLOW_MS, OPT_DRIFT, OPT_PORTS_FILE, OPT_LOG_LEVEL, OPT_HELP, OPT_SELECT_QUERY,
-	OPT_SELECT_QUIRK, OPT_EXPAND_QUERY, OPT_EXPAND_QUIRK, OPT_VERSION,
+	OPT_SELECT_QUIRK, OPT_EXPAND_QUERY, OPT_EXPAND_QUIRK, OPT_VERSION, OPT_UNIQUE_SERIALS,
 };
 
 static const struct option options[] = {
@@ -80,6 +81,7 @@ static const struct option options[] = {
 	{ "select-quirk", required_argument, NULL, OPT_SELECT_QUIRK },
 	{ "expand-query", required_argument, NULL, OPT_EXPAND_QUERY },
 	{ "expand-quirk", required_argument, NULL, OPT_EXPAND_QUIRK },
+	{ "unique-serials", no_argument, NULL, OPT_UNIQUE_SERIALS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -199,6 +201,7 @@ int main(int argc, char **argv)
 		case OPT_HELP:
 		case 'h': fputs(usage, stdout); return 0;
 		case OPT_VERSION: kiln_version_print(stdout, "kiln-bmcsim"); return 0;
+		case OPT_UNIQUE_SERIALS: cfg.unique_serials = true; break;
 		default: fputs(usage, stderr); return 2;
 		}
 		if (rc < 0) {

@@ -567,6 +567,19 @@ static json_t *system_boot(const struct bmc *b, const struct tree_res *r)
 	return boot;
 }
 
+/* The system's SerialNumber: the tree's, or with --unique-serials the tree's and "-<n>" for
+ * the n-th BMC (real machines do not share serials; kilnd binds agents by them). */
+static json_t *system_serial(const struct bmc *b, const struct tree_res *r)
+{
+	const char *sn = json_string_value(json_object_get(r->json, "SerialNumber"));
+	char buf[160];
+
+	if (!sn || !b->cfg->unique_serials)
+		return json_incref(json_object_get(r->json, "SerialNumber"));
+	snprintf(buf, sizeof(buf), "%s-%d", sn, b->index + 1);
+	return json_string(buf);
+}
+
 static json_t *render_system(struct bmc *b, const struct tree_res *r)
 {
 	const struct bmc_system *s = &b->systems[r->index];
@@ -576,6 +589,8 @@ static json_t *render_system(struct bmc *b, const struct tree_res *r)
 	json_object_set_new(doc, "PowerState", json_string(bmc_power_name(s->power)));
 	json_object_set_new(doc, "@odata.etag", json_string(etag));
 	json_object_set_new(doc, "Boot", system_boot(b, r));
+	if (json_object_get(doc, "SerialNumber"))
+		json_object_set_new(doc, "SerialNumber", system_serial(b, r));
 	return doc;
 }
 
@@ -646,6 +661,8 @@ static json_t *system_member(void *ctx, const char *name)
 	}
 	if (strcmp(name, "Boot") == 0)
 		return system_boot(sc->b, sc->r);
+	if (strcmp(name, "SerialNumber") == 0)
+		return system_serial(sc->b, sc->r);
 	return json_incref(json_object_get(sc->r->json, name));
 }
 

@@ -37,6 +37,7 @@ struct sim_config {
 	int hang_ms;              /* a hung request is dropped after this long */
 	int slow_ms;              /* pause between chunks of a slow body */
 	int drift_pct;            /* sensor readings swing by up to this share (0: as in the tree) */
+	bool unique_serials;      /* each BMC's systems report the tree's serial + "-<n>" */
 	/* a query the root advertises: honoured, ignored (the plain answer) or refused (400) */
 	enum sim_query_quirk { QUERY_HONOURED = 0, QUERY_IGNORED, QUERY_REFUSED } select_quirk, expand_quirk;
 };
