@@ -271,6 +271,17 @@ int main(int argc, char **argv)
 	}
 	if (!db_existed)
 		log_info("created %s", db_path);
+	/* Before anything acts again: what the last kilnd left in flight says it was cut short
+	 * (the poller adds the power it reads back first). */
+	{
+		int interrupted = 0;
+
+		if (store_audit_interrupt(st, &interrupted) < 0)
+			log_warn("audit: %s", kiln_error_last());
+		else if (interrupted > 0)
+			log_warn("audit: %d action(s) left pending by the last kilnd are now "
+				 "'interrupted: kilnd stopped'", interrupted);
+	}
 	if (statedir_admin_token_ensure(sd, st, &created) < 0) {
 		ret = die("admin token");
 		goto cleanup;

@@ -16,6 +16,7 @@
 #include "kiln/buf.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
+#include "kiln/parse.h"
 #include "poller.h"
 #include "console.h"
 #include "receive_gap.h"
@@ -181,6 +182,8 @@ struct slot {
 				     * failed read makes st.power unknown, and the next answer is
 				     * compared with this one (events, power_changed) */
 	int fleet_silent;           /* its agent was silent when a fleet-wide silence began */
+	int read_back;              /* its first power reading since the start was added to the
+				     * audit rows a stopped kilnd left interrupted */
 	int log_read;               /* the BMC's log was read once: entries after are new */
 };
 
@@ -520,6 +523,14 @@ static void reading_store(struct poller *p, struct slot *s, enum bmc_op_kind kin
 		}
 		snprintf(s->st.power, sizeof(s->st.power), "%s", pw);
 		s->st.power_time = now;
+		if (!s->read_back && strcmp(pw, "unknown") != 0) {
+			char when[KILN_TIME_UTC_LEN];
+
+			kiln_time_utc(when, now);
+			if (store_audit_readback(p->st, s->node->name, pw, when) < 0)
+				log_warn("poller: %s: audit: %s", s->node->name, kiln_error_last());
+			s->read_back = 1;
+		}
 		break;
 	}
 	case BMC_OP_SENSORS: {

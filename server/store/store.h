@@ -138,6 +138,15 @@ void audit_entry_list_free(struct audit_entry *entries, size_t count);
  * cycle, reset; automatic ones and reinstall steps included): its actor (a new string) and
  * time. KILN_ENOTFOUND when there is none.
  */
+/*
+ * At start: every row still "pending" (an action a stopped or killed kilnd left in flight)
+ * becomes "interrupted: kilnd stopped", but for the rows of reinstall jobs still queued or
+ * running (they resume). *out_count: how many.
+ */
+int store_audit_interrupt(struct store *st, int *out_count);
+/* Adds "; power read back: POWER at WHEN" to target's rows interrupted that way. */
+int store_audit_readback(struct store *st, const char *target, const char *power,
+			 const char *when);
 int store_audit_power_off_find(struct store *st, char **out_actor, int64_t *out_time,
 			       const char *target, int64_t since);
 

@@ -138,3 +138,43 @@ int store_audit_power_off_find(struct store *st, char **out_actor, int64_t *out_
 	store_stmt_done(s);
 	return ret;
 }
+
+int store_audit_interrupt(struct store *st, int *out_count)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AUDIT_INTERRUPT,
+			      "UPDATE audit_log SET outcome = '" STORE_AUDIT_INTERRUPTED "'"
+			      " WHERE outcome = 'pending' AND id NOT IN (SELECT audit_id FROM jobs"
+			      " WHERE state IN ('queued', 'running'))")) < 0)
+		return ret;
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "closing interrupted audit rows");
+	else
+		*out_count = sqlite3_changes(st->db);
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_audit_readback(struct store *st, const char *target, const char *power,
+			 const char *when)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AUDIT_READBACK,
+			      "UPDATE audit_log SET outcome = outcome || '; power read back: ' || ?2"
+			      " || ' at ' || ?3 WHERE target = ?1 AND outcome = '"
+			      STORE_AUDIT_INTERRUPTED "'")) < 0)
+		return ret;
+	store_bind_text(s, 1, target);
+	store_bind_text(s, 2, power);
+	store_bind_text(s, 3, when);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "adding a power reading to interrupted audit rows");
+	store_stmt_done(s);
+	return ret;
+}

@@ -46,6 +46,8 @@ enum store_stmt_id {
 	STMT_AUDIT_FINISH,
 	STMT_AUDIT_LIST,
 	STMT_AUDIT_POWER_OFF,
+	STMT_AUDIT_INTERRUPT,
+	STMT_AUDIT_READBACK,
 
 	STMT_EVENT_INSERT,
 	STMT_EVENT_LIST,
@@ -142,6 +144,9 @@ void store_bind_limit(sqlite3_stmt *s, int idx, size_t limit);
  * doubling from 16; new elements are zeroed. 0 or KILN_ERROR (ENOMEM), *list unchanged.
  */
 int store_list_grow(void **list, size_t *cap, size_t count, size_t sz);
+
+/* The outcome of an audit row a stopped kilnd left pending (schema 015's index names it). */
+#define STORE_AUDIT_INTERRUPTED "interrupted: kilnd stopped"
 
 /* The columns store_event_rows() reads, and the FROM clause they need (alias e). */
 #define STORE_EVENT_SELECT                                                                         \

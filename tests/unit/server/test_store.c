@@ -469,6 +469,58 @@ static void test_agent_tokens(void **state)
 	assert_int_equal(store_agent_token_lookup(f->st, &got, h3), KILN_ENOTFOUND);
 }
 
+/* At start every pending row but a live reinstall job's becomes interrupted; the first power
+ * read back is added to a node's such rows, once, and to no other row. */
+static void test_audit_interrupt(void **state)
+{
+	struct fx *f = *state;
+	struct audit_entry *e = NULL;
+	struct node *n = NULL;
+	struct job j = { 0 };
+	int64_t cycle = 0, done = 0, job_row = 0, other = 0;
+	size_t count = 0;
+	int closed = -1;
+
+	add(f->st, "gpu01", NULL);
+	assert_int_equal(store_node_get(f->st, &n, "gpu01"), 0);
+	assert_int_equal(store_audit_begin(f->st, &cycle, "alice", "power.cycle", "gpu01", NULL), 0);
+	assert_int_equal(store_audit_begin(f->st, &done, "alice", "power.on", "gpu01", NULL), 0);
+	assert_int_equal(store_audit_finish(f->st, done, "ok"), 0);
+	assert_int_equal(store_audit_begin(f->st, &job_row, "bob", "reinstall", "gpu01", NULL), 0);
+	assert_int_equal(store_audit_begin(f->st, &other, "alice", "power.off", "gpu02", NULL), 0);
+	j.node_id = n->id;
+	j.image = "ubuntu";
+	j.image_kind = "pxe";
+	j.created_by = "bob";
+	assert_int_equal(store_job_insert(f->st, &j), 0);
+	j.state = "running";
+	j.step = "wait_boot";
+	j.audit_id = job_row;
+	assert_int_equal(store_job_update(f->st, &j), 0);
+
+	assert_int_equal(store_audit_interrupt(f->st, &closed), 0);
+	assert_int_equal(closed, 2); /* the cycle and gpu02's off; the running job resumes */
+	assert_int_equal(store_audit_readback(f->st, "gpu01", "on", "2026-12-02T02:10:00Z"), 0);
+	assert_int_equal(store_audit_readback(f->st, "gpu01", "off", "2026-12-02T02:11:00Z"), 0);
+	assert_int_equal(store_audit_list(f->st, &e, &count, 0, 0), 0);
+	assert_int_equal(count, 4);
+	for (size_t i = 0; i < count; i++) {
+		if (e[i].id == cycle)
+			assert_string_equal(e[i].outcome, "interrupted: kilnd stopped; power read "
+							  "back: on at 2026-12-02T02:10:00Z");
+		else if (e[i].id == done)
+			assert_string_equal(e[i].outcome, "ok");
+		else if (e[i].id == job_row)
+			assert_string_equal(e[i].outcome, "pending");
+		else
+			assert_string_equal(e[i].outcome, "interrupted: kilnd stopped");
+	}
+	audit_entry_list_free(e, count);
+	assert_int_equal(store_audit_interrupt(f->st, &closed), 0);
+	assert_int_equal(closed, 0);
+	node_free(n);
+}
+
 static void test_audit(void **state)
 {
 	struct fx *f = *state;
@@ -750,6 +802,7 @@ int main(void)
 		T(test_tokens),
 		T(test_agent_tokens),
 		T(test_audit),
+		T(test_audit_interrupt),
 		T(test_events),
 		T(test_transactions),
 		T(test_reopen_keeps_data),
