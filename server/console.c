@@ -838,25 +838,34 @@ static json_t *line_json(const char *p, size_t len)
 	return s;
 }
 
-int console_log_tail(json_t **out, const char *node, long lines)
+int console_log_recent(struct kiln_buf *out, const char *node, long max_bytes)
 {
 	char path[4096];
+	int rc = 0;
+
+	if (!M.dir)
+		return kiln_fail(KILN_ERROR, "console: not started");
+	kiln_buf_init(out, 2 * (size_t)max_bytes);
+	if (log_path(path, sizeof(path), node, ".1") < 0 ||
+	    (rc = tail_read(out, path, max_bytes)) < 0 ||
+	    log_path(path, sizeof(path), node, "") < 0 || (rc = tail_read(out, path, max_bytes)) < 0)
+		kiln_buf_free(out);
+	return rc;
+}
+
+int console_log_tail(json_t **out, const char *node, long lines)
+{
 	struct kiln_buf b;
 	json_t *arr = NULL;
 	size_t start, end, count = 0;
-	int rc = 0;
+	int rc;
 
 	if (lines < 1)
 		lines = 1;
 	if (lines > TAIL_LINES_MAX)
 		lines = TAIL_LINES_MAX;
-	if (!M.dir)
-		return kiln_fail(KILN_ERROR, "console: not started");
-	kiln_buf_init(&b, 2 * TAIL_READ_MAX);
-	if (log_path(path, sizeof(path), node, ".1") < 0 ||
-	    (rc = tail_read(&b, path, TAIL_READ_MAX)) < 0 ||
-	    log_path(path, sizeof(path), node, "") < 0 || (rc = tail_read(&b, path, TAIL_READ_MAX)) < 0)
-		goto cleanup;
+	if ((rc = console_log_recent(&b, node, TAIL_READ_MAX)) < 0)
+		return rc;
 	arr = json_array();
 	if (!arr) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 
+#include "kiln/buf.h"
 #include "secret.h"
 #include "store/store.h"
 
@@ -66,6 +67,10 @@ int console_capture_set(struct store *st, const char *node, int enabled);
  * replaced by '?'). An empty array when nothing was captured.
  */
 int console_log_tail(json_t **out, const char *node, long lines);
+
+/* The last max_bytes (at most) of node's NODE.log.1 and of NODE.log, as captured, into a
+ * new *out (kiln_buf_free it): what a hung node's evidence is read from. */
+int console_log_recent(struct kiln_buf *out, const char *node, long max_bytes);
 
 /* Adds the node's session state to obj: "session" ("closed", "opening", "open",
  * "closing"), "clients" (attached now) and "error" (why the last open failed or the BMC

@@ -29,7 +29,7 @@
 #define PRUNE_EVERY_S 600   /* the BMC history is pruned this often */
 #define PRUNE_BATCH 5000    /* rows per prune transaction */
 #define POWER_OFF_WINDOW_S 600 /* a kiln action this recent explains a power-off seen */
-#define CONSOLE_EVIDENCE_LINES 40 /* console lines read for a hung node's evidence */
+#define CONSOLE_EVIDENCE_BYTES 8192 /* console bytes read for a hung node's evidence */
 
 void poller_config_defaults(struct poller_config *cfg)
 {
@@ -466,11 +466,9 @@ static void inventory_store(struct poller *p, struct slot *s, json_t *data, int6
  */
 static void power_off_seen(struct poller *p, struct slot *s, int64_t now)
 {
-	int64_t window = 3 * p->opt.cfg.interval_s, t = 0;
+	int64_t window = 3 * p->opt.cfg.interval_s, since, t = 0;
 	char *actor = NULL;
 	int rc;
-
-	int64_t since;
 
 	if (window < POWER_OFF_WINDOW_S)
 		window = POWER_OFF_WINDOW_S;
@@ -479,7 +477,9 @@ static void power_off_seen(struct poller *p, struct slot *s, int64_t now)
 	rc = store_audit_power_off_find(p->st, &actor, &t, s->node->name, since);
 	if (rc < 0 && rc != KILN_ENOTFOUND) {
 		log_warn("poller: %s: audit: %s", s->node->name, kiln_error_last());
-		return; /* not known who: neither blamed on kiln nor on the outside */
+		/* not known who: neither blamed on kiln nor on the outside */
+		event_add(p, s, SEV_INFO, "bmc", "power", NULL, "power on -> off");
+		return;
 	}
 	free(s->st.power_off_by);
 	s->st.power_off_by = actor ? actor : strdup("");
@@ -947,29 +947,20 @@ static int cmp_job_node(const void *a, const void *b)
 	return x->node_id < y->node_id ? -1 : x->node_id > y->node_id;
 }
 
-/* The last meaningful line of the node's captured console, if capture kept any. */
+/* The last meaningful line of the node's captured console, if capture kept any: from its
+ * last few kilobytes only, read again at each sweep the node is hung. */
 static int console_evidence(const struct slot *s, char *out, size_t outlen)
 {
-	json_t *lines = NULL, *line;
-	struct kiln_buf text = { 0 };
-	size_t i;
+	struct kiln_buf text;
 	int found = 0;
 
-	if (console_log_tail(&lines, s->node->name, CONSOLE_EVIDENCE_LINES) < 0) {
+	if (console_log_recent(&text, s->node->name, CONSOLE_EVIDENCE_BYTES) < 0) {
 		kiln_error_clear();
 		return 0;
-	}
-	json_array_foreach(lines, i, line) {
-		const char *l = json_string_value(line);
-
-		if (l && (kiln_buf_append(&text, l, strlen(l)) < 0 ||
-			  kiln_buf_append(&text, "\n", 1) < 0))
-			break;
 	}
 	if (text.data)
 		found = health_console_evidence(out, outlen, text.data, text.len);
 	kiln_buf_free(&text);
-	json_decref(lines);
 	return found;
 }
 

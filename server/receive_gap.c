@@ -27,12 +27,10 @@ void receive_gap_ingest_busy(int64_t since, int64_t now)
 void receive_gap_connections(int delta, long limit, int64_t now)
 {
 	long open = atomic_fetch_add(&open_connections, delta) + delta;
-	int full = limit > 0 && open >= limit;
+	int full = limit > 0 && open >= limit, was = atomic_exchange(&saturated, full);
 
-	/* The moment it stops being full is the last one it could not receive. */
-	if (atomic_exchange(&saturated, full) && !full)
-		receive_gap_mark(now);
-	else if (full)
+	/* full now, or just stopped being full: the last moment it could not receive */
+	if (full || was)
 		receive_gap_mark(now);
 }
 
