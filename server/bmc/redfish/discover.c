@@ -52,22 +52,36 @@ static int contains_ci(const char *hay, const char *needle)
 	return hay && strcasestr(hay, needle) != NULL;
 }
 
+/* The vendor from what the service says of itself: the root's Vendor and Oem, the manager's
+ * Model, FirmwareVersion, Oem and id. Many iDRAC firmwares name no Vendor and a Model such
+ * as "14G Monolithic": their manager is still iDRAC.Embedded.1. */
 enum rf_profile rf_profile_detect(const json_t *root, const json_t *manager)
 {
 	const char *vendor = json_string_value(json_object_get(root, "Vendor"));
 	json_t *oem = json_object_get(root, "Oem");
+	json_t *moem = json_object_get(manager, "Oem");
 	const char *model = json_string_value(json_object_get(manager, "Model"));
+	const char *fw = json_string_value(json_object_get(manager, "FirmwareVersion"));
+	const char *id = json_string_value(json_object_get(manager, "@odata.id"));
 
 	if (contains_ci(vendor, "Dell") || json_object_get(oem, "Dell") ||
-	    contains_ci(model, "iDRAC"))
+	    json_object_get(moem, "Dell") || contains_ci(model, "iDRAC") ||
+	    contains_ci(id, "iDRAC"))
 		return RF_DELL;
 	if (contains_ci(vendor, "HPE") || json_object_get(oem, "Hpe") ||
-	    json_object_get(oem, "Hp") || contains_ci(model, "iLO"))
+	    json_object_get(oem, "Hp") || json_object_get(moem, "Hpe") ||
+	    contains_ci(model, "iLO") || contains_ci(fw, "iLO"))
 		return RF_HPE;
 	if (contains_ci(vendor, "OpenBMC") || json_object_get(oem, "OpenBMC") ||
-	    contains_ci(model, "OpenBmc"))
+	    json_object_get(moem, "OpenBmc") || contains_ci(model, "OpenBmc"))
 		return RF_OPENBMC;
 	return RF_GENERIC;
+}
+
+int rf_body_is_error(const json_t *body)
+{
+	return json_is_object(body) && json_object_size(body) == 1 &&
+	       json_is_object(json_object_get(body, "error"));
 }
 
 static void chassis_clear(struct redfish_bmc *b)
@@ -80,12 +94,15 @@ static void chassis_clear(struct redfish_bmc *b)
 		free(c->thermal_subsystem);
 		free(c->power_subsystem);
 		free(c->environment);
+		free(c->sensors);
 		free(c->pcie_devices);
 		free(c->hpe_devices);
 	}
 	free(b->chassis);
 	b->chassis = NULL;
 	b->nchassis = 0;
+	json_decref(b->chassis_skipped);
+	b->chassis_skipped = NULL;
 }
 
 void rf_bmc_forget_discovery(struct redfish_bmc *b)
@@ -129,42 +146,114 @@ void rf_bmc_forget_discovery(struct redfish_bmc *b)
 
 /* --- the steps, in the order they run ---------------------------------------------------- */
 
+#define RF_CHASSIS_MAX 32
+
+static int chassis_known(const struct redfish_bmc *b, const char *path)
+{
+	for (size_t i = 0; i < b->nchassis; i++)
+		if (b->chassis[i].path && rf_path_equal(b->chassis[i].path, path))
+			return 1;
+	return 0;
+}
+
+/* The chassis a link points into: /redfish/v1/Chassis/Enc of a PoweredBy link to
+ * /redfish/v1/Chassis/Enc/Power#/PowerSupplies/0; NULL when it is not under Chassis. */
+static char *chassis_of(const char *link)
+{
+	const char *c = link ? strcasestr(link, "/Chassis/") : NULL;
+	if (!c)
+		return NULL;
+	const char *end = c + strlen("/Chassis/");
+	while (*end && *end != '/' && *end != '#')
+		end++;
+	return strndup(link, (size_t)(end - link));
+}
+
+static int on_chassis(struct rf_op *op, const struct rf_reply *r);
+
+/* A chassis linked from another one: what it contains (a baseboard under a rack-mount
+ * chassis), what contains it (a blade's enclosure, with the PSUs and the inlet sensor) and
+ * what powers it. */
+static void chassis_follow(struct rf_op *op, const json_t *chassis)
+{
+	json_t *links = json_object_get(chassis, "Links");
+	const char *keys[] = {"Contains", "ContainedBy", "PoweredBy"};
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		json_t *v = json_object_get(links, keys[k]);
+		json_t *one = json_is_array(v) ? NULL : v;
+		size_t n = json_is_array(v) ? json_array_size(v) : (one ? 1 : 0);
+		for (size_t i = 0; i < n; i++) {
+			char *path = chassis_of(rf_link(one ? one : json_array_get(v, i), "@odata.id"));
+			if (path && !chassis_known(op->bmc, path))
+				rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, on_chassis);
+			free(path);
+		}
+	}
+}
+
+/* A chassis that does not read is left out and named (inventory shows it): power, boot and
+ * media need no chassis, and one dead link must not stop them. */
+static int chassis_skip(struct rf_op *op, const struct rf_reply *r, const char *path)
+{
+	struct redfish_bmc *b = op->bmc;
+	char text[400], line[700];
+	rf_error_text(text, sizeof(text), r->json);
+	snprintf(line, sizeof(line), "%s: %ld%s%s%s", path, r->status, text[0] ? " '" : "", text,
+		 text[0] ? "'" : "");
+	if (!b->chassis_skipped)
+		b->chassis_skipped = json_array();
+	json_array_append_new(b->chassis_skipped, json_string(line));
+	return 0;
+}
+
 static int on_chassis(struct rf_op *op, const struct rf_reply *r)
 {
 	struct redfish_bmc *b = op->bmc;
+	const char *path = rf_link(r->json, "@odata.id");
+	if (!path)
+		path = r->path;
+	/* busy is not dead: the operation fails as busy and a later one reads it */
+	if (r->status == 503 || r->status == 429)
+		return rf_fail_reply("GET", r->path ? r->path : "chassis", r);
+	if (r->status >= 300 || rf_body_is_error(r->json) || !path)
+		return chassis_skip(op, r, r->path ? r->path : "chassis");
+	if (chassis_known(b, path) || b->nchassis >= RF_CHASSIS_MAX)
+		return 0;
 	struct rf_chassis *more = realloc(b->chassis, (b->nchassis + 1) * sizeof(*more));
 	if (!more)
 		return kiln_fail(KILN_ERROR, "out of memory");
 	b->chassis = more;
 	struct rf_chassis *c = &b->chassis[b->nchassis++];
 	memset(c, 0, sizeof(*c));
-	set_str(&c->path, rf_link(r->json, "@odata.id"));
+	set_str(&c->path, path);
 	set_str(&c->thermal, rf_link(r->json, "Thermal"));
 	set_str(&c->power, rf_link(r->json, "Power"));
 	set_str(&c->thermal_subsystem, rf_link(r->json, "ThermalSubsystem"));
 	set_str(&c->power_subsystem, rf_link(r->json, "PowerSubsystem"));
 	set_str(&c->environment, rf_link(r->json, "EnvironmentMetrics"));
+	set_str(&c->sensors, rf_link(r->json, "Sensors"));
 	set_str(&c->pcie_devices, rf_link(r->json, "PCIeDevices"));
 	json_t *hpe = json_object_get(json_object_get(r->json, "Oem"), "Hpe");
 	set_str(&c->hpe_devices, rf_link(json_object_get(hpe, "Links"), "Devices"));
+	chassis_follow(op, r->json);
 	return 0;
 }
 
-static int push_links(struct rf_op *op, const json_t *members, rf_handler h)
+static int push_links(struct rf_op *op, const json_t *members, rf_handler h, int flags)
 {
 	size_t i;
 	json_t *m;
 	json_array_foreach(members, i, m) {
 		const char *p = rf_link(m, "@odata.id");
 		if (p)
-			rf_push(op, "GET", p, NULL, 0, h);
+			rf_push(op, "GET", p, NULL, flags, h);
 	}
 	return 0;
 }
 
 static int on_chassis_collection(struct rf_op *op, const struct rf_reply *r)
 {
-	return push_links(op, json_object_get(r->json, "Members"), on_chassis);
+	return push_links(op, json_object_get(r->json, "Members"), on_chassis, RF_ALLOW_ERROR);
 }
 
 static int on_manager(struct rf_op *op, const struct rf_reply *r)
@@ -179,6 +268,8 @@ static int on_manager(struct rf_op *op, const struct rf_reply *r)
 	set_str(&b->vmedia_manager, rf_link(r->json, "VirtualMedia"));
 	if (b->profile == RF_GENERIC)
 		b->profile = rf_profile_detect(NULL, r->json);
+	if (b->profile == RF_GENERIC && contains_ci(b->system, "System.Embedded"))
+		b->profile = RF_DELL; /* iDRAC's system id, where nothing else names Dell */
 	return 0;
 }
 
@@ -209,7 +300,7 @@ static int discover_push_rest(struct rf_op *op)
 	else if (b->managers_coll)
 		rf_push(op, "GET", b->managers_coll, NULL, 0, on_manager_collection);
 	if (b->chassis_links)
-		push_links(op, b->chassis_links, on_chassis);
+		push_links(op, b->chassis_links, on_chassis, RF_ALLOW_ERROR);
 	else if (b->chassis_coll)
 		rf_push(op, "GET", b->chassis_coll, NULL, 0, on_chassis_collection);
 	return 0;
