@@ -156,38 +156,49 @@ static int chassis_known(const struct redfish_bmc *b, const char *path)
 	return 0;
 }
 
-/* The chassis a link points into: /redfish/v1/Chassis/Enc of a PoweredBy link to
+/* The chassis a link points into: itself, or /redfish/v1/Chassis/Enc of a PoweredBy link to
  * /redfish/v1/Chassis/Enc/Power#/PowerSupplies/0; NULL when it is not under Chassis. */
 static char *chassis_of(const char *link)
 {
-	const char *c = link ? strcasestr(link, "/Chassis/") : NULL;
-	if (!c)
+	if (!link || !strcasestr(link, "/Chassis/"))
 		return NULL;
-	const char *end = c + strlen("/Chassis/");
-	while (*end && *end != '/' && *end != '#')
-		end++;
-	return strndup(link, (size_t)(end - link));
+	size_t n = strcspn(link, "#");
+	const char *power = strcasestr(link, "/Power");
+	if (power && (size_t)(power - link) < n)
+		n = (size_t)(power - link);
+	return strndup(link, n);
 }
 
-static int on_chassis(struct rf_op *op, const struct rf_reply *r);
+static int on_chassis_inner(struct rf_op *op, const struct rf_reply *r);
+static int on_chassis_outer(struct rf_op *op, const struct rf_reply *r);
 
-/* A chassis linked from another one: what it contains (a baseboard under a rack-mount
- * chassis), what contains it (a blade's enclosure, with the PSUs and the inlet sensor) and
- * what powers it. */
-static void chassis_follow(struct rf_op *op, const json_t *chassis)
+enum { FOLLOW_NONE = 0, FOLLOW_IN = 1, FOLLOW_OUT = 2 };
+
+static void follow_key(struct rf_op *op, const json_t *links, const char *key, rf_handler h)
+{
+	json_t *v = json_object_get(links, key);
+	json_t *one = json_is_array(v) ? NULL : v;
+	size_t n = json_is_array(v) ? json_array_size(v) : (one ? 1 : 0);
+	for (size_t i = 0; i < n; i++) {
+		char *path = chassis_of(rf_link(one ? one : json_array_get(v, i), "@odata.id"));
+		if (path && !chassis_known(op->bmc, path))
+			rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, h);
+		free(path);
+	}
+}
+
+/* The chassis linked from one of ours: what it contains (a baseboard under a rack-mount
+ * chassis), and what contains or powers it (a blade's enclosure, with the PSUs and the
+ * inlet sensor). An enclosure reached so is read for itself only: the other blades it
+ * contains are other nodes. */
+static void chassis_follow(struct rf_op *op, const json_t *chassis, int follow)
 {
 	json_t *links = json_object_get(chassis, "Links");
-	const char *keys[] = {"Contains", "ContainedBy", "PoweredBy"};
-	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-		json_t *v = json_object_get(links, keys[k]);
-		json_t *one = json_is_array(v) ? NULL : v;
-		size_t n = json_is_array(v) ? json_array_size(v) : (one ? 1 : 0);
-		for (size_t i = 0; i < n; i++) {
-			char *path = chassis_of(rf_link(one ? one : json_array_get(v, i), "@odata.id"));
-			if (path && !chassis_known(op->bmc, path))
-				rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, on_chassis);
-			free(path);
-		}
+	if (follow & FOLLOW_IN)
+		follow_key(op, links, "Contains", on_chassis_inner);
+	if (follow & FOLLOW_OUT) {
+		follow_key(op, links, "ContainedBy", on_chassis_outer);
+		follow_key(op, links, "PoweredBy", on_chassis_outer);
 	}
 }
 
@@ -206,7 +217,7 @@ static int chassis_skip(struct rf_op *op, const struct rf_reply *r, const char *
 	return 0;
 }
 
-static int on_chassis(struct rf_op *op, const struct rf_reply *r)
+static int chassis_add(struct rf_op *op, const struct rf_reply *r, int follow)
 {
 	struct redfish_bmc *b = op->bmc;
 	const char *path = rf_link(r->json, "@odata.id");
@@ -235,8 +246,23 @@ static int on_chassis(struct rf_op *op, const struct rf_reply *r)
 	set_str(&c->pcie_devices, rf_link(r->json, "PCIeDevices"));
 	json_t *hpe = json_object_get(json_object_get(r->json, "Oem"), "Hpe");
 	set_str(&c->hpe_devices, rf_link(json_object_get(hpe, "Links"), "Devices"));
-	chassis_follow(op, r->json);
+	chassis_follow(op, r->json, follow);
 	return 0;
+}
+
+static int on_chassis(struct rf_op *op, const struct rf_reply *r)
+{
+	return chassis_add(op, r, FOLLOW_IN | FOLLOW_OUT);
+}
+
+static int on_chassis_inner(struct rf_op *op, const struct rf_reply *r)
+{
+	return chassis_add(op, r, FOLLOW_IN);
+}
+
+static int on_chassis_outer(struct rf_op *op, const struct rf_reply *r)
+{
+	return chassis_add(op, r, FOLLOW_NONE);
 }
 
 static int push_links(struct rf_op *op, const json_t *members, rf_handler h, int flags)
