@@ -121,12 +121,20 @@ check "no LogServices: an empty log, not a failure" \
 stop_sim
 
 # 4. A BMC that keeps a one-time override as Continuous: an error naming both values.
+# (sushy: a virtual CD with an installer in it)
 start_sim sushy --boot-quirk continuous
 out=$(rf boot pxe)
 err=$(echo "$out" | jq -r '.[0].error // ""')
 check "boot persistence read back and compared" \
 	"$(echo "$err" | grep -q "BootSourceOverrideEnabled reads back 'Continuous', not 'Once'" && echo 0 || echo 1)" \
 	"$(echo "$out" | jq -c '.[0]')"
+# 8. An image already inserted (an installer may be running from it) is not replaced.
+out=$(rf media-insert http://10.0.0.1/other.iso)
+img=$(curl -s "$CTL/state" | jq -r '[.media[] | select(.Inserted)][0].Image')
+check "an inserted image is not silently replaced" \
+	"$(echo "$out" | jq -r '.[0].error // ""' | grep -q "installer.iso" &&
+		[ "$img" = http://10.0.0.9/installer.iso ] && echo 0 || echo 1)" \
+	"$(echo "$out" | jq -c '.[0]'), simulator has $img"
 out=$(rf --persistent boot pxe)
 check "a persistent override that reads back Continuous is ok" \
 	"$([ "$(echo "$out" | jq -r '.[0].enabled')" = Continuous ] && echo 0 || echo 1)" "$(echo "$out" | jq -c '.[0]')"
