@@ -234,6 +234,22 @@ static const char *import_message(const json_t *err)
 	return msg;
 }
 
+/* kilnd adds a node whose BMC did not answer (uncabled nodes are normal in an import) and
+ * says so: one line on stderr each. */
+static void warnings_print(const json_t *nodes)
+{
+	size_t i;
+	json_t *n;
+
+	json_array_foreach(nodes, i, n) {
+		const char *w = json_string_value(json_object_get(n, "warning"));
+
+		if (w)
+			fprintf(stderr, "kiln: %s: %s\n",
+				json_string_value(json_object_get(n, "name")), w);
+	}
+}
+
 static int node_add(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const char synopsis[] = "NODERANGE [--bmc URL --bmc-user U --bmc-password-file F] "
@@ -323,6 +339,7 @@ static int node_add(struct cli_ctx *ctx, int argc, char **argv)
 		rc = out ? kiln_fail(KILN_EPROTO, "kilnd's answer is not a list of nodes") : oom();
 		goto cleanup;
 	}
+	warnings_print(out);
 	if (ctx->output == CLI_OUT_JSON) {
 		nodes_tag(out);
 		rc = out_json_print(out, stdout);
@@ -826,6 +843,7 @@ static int node_import(struct cli_ctx *ctx, int argc, char **argv)
 		rc = kiln_fail_prefix(rc, "nothing imported");
 		goto cleanup;
 	}
+	warnings_print(res);
 	if (ctx->output == CLI_OUT_JSON) {
 		nodes_tag(res);
 		rc = out_json_print(res, stdout);

@@ -606,6 +606,7 @@ void api_server_stop(struct api_server *srv)
 {
 	if (!srv)
 		return;
+	api_node_checks_stop();
 	if (srv->mhd)
 		MHD_stop_daemon(srv->mhd);
 	if (srv->store_key_made)
