@@ -271,7 +271,9 @@ static int node_add(struct cli_ctx *ctx, int argc, char **argv)
 		cli_help_print(stdout, ctx, synopsis,
 			       "Adds nodes (one, or a range with the same settings). Without --bmc the "
 			       "node is agent-only.\nWith --bmc-user and no password file, the password "
-			       "is asked on the terminal.", node_add_opts);
+			       "is asked on the terminal.\nkilnd asks each Redfish BMC first: one with "
+			       "several systems needs --bmc-system (refused, exit 2, naming them); one "
+			       "that does not answer is added with a warning.", node_add_opts);
 		goto cleanup;
 	}
 	rc = one_arg(ctx, &pos, "NODERANGE");
@@ -779,7 +781,8 @@ static int node_import(struct cli_ctx *ctx, int argc, char **argv)
 			       "bmc_password_file, group\n(several separated by ';'), rack, "
 			       "tls_insecure (yes/no), tls_ca, tls_fingerprint, ipmi_cipher,\n"
 			       "ipmi_privilege, ipmi_workarounds, sol, bmc_system. Empty cells are not "
-			       "set. Relative\nfile names are taken from the CSV file's folder.", NULL);
+			       "set. Relative\nfile names are taken from the CSV file's folder. Each "
+			       "Redfish BMC is asked first, as by node add.", NULL);
 		goto cleanup;
 	}
 	rc = one_arg(ctx, &pos, "FILE.csv");
