@@ -622,7 +622,7 @@ static void poll_result(struct poller *p, struct slot *s, struct completion *c, 
 
 		if (c->rc == KILN_EAUTH)
 			snprintf(msg, sizeof(msg), "credentials rejected: %s", c->error);
-		else if (c->rc == KILN_EINVAL)
+		else if (c->rc == KILN_ECONFIG)
 			/* it answered: the node's settings do not fit it (a BMC of several
 			 * systems and no --bmc-system), which is no outage */
 			snprintf(msg, sizeof(msg), HEALTH_BMC_CONFIG_ERROR "%s", c->error);
@@ -646,7 +646,7 @@ static void poll_result(struct poller *p, struct slot *s, struct completion *c, 
 		}
 		if (t == POLLER_DOWN)
 			event_add(p, s, SEV_WARNING, "bmc", "bmc", NULL, "%s: %.400s",
-				  c->rc == KILN_EINVAL ? "BMC configuration error" : "BMC unreachable",
+				  c->rc == KILN_ECONFIG ? "BMC configuration error" : "BMC unreachable",
 				  msg);
 		s->busy = 0;
 		state_put(p, s);

@@ -136,7 +136,7 @@ void api_nodes_import(struct api_ctx *c);
  */
 int api_node_check(struct api_ctx *c, struct node **nodes, size_t count,
 		   void (*then)(struct api_ctx *c));
-/* In then: the nodes, and what node i's BMC said: 0 (or not asked), KILN_EINVAL when it does
+/* In then: the nodes, and what node i's BMC said: 0 (or not asked), KILN_ECONFIG when it does
  * not fit the node (several systems and no --bmc-system, or no such system: *msg names
  * the ids), another code when it could not be asked now (*msg why). */
 struct node **api_node_check_nodes(struct api_ctx *c, size_t *count);

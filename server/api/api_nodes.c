@@ -63,7 +63,7 @@ static int check_refused(struct api_ctx *c, size_t i, int index)
 	const char *msg;
 	int rc = api_node_check_result(c, i, &msg);
 
-	if (rc != KILN_EINVAL)
+	if (rc != KILN_ECONFIG)
 		return 0;
 	if (index)
 		api_fail_index(c, MHD_HTTP_BAD_REQUEST, (long)i, "bmc_system", "nodes[%zu]: %s", i, msg);

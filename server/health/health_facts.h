@@ -7,7 +7,7 @@
 #include "store/store.h"
 
 /* How the poller's power_error starts when the BMC answered but does not fit the node (a
- * read refused with KILN_EINVAL): health says "bmc configuration error", not unreachable. */
+ * read refused with KILN_ECONFIG): health says "bmc configuration error", not unreachable. */
 #define HEALTH_BMC_CONFIG_ERROR "configuration error: "
 
 /* What the facts borrow strings from; cleared with health_facts_sources_clear. */

@@ -395,10 +395,10 @@ static int on_systems(struct rf_op *op, const struct rf_reply *r)
 		}
 	}
 	if (b->want_system && !chosen)
-		rc = kiln_fail(KILN_EINVAL, "no system '%s' on this BMC (it has: %s)",
+		rc = kiln_fail(KILN_ECONFIG, "no system '%s' on this BMC (it has: %s)",
 			       b->want_system, ids.len ? ids.data : "none");
 	else if (!b->want_system && n > 1)
-		rc = kiln_fail(KILN_EINVAL, "this BMC has %zu systems (%s); choose one with "
+		rc = kiln_fail(KILN_ECONFIG, "this BMC has %zu systems (%s); choose one with "
 			       "--bmc-system", n, ids.data);
 	else if (!chosen)
 		rc = kiln_fail(KILN_EPROTO, "the Systems collection is empty");
