@@ -160,10 +160,13 @@ static int chassis_known(const struct redfish_bmc *b, const char *path)
  * /redfish/v1/Chassis/Enc/Power#/PowerSupplies/0; NULL when it is not under Chassis. */
 static char *chassis_of(const char *link)
 {
-	if (!link || !strcasestr(link, "/Chassis/"))
+	const char *c = link ? strcasestr(link, "/Chassis/") : NULL;
+	if (!c)
 		return NULL;
 	size_t n = strcspn(link, "#");
-	const char *power = strcasestr(link, "/Power");
+	/* past the chassis' own id (a "PowerShelf" is a chassis) */
+	const char *id_end = c + strlen("/Chassis/") + strcspn(c + strlen("/Chassis/"), "/#");
+	const char *power = strcasestr(id_end, "/Power");
 	if (power && (size_t)(power - link) < n)
 		n = (size_t)(power - link);
 	return strndup(link, n);
