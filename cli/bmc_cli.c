@@ -178,6 +178,16 @@ void bmc_cli_row_error(struct bmc_cli_rows *r, const json_t *obj)
 	fprintf(stderr, "kiln: %s: %s\n", node ? node : "?", err);
 }
 
+void bmc_cli_row_none(struct bmc_cli_rows *r, const json_t *obj, const char *fallback)
+{
+	const char *note = json_string_value(json_object_get(obj, "note"));
+	const char *node = json_string_value(json_object_get(obj, "node"));
+
+	progress_clear(r);
+	printf("%s: %s\n", node ? node : "?", note ? note : fallback);
+	fflush(stdout);
+}
+
 int bmc_cli_rows_add(struct bmc_cli_rows *r, const json_t *obj)
 {
 	int rc;

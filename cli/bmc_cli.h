@@ -93,6 +93,10 @@ void bmc_cli_row(struct bmc_cli_rows *r, const char *const *cells);
 
 /* For print: "kiln: NODE: ERROR" on stderr when obj has an error. */
 void bmc_cli_row_error(struct bmc_cli_rows *r, const json_t *obj);
+/* "NODE: WHY" on stdout, for a node that answered with nothing to list (no sensors, an
+ * empty log): the object's "note" when kilnd gave one, else fallback. A table is never
+ * printed empty. */
+void bmc_cli_row_none(struct bmc_cli_rows *r, const json_t *obj, const char *fallback);
 
 /* Draws the progress line now (a terminal only); next_in > 0 adds ", next batch in Ns". */
 void bmc_cli_rows_progress(struct bmc_cli_rows *r, int64_t next_in);

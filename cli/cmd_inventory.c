@@ -34,6 +34,8 @@ static int inventory_node(struct bmc_cli_rows *r, const json_t *e)
 {
 	char node[128], mfr[128], model[128], serial[128], bios[64], fw[64], cpus[16], mem[32],
 		gpus[16];
+	json_t *skipped;
+	size_t i;
 	const char *row[] = {
 		out_cell(node, sizeof(node), json_object_get(e, "node")),
 		out_cell(mfr, sizeof(mfr), json_object_get(e, "manufacturer")),
@@ -55,6 +57,9 @@ static int inventory_node(struct bmc_cli_rows *r, const json_t *e)
 		row[8] = gpus;
 	}
 	bmc_cli_row(r, row);
+	/* what the BMC lists but could not be read: the numbers above leave it out */
+	json_array_foreach(json_object_get(e, "chassis_skipped"), i, skipped)
+		printf("%s: chassis not read, left out: %s\n", row[0], json_string_value(skipped));
 	return 0;
 }
 

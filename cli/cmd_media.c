@@ -9,18 +9,32 @@
 #include "cli.h"
 #include "output.h"
 
-enum { O_RETRY = 1 };
+enum { O_RETRY = 1, O_FORCE };
 
 static const struct cli_opt media_opts[] = {
 	BMC_CLI_OPT_RETRY(O_RETRY),
 	{ 0 },
 };
 
+static const struct cli_opt insert_opts[] = {
+	{ "force", 0, NULL, O_FORCE, "replace an image already inserted (else refused, naming it)" },
+	BMC_CLI_OPT_RETRY(O_RETRY),
+	{ 0 },
+};
+
+struct media_args {
+	bool retry, force;
+};
+
 static int media_opt(void *ud, const struct cli_opt *opt, const char *value)
 {
+	struct media_args *a = ud;
+
 	(void)value;
 	if (opt->id == O_RETRY)
-		*(bool *)ud = true;
+		a->retry = true;
+	else if (opt->id == O_FORCE)
+		a->force = true;
 	return 0;
 }
 
@@ -62,14 +76,15 @@ static int media_call(struct cli_ctx *ctx, int argc, char **argv, size_t want_ar
 	struct cli_args pos = { 0 };
 	json_t *body = NULL, *res = NULL;
 	const char *verb = argv[0];
-	bool retry = false;
+	const struct cli_opt *opts = strcmp(verb, "insert") == 0 ? insert_opts : media_opts;
+	struct media_args a = { 0 };
 	int rc;
 
-	rc = cli_args_parse(&pos, ctx, media_opts, argc - 1, argv + 1, media_opt, &retry);
+	rc = cli_args_parse(&pos, ctx, opts, argc - 1, argv + 1, media_opt, &a);
 	if (rc < 0)
 		goto cleanup;
 	if (ctx->help) {
-		cli_help_print(stdout, ctx, synopsis, summary, media_opts);
+		cli_help_print(stdout, ctx, synopsis, summary, opts);
 		goto cleanup;
 	}
 	if (pos.n != want_args) {
@@ -78,7 +93,7 @@ static int media_call(struct cli_ctx *ctx, int argc, char **argv, size_t want_ar
 	}
 	if (strcmp(verb, "status") == 0) {
 		const struct bmc_cli_query q = { .endpoint = "media", .key = "node",
-						 .value = pos.v[0], .retry_unreachable = retry };
+						 .value = pos.v[0], .retry_unreachable = a.retry };
 
 		rc = bmc_cli_get(&res, ctx, &q);
 	} else {
@@ -86,7 +101,11 @@ static int media_call(struct cli_ctx *ctx, int argc, char **argv, size_t want_ar
 			       ? json_pack("{s:s, s:s, s:b}", "node", pos.v[0], "url", pos.v[1],
 					   "dry_run", ctx->dry_run)
 			       : json_pack("{s:s, s:b}", "node", pos.v[0], "dry_run", ctx->dry_run);
-		if (body && retry && json_object_set_new(body, "retry_unreachable", json_true()) < 0) {
+		if (body && a.force && json_object_set_new(body, "force", json_true()) < 0) {
+			json_decref(body);
+			body = NULL;
+		}
+		if (body && a.retry && json_object_set_new(body, "retry_unreachable", json_true()) < 0) {
 			json_decref(body);
 			body = NULL;
 		}
@@ -111,8 +130,10 @@ static int media_insert(struct cli_ctx *ctx, int argc, char **argv)
 {
 	return media_call(ctx, argc, argv, 2, "NODE URL",
 			  "Inserts an image (http, https, nfs or cifs URL) into the node's virtual "
-			  "CD/DVD. A BMC kilnd knows is down answers at once with its last error "
-			  "unless --retry-unreachable.");
+			  "CD/DVD. An image already inserted is not replaced (the command fails "
+			  "naming it) unless --force; the same image again is a noop. A BMC kilnd "
+			  "knows is down answers at once with its last error unless "
+			  "--retry-unreachable.");
 }
 
 static int media_eject(struct cli_ctx *ctx, int argc, char **argv)

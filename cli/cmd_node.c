@@ -234,6 +234,22 @@ static const char *import_message(const json_t *err)
 	return msg;
 }
 
+/* kilnd adds a node whose BMC did not answer (uncabled nodes are normal in an import) and
+ * says so: one line on stderr each. */
+static void warnings_print(const json_t *nodes)
+{
+	size_t i;
+	json_t *n;
+
+	json_array_foreach(nodes, i, n) {
+		const char *w = json_string_value(json_object_get(n, "warning"));
+
+		if (w)
+			fprintf(stderr, "kiln: %s: %s\n",
+				json_string_value(json_object_get(n, "name")), w);
+	}
+}
+
 static int node_add(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const char synopsis[] = "NODERANGE [--bmc URL --bmc-user U --bmc-password-file F] "
@@ -255,7 +271,9 @@ static int node_add(struct cli_ctx *ctx, int argc, char **argv)
 		cli_help_print(stdout, ctx, synopsis,
 			       "Adds nodes (one, or a range with the same settings). Without --bmc the "
 			       "node is agent-only.\nWith --bmc-user and no password file, the password "
-			       "is asked on the terminal.", node_add_opts);
+			       "is asked on the terminal.\nkilnd asks each Redfish BMC first: one with "
+			       "several systems needs --bmc-system (refused, exit 2, naming them); one "
+			       "that does not answer is added with a warning.", node_add_opts);
 		goto cleanup;
 	}
 	rc = one_arg(ctx, &pos, "NODERANGE");
@@ -323,6 +341,7 @@ static int node_add(struct cli_ctx *ctx, int argc, char **argv)
 		rc = out ? kiln_fail(KILN_EPROTO, "kilnd's answer is not a list of nodes") : oom();
 		goto cleanup;
 	}
+	warnings_print(out);
 	if (ctx->output == CLI_OUT_JSON) {
 		nodes_tag(out);
 		rc = out_json_print(out, stdout);
@@ -762,7 +781,8 @@ static int node_import(struct cli_ctx *ctx, int argc, char **argv)
 			       "bmc_password_file, group\n(several separated by ';'), rack, "
 			       "tls_insecure (yes/no), tls_ca, tls_fingerprint, ipmi_cipher,\n"
 			       "ipmi_privilege, ipmi_workarounds, sol, bmc_system. Empty cells are not "
-			       "set. Relative\nfile names are taken from the CSV file's folder.", NULL);
+			       "set. Relative\nfile names are taken from the CSV file's folder. Each "
+			       "Redfish BMC is asked first, as by node add.", NULL);
 		goto cleanup;
 	}
 	rc = one_arg(ctx, &pos, "FILE.csv");
@@ -826,6 +846,7 @@ static int node_import(struct cli_ctx *ctx, int argc, char **argv)
 		rc = kiln_fail_prefix(rc, "nothing imported");
 		goto cleanup;
 	}
+	warnings_print(res);
 	if (ctx->output == CLI_OUT_JSON) {
 		nodes_tag(res);
 		rc = out_json_print(res, stdout);

@@ -49,6 +49,8 @@ static int sel_node(struct bmc_cli_rows *r, const json_t *e)
 	json_t *en;
 
 	bmc_cli_row_error(r, e);
+	if (!json_object_get(e, "error") && json_array_size(json_object_get(e, "entries")) == 0)
+		bmc_cli_row_none(r, e, "no event log entries");
 	json_array_foreach(json_object_get(e, "entries"), j, en) {
 		char node[128], id[128], time[64], sev[32], msg[1024];
 		const char *row[] = {

@@ -34,6 +34,8 @@ static int sensors_node(struct bmc_cli_rows *r, const json_t *e)
 	json_t *s;
 
 	bmc_cli_row_error(r, e);
+	if (!json_object_get(e, "error") && json_array_size(json_object_get(e, "sensors")) == 0)
+		bmc_cli_row_none(r, e, "no sensors found on this BMC");
 	json_array_foreach(json_object_get(e, "sensors"), j, s) {
 		char node[128], name[128], kind[32], value[32], unit[16], health[32];
 		const char *row[] = {

@@ -58,6 +58,7 @@ const char *kiln_error_name(int code)
 	case KILN_ENEWER: return "written by a newer kiln";
 	case KILN_ETLS: return "certificate differs from the pin";
 	case KILN_EIDENTITY: return "agent identity mismatch";
+	case KILN_ECONFIG: return "configuration does not fit";
 	default: return "error";
 	}
 }

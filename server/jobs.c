@@ -105,10 +105,12 @@ static int os_matches(const char *want, const char *have)
 	return 0;
 }
 
-/* Failures that retrying does not mend: a BMC without the device, a refused value. */
+/* Failures that retrying does not mend: a BMC without the device, a refused value, a BMC
+ * that does not fit the node. */
 static int permanent(int rc)
 {
-	return rc == KILN_ENOTFOUND || rc == KILN_EINVAL || rc == KILN_EAUTH || rc == KILN_EPERM;
+	return rc == KILN_ENOTFOUND || rc == KILN_EINVAL || rc == KILN_EAUTH || rc == KILN_EPERM ||
+	       rc == KILN_ECONFIG;
 }
 
 static void decide_set(struct job_next *out, enum job_verdict v, enum job_step step)

@@ -622,6 +622,10 @@ static void poll_result(struct poller *p, struct slot *s, struct completion *c, 
 
 		if (c->rc == KILN_EAUTH)
 			snprintf(msg, sizeof(msg), "credentials rejected: %s", c->error);
+		else if (c->rc == KILN_ECONFIG)
+			/* it answered: the node's settings do not fit it (a BMC of several
+			 * systems and no --bmc-system), which is no outage */
+			snprintf(msg, sizeof(msg), HEALTH_BMC_CONFIG_ERROR "%s", c->error);
 		else
 			snprintf(msg, sizeof(msg), "%s", c->error[0] ? c->error : kiln_error_name(c->rc));
 		set_error(&s->st, msg);
@@ -641,7 +645,9 @@ static void poll_result(struct poller *p, struct slot *s, struct completion *c, 
 			event_add(p, s, SEV_CRITICAL, "bmc", "tls", key, "%.480s", msg);
 		}
 		if (t == POLLER_DOWN)
-			event_add(p, s, SEV_WARNING, "bmc", "bmc", NULL, "BMC unreachable: %.400s", msg);
+			event_add(p, s, SEV_WARNING, "bmc", "bmc", NULL, "%s: %.400s",
+				  c->rc == KILN_ECONFIG ? "BMC configuration error" : "BMC unreachable",
+				  msg);
 		s->busy = 0;
 		state_put(p, s);
 		return;

@@ -22,6 +22,8 @@ enum {
 	KILN_ENEWER = -11,   /* data written by a newer kiln */
 	KILN_ETLS = -12,     /* the peer's TLS certificate differs from its pinned fingerprint */
 	KILN_EIDENTITY = -13, /* an agent report's host identity is not its node's */
+	KILN_ECONFIG = -14,  /* a peer that answers but does not fit the node's settings (a BMC
+			      * of several systems and no --bmc-system): no outage */
 };
 
 /* Sets this thread's message (printf format) and returns code, so that

@@ -118,6 +118,7 @@ unsigned api_status_of(int rc)
 	case KILN_ENOTFOUND: return MHD_HTTP_NOT_FOUND;
 	case KILN_EEXISTS: return MHD_HTTP_CONFLICT;
 	case KILN_EIDENTITY: return MHD_HTTP_CONFLICT;
+	case KILN_ECONFIG: return MHD_HTTP_BAD_REQUEST;
 	case KILN_EINVAL: return MHD_HTTP_BAD_REQUEST;
 	case KILN_ETOOBIG: return MHD_HTTP_CONTENT_TOO_LARGE;
 	case KILN_EAUTH: return MHD_HTTP_UNAUTHORIZED;
@@ -606,6 +607,7 @@ void api_server_stop(struct api_server *srv)
 {
 	if (!srv)
 		return;
+	api_node_checks_stop();
 	if (srv->mhd)
 		MHD_stop_daemon(srv->mhd);
 	if (srv->store_key_made)

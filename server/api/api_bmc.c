@@ -653,14 +653,16 @@ static int url_valid(const char *url)
 
 void api_media_insert(struct api_ctx *c)
 {
-	static const char *const fields[] = { "node", "url", "dry_run", "retry_unreachable", NULL };
+	static const char *const fields[] = { "node", "url", "force", "dry_run",
+					      "retry_unreachable", NULL };
 	struct bmc_op op = { .kind = BMC_OP_MEDIA_INSERT };
 	const char *node, *url;
 	json_t *per_node;
 	int dry_run, retry;
 
 	if (!api_body_require(c) || body_only(c, fields) < 0 || api_body_string(c, &node, "node") < 0 ||
-	    api_body_string(c, &url, "url") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0 ||
+	    api_body_string(c, &url, "url") < 0 || api_body_bool(c, &op.force, "force") < 0 ||
+	    api_body_bool(c, &dry_run, "dry_run") < 0 ||
 	    api_body_bool(c, &retry, "retry_unreachable") < 0 || one_node(c, node) < 0)
 		return;
 	if (!url_valid(url)) {

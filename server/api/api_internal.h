@@ -126,6 +126,24 @@ void api_nodes_list(struct api_ctx *c);
 void api_nodes_create(struct api_ctx *c);
 void api_nodes_delete_range(struct api_ctx *c);
 void api_nodes_import(struct api_ctx *c);
+
+/*
+ * node add and import (api_node_check.c): asks each Redfish node's BMC for its system, off
+ * the request thread, before anything is stored. Takes nodes (the array and each node; freed
+ * when the request ends). Returns 1 when there is nothing to ask (no engine, no Redfish
+ * node): the caller calls then(c) itself; 0 when c is suspended until every BMC answered or
+ * failed (within the engine's timeouts), then(c) runs on resumption; < 0 answered (ENOMEM).
+ */
+int api_node_check(struct api_ctx *c, struct node **nodes, size_t count,
+		   void (*then)(struct api_ctx *c));
+/* In then: the nodes, and what node i's BMC said: 0 (or not asked), KILN_ECONFIG when it does
+ * not fit the node (several systems and no --bmc-system, or no such system: *msg names
+ * the ids), another code when it could not be asked now (*msg why). */
+struct node **api_node_check_nodes(struct api_ctx *c, size_t *count);
+int api_node_check_result(struct api_ctx *c, size_t i, const char **msg);
+/* Answers every check still waiting ("kilnd is stopping"): no connection stays suspended
+ * when the HTTP server stops. */
+void api_node_checks_stop(void);
 void api_node_get(struct api_ctx *c);
 void api_node_patch(struct api_ctx *c);
 void api_node_delete(struct api_ctx *c);

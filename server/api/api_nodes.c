@@ -56,11 +56,61 @@ static json_t *create_detail(json_t *body)
 	return json_pack("{s:o}", "fields", node_json_field_names(body));
 }
 
+/* What node add and import make of the BMC check: a BMC that does not fit the node is
+ * refused (1, answered), one that did not answer is a warning on the node's object. */
+static int check_refused(struct api_ctx *c, size_t i, int index)
+{
+	const char *msg;
+	int rc = api_node_check_result(c, i, &msg);
+
+	if (rc != KILN_ECONFIG)
+		return 0;
+	if (index)
+		api_fail_index(c, MHD_HTTP_BAD_REQUEST, (long)i, "bmc_system", "nodes[%zu]: %s", i, msg);
+	else
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "bmc_system", "%s", msg);
+	return 1;
+}
+
+static json_t *checked_json(struct api_ctx *c, size_t i, const struct node *n)
+{
+	const char *msg;
+	json_t *o = node_json_from(n);
+	char warning[700];
+
+	if (o && api_node_check_result(c, i, &msg) < 0) {
+		snprintf(warning, sizeof(warning), "BMC not reachable now (%s); added anyway", msg);
+		json_object_set_new(o, "warning", json_string(warning));
+	}
+	return o;
+}
+
+static void create_checked(struct api_ctx *c)
+{
+	size_t count;
+	struct node *n = api_node_check_nodes(c, &count)[0];
+	int64_t audit_id;
+	int rc;
+
+	if (check_refused(c, 0, 0))
+		return;
+	if (api_audit_begin(c, &audit_id, "node.add", n->name, create_detail(c->body)) < 0)
+		return;
+	rc = store_node_insert(c->st, n);
+	if (rc == KILN_EEXISTS)
+		rc = kiln_fail(KILN_EEXISTS, "node '%s' already exists", n->name);
+	api_audit_finish(c, audit_id, rc);
+	if (rc < 0) {
+		api_fail_code(c, rc, rc == KILN_EEXISTS ? "name" : NULL);
+		return;
+	}
+	api_reply(c, MHD_HTTP_CREATED, checked_json(c, 0, n));
+}
+
 void api_nodes_create(struct api_ctx *c)
 {
-	struct node *n = NULL;
+	struct node *n = NULL, *taken = NULL, **nodes;
 	const char *field = NULL;
-	int64_t audit_id;
 	int rc;
 
 	if (!api_body_require(c))
@@ -70,19 +120,21 @@ void api_nodes_create(struct api_ctx *c)
 		api_fail_code(c, rc, field);
 		return;
 	}
-	if (api_audit_begin(c, &audit_id, "node.add", n->name, create_detail(c->body)) < 0)
-		goto cleanup;
-	rc = store_node_insert(c->st, n);
-	if (rc == KILN_EEXISTS)
-		rc = kiln_fail(KILN_EEXISTS, "node '%s' already exists", n->name);
-	api_audit_finish(c, audit_id, rc);
-	if (rc < 0) {
-		api_fail_code(c, rc, rc == KILN_EEXISTS ? "name" : NULL);
-		goto cleanup;
+	if (store_node_get(c->st, &taken, n->name) == 0) {
+		/* no BMC is asked for a node that cannot be added */
+		api_fail(c, MHD_HTTP_CONFLICT, "name", "node '%s' already exists", n->name);
+		node_free(taken);
+		node_free(n);
+		return;
 	}
-	api_reply(c, MHD_HTTP_CREATED, node_json_from(n));
-cleanup:
-	node_free(n);
+	if (!(nodes = malloc(sizeof(*nodes)))) {
+		node_free(n);
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+		return;
+	}
+	nodes[0] = n;
+	if (api_node_check(c, nodes, 1, create_checked) == 1)
+		create_checked(c);
 }
 
 void api_node_get(struct api_ctx *c)
@@ -241,54 +293,24 @@ cleanup:
 	kiln_nodelist_free(&have);
 }
 
-void api_nodes_import(struct api_ctx *c)
+/* The import once every BMC was asked: all or nothing, as before the check. */
+static void import_checked(struct api_ctx *c)
 {
-	static const char *const keys[] = { "nodes", NULL };
-	struct node **nodes = NULL;
 	size_t count = 0, i;
-	const char *field = NULL;
-	char **names = NULL, *target = NULL;
-	json_t *list, *item, *arr = NULL;
+	struct node **nodes = api_node_check_nodes(c, &count);
+	char **names = calloc(count, sizeof(*names)), *target = NULL;
+	json_t *arr = NULL;
 	int64_t audit_id;
 	int rc, in_tx = 0;
 
-	if (!api_body_require(c))
-		return;
-	if (kiln_json_check_keys(c->body, keys, &field) < 0) {
-		api_fail(c, MHD_HTTP_BAD_REQUEST, field, "unknown field '%s'", field);
-		return;
-	}
-	list = json_object_get(c->body, "nodes");
-	if (!json_is_array(list) || json_array_size(list) == 0 ||
-	    json_array_size(list) > IMPORT_MAX) {
-		api_fail(c, MHD_HTTP_BAD_REQUEST, "nodes",
-			 "field 'nodes' must be an array of 1 to %d node objects", IMPORT_MAX);
-		return;
-	}
-	nodes = calloc(json_array_size(list), sizeof(*nodes));
-	names = calloc(json_array_size(list), sizeof(*names));
-	if (!nodes || !names) {
+	if (!names) {
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
-		goto cleanup;
+		return;
 	}
-	/* Every element is checked before anything is written. */
-	json_array_foreach(list, i, item) {
-		rc = node_json_create(&nodes[i], item, c->key, &field);
-		if (rc < 0) {
-			api_fail_index(c, api_status_of(rc), (long)i, field, "nodes[%zu]: %s", i,
-				       kiln_error_last());
-			goto cleanup;
-		}
-		count++;
+	for (i = 0; i < count; i++) {
 		names[i] = nodes[i]->name;
-		for (size_t j = 0; j < i; j++) {
-			if (strcmp(names[j], names[i]) == 0) {
-				api_fail_index(c, MHD_HTTP_BAD_REQUEST, (long)i, "name",
-					       "nodes[%zu]: node '%s' is also nodes[%zu]", i, names[i],
-					       j);
-				goto cleanup;
-			}
-		}
+		if (check_refused(c, i, 1))
+			goto cleanup;
 	}
 	target = noderange_compress(names, count);
 	if (api_audit_begin(c, &audit_id, "node.import", target ? target : "?",
@@ -300,7 +322,7 @@ void api_nodes_import(struct api_ctx *c)
 	for (i = 0; rc == 0 && i < count; i++) {
 		rc = store_node_insert(c->st, nodes[i]);
 		if (rc == 0)
-			json_array_append_new(arr, node_json_from(nodes[i]));
+			json_array_append_new(arr, checked_json(c, i, nodes[i]));
 	}
 	if (rc == 0) {
 		rc = store_commit(c->st);
@@ -329,9 +351,60 @@ void api_nodes_import(struct api_ctx *c)
 	arr = NULL;
 cleanup:
 	json_decref(arr);
-	for (i = 0; nodes && i < count; i++)
-		node_free(nodes[i]);
-	free(nodes);
 	free(names);
 	free(target);
+}
+
+void api_nodes_import(struct api_ctx *c)
+{
+	static const char *const keys[] = { "nodes", NULL };
+	struct node **nodes = NULL;
+	size_t count = 0, i;
+	const char *field = NULL;
+	json_t *list, *item;
+	int rc;
+
+	if (!api_body_require(c))
+		return;
+	if (kiln_json_check_keys(c->body, keys, &field) < 0) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, field, "unknown field '%s'", field);
+		return;
+	}
+	list = json_object_get(c->body, "nodes");
+	if (!json_is_array(list) || json_array_size(list) == 0 ||
+	    json_array_size(list) > IMPORT_MAX) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "nodes",
+			 "field 'nodes' must be an array of 1 to %d node objects", IMPORT_MAX);
+		return;
+	}
+	nodes = calloc(json_array_size(list), sizeof(*nodes));
+	if (!nodes) {
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+		return;
+	}
+	/* Every element is checked before anything is written (or any BMC asked). */
+	json_array_foreach(list, i, item) {
+		rc = node_json_create(&nodes[i], item, c->key, &field);
+		if (rc < 0) {
+			api_fail_index(c, api_status_of(rc), (long)i, field, "nodes[%zu]: %s", i,
+				       kiln_error_last());
+			goto fail;
+		}
+		count++;
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(nodes[j]->name, nodes[i]->name) == 0) {
+				api_fail_index(c, MHD_HTTP_BAD_REQUEST, (long)i, "name",
+					       "nodes[%zu]: node '%s' is also nodes[%zu]", i,
+					       nodes[i]->name, j);
+				goto fail;
+			}
+		}
+	}
+	if (api_node_check(c, nodes, count, import_checked) == 1)
+		import_checked(c);
+	return;
+fail:
+	for (i = 0; i < count; i++)
+		node_free(nodes[i]);
+	free(nodes);
 }

@@ -8,6 +8,7 @@
 
 #include "api/api_internal.h"
 #include "api/api_status.h"
+#include "health/health_facts.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "poller.h"
@@ -154,13 +155,22 @@ static int gpus_counted(const struct agent_state *a)
 	return !a->nvidia_status || strcmp(a->nvidia_status, "ok") == 0;
 }
 
-/* The BMC in a word: "ok", "busy" (it answered, without a reading), "unreachable"; NULL
- * before the poller wrote the node. */
-static const char *bmc_word(int has_state, int reachable, int busy)
+/* The BMC in a word: "ok", "busy" (it answered, without a reading), "misconfigured" (it
+ * answered, but does not fit the node: several systems and no --bmc-system), "unreachable";
+ * NULL before the poller wrote the node. */
+static const char *bmc_word(int has_state, int reachable, int busy, int misconfigured)
 {
 	if (!has_state)
 		return NULL;
+	if (misconfigured)
+		return "misconfigured";
 	return !reachable ? "unreachable" : busy ? "busy" : "ok";
+}
+
+static int bmc_misconfigured(const struct fleet_state *s)
+{
+	return !s->reachable && s->power_error &&
+	       strncmp(s->power_error, HEALTH_BMC_CONFIG_ERROR, strlen(HEALTH_BMC_CONFIG_ERROR)) == 0;
 }
 
 /* One node's status object; *out_health is its health word. */
@@ -202,7 +212,8 @@ static json_t *node_status(const struct agent_gpu_summary *g, const struct node 
 		json_object_set_new(o, "bmc_error", json_string(s->power_error));
 	if (o && s)
 		json_object_set_new(o, "bmc", json_string(bmc_word(1, s->reachable,
-								   poller_state_busy(s))));
+								   poller_state_busy(s),
+								   bmc_misconfigured(s))));
 	return o;
 }
 
@@ -459,7 +470,8 @@ static int row_put(void *ud, const struct status_row *r)
 	JW_LIT(w, ",");
 	jw_reasons(w, r->has_state ? r->reasons : NULL);
 	JW_LIT(w, ",");
-	jw_string_or_null(w, bmc_word(r->has_state, r->reachable, r->bmc_busy));
+	jw_string_or_null(w, bmc_word(r->has_state, r->reachable, r->bmc_busy,
+				      r->bmc_misconfigured));
 	JW_LIT(w, "]");
 	return w->rc;
 }

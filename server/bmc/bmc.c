@@ -253,6 +253,8 @@ static struct bmc_job *pump(struct bmc_engine *e)
 
 static void start_jobs(struct bmc_engine *e, struct bmc_job *list);
 
+static struct redfish *node_loop(const struct bmc_engine *e, const struct bmc_node *n);
+
 static void job_done(void *ud, const struct bmc_result *res)
 {
 	struct bmc_job *j = ud;
@@ -264,6 +266,14 @@ static void job_done(void *ud, const struct bmc_result *res)
 		j->node->background = NULL;
 	j->node->slow = res->rc == KILN_ETIMEOUT;
 	e->running--;
+	if (j->op.probe && !j->node->busy && !j->node->head && j->node->rf) {
+		/* nothing of a probe's is kept: its session would be a second one on the BMC
+		 * once the node is added */
+		redfish_bmc_retire(node_loop(e, j->node), j->node->rf);
+		j->node->rf = NULL;
+		key_free(j->node->key);
+		j->node->key = NULL;
+	}
 	ready_push(e, j->node);
 	struct bmc_job *next = pump(e);
 	pthread_mutex_unlock(&e->lock);

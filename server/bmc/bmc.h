@@ -30,7 +30,11 @@ struct bmc_op {
 	enum bmc_boot_device boot;    /* BOOT_SET */
 	int persistent;               /* BOOT_SET */
 	const char *media_url;        /* MEDIA_INSERT (copied by bmc_submit) */
+	int force;                    /* MEDIA_INSERT: replace an image already inserted */
 	int64_t sel_since;            /* SEL: unix seconds, 0 = all */
+	int probe;                    /* a check of a BMC before its node exists (node add):
+				       * its driver state is dropped, the session deleted, once
+				       * it ends */
 	int background;               /* a read of the poller's: another operation on the same
 				       * Redfish BMC goes first (see bmc_submit) */
 };

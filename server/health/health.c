@@ -325,6 +325,10 @@ static void rule_bmc(struct health_result *r, const struct health_facts *f)
 		add(r, HEALTH_WARNING, "bmc: credentials rejected");
 		return;
 	}
+	if (f->bmc_config_error) {
+		add(r, HEALTH_WARNING, "bmc configuration error: %s", f->bmc_config_error);
+		return;
+	}
 	/* It answered, so it is there: busy (sessions full, a firmware job) is not down. */
 	if (f->bmc_reachable && f->bmc_busy) {
 		add(r, HEALTH_WARNING, "bmc busy: %s",

@@ -65,6 +65,8 @@ struct health_facts {
 	int bmc_reachable;          /* 0 after failures (or the circuit open) */
 	int64_t bmc_down_since;
 	int credentials_rejected;
+	const char *bmc_config_error; /* the BMC answered but does not fit the node ("this BMC
+				       * has 2 systems (...); choose one with --bmc-system"), or NULL */
 	int power;                  /* enum bmc_power: 0 unknown, 1 on, 2 off */
 	int64_t power_on_since;     /* when it was seen turning on (0: not seen) */
 	int64_t power_time;         /* when power was last read (0: never) */

@@ -287,6 +287,10 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 		f->credentials_rejected =
 			state->power_error &&
 			strncmp(state->power_error, "credentials rejected", 20) == 0;
+		if (!state->reachable && state->power_error &&
+		    strncmp(state->power_error, HEALTH_BMC_CONFIG_ERROR,
+			    strlen(HEALTH_BMC_CONFIG_ERROR)) == 0)
+			f->bmc_config_error = state->power_error + strlen(HEALTH_BMC_CONFIG_ERROR);
 		f->power = power_code(state->power);
 		f->power_time = state->power_time;
 		if (f->power == 1)

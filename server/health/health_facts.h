@@ -6,6 +6,10 @@
 #include "health/health.h"
 #include "store/store.h"
 
+/* How the poller's power_error starts when the BMC answered but does not fit the node (a
+ * read refused with KILN_ECONFIG): health says "bmc configuration error", not unreachable. */
+#define HEALTH_BMC_CONFIG_ERROR "configuration error: "
+
 /* What the facts borrow strings from; cleared with health_facts_sources_clear. */
 struct health_sources {
 	struct agent_state agent;

@@ -533,6 +533,8 @@ struct status_row {
 	int in_maintenance;          /* maint_reason is set */
 	const char *maint_reason;
 	int bmc_busy;                /* the poller's busy mark (poller_record_busy) */
+	int bmc_misconfigured;       /* it answered, but does not fit the node (poller.c's
+				      * "configuration error: ...") */
 };
 
 /* Calls fn for every node ordered by name, in one read snapshot. fn returns 0 to go on or a

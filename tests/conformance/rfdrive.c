@@ -163,7 +163,7 @@ static void usage(void)
 		"         [--url-fingerprint SHA256]\n"
 		"         [--timeout-ms N] [--status-timeout-ms N] [--action-timeout-ms N]\n"
 		"         [--fanout N] [--repeat N]\n"
-		"         [--on-if-off] [--persistent] [--since UNIX] [--pause-ms N]\n"
+		"         [--on-if-off] [--persistent] [--force] [--since UNIX] [--pause-ms N]\n"
 		"         [--beside power-get|sensors|sel|inventory]\n"
 		"         power-get | power on|off|soft|reset|cycle | boot pxe|cd|disk|bios |\n"
 		"         media-insert URL | media-eject | media-status | sensors | sel | inventory\n");
@@ -188,6 +188,7 @@ int main(int argc, char **argv)
 		{"repeat", required_argument, NULL, 'r'},
 		{"on-if-off", no_argument, NULL, 'o'},
 		{"persistent", no_argument, NULL, 'p'},
+		{"force", no_argument, NULL, 'x'}, /* media-insert over an inserted image */
 		{"since", required_argument, NULL, 'S'},
 		{"pause-ms", required_argument, NULL, 'z'},
 		{"beside", required_argument, NULL, 'b'}, /* a background read first, each round */
@@ -257,6 +258,7 @@ int main(int argc, char **argv)
 		case 'r': rc = kiln_parse_int(&repeat, optarg, 1, 100000); break;
 		case 'o': op.on_if_off = 1; break;
 		case 'p': op.persistent = 1; break;
+		case 'x': op.force = 1; break;
 		case 'S': rc = kiln_parse_int64(&since, optarg, 0, INT64_MAX); break;
 		case 'z': rc = kiln_parse_int(&pause_ms, optarg, 0, 600000); break;
 		case 'b':

@@ -193,7 +193,16 @@ for dir in "$MOCKUPS"/*/; do
 
 	if [ "$has_vm" = 1 ]; then
 		img="http://127.0.0.1/images/kiln-test.iso"
+		# a CD that holds an image already: the plain insert is refused naming it (one the
+		# simulator shows inserted), --force replaces it
 		out=$(rf media-insert "$img")
+		err=$(echo "$out" | jq -r '.[0].error // ""')
+		if [ -n "$err" ]; then
+			held=$(echo "$err" | sed -n "s/.* already holds '\(.*\)'; eject it first.*/\1/p")
+			curl -s "$CTL/state" | jq -e --arg h "$held" '[.media[] | select(.Inserted and .Image == $h)] |
+				length == 1' >/dev/null && ok "insert over '$held' refused" || fail "media insert: $err"
+		fi
+		out=$(rf --force media-insert "$img")
 		got=$(echo "$out" | jq -r '.[0].media.image // .[0].error')
 		simimg=$(curl -s "$CTL/state" | jq -r --arg i "$img" '[.media[] | select(.Image == $i and .Inserted)] | length')
 		[ "$got" = "$img" ] && [ "$simimg" = 1 ] && ok "virtual media inserted" ||

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kiln-bmcsim smoke over every tree in $KILN_SHARED/redfish-mockups (skips when absent):
-# every resource answers by its path (and upper-cased with a trailing slash), the system's
+# every resource answers by its path (and upper-cased with a trailing slash; a captured error
+# body with the status its MessageId stands for), the system's
 # PowerState matches the file, sessions, reset with the tree's allowable values, boot PATCH,
 # virtual media where the tree has it, sensor and log injection, and a clean exit.
 set -u
@@ -69,9 +70,18 @@ for TREE in "$MOCKS"/*/; do
 	fi
 
 	# every stored resource by its path, then upper-cased with a trailing slash
+	# (captured error bodies, {"error":...} alone, answer with their status instead)
+	(cd "$TREE" && grep -l '"error"' -r --include=index.json . | while read -r f; do
+		jq -e '(keys == ["error"]) and ((.error."@Message.ExtendedInfo"[0].MessageId // .error.code //
+			"") | test("Success$") | not)' "$f" >/dev/null 2>&1 && echo "$f"
+	done | sed 's#^\.##; s#/index\.json$##' | grep -v -i '^/SessionService/Sessions/' | sort) >"$TMP/$T.errors"
 	(cd "$TREE" && find . \( -name index.json -o -name index.xml \) | sed 's#^\.##; s#/index\.[a-z]*$##' |
-		grep -v -i '^/SessionService/Sessions/') >"$TMP/$T.paths"
+		grep -v -i '^/SessionService/Sessions/' | sort | comm -23 - "$TMP/$T.errors") >"$TMP/$T.paths"
 	n=$(wc -l <"$TMP/$T.paths")
+	ne=$(wc -l <"$TMP/$T.errors")
+	awk -v u="$U/redfish/v1" '{print "url = \"" u $0 "\"\noutput = /dev/null"}' "$TMP/$T.errors" >"$TMP/$T.ecfg"
+	ok=$( [ "$ne" = 0 ] && echo 0 || curl -s "${A[@]}" -K "$TMP/$T.ecfg" -w '%{http_code}\n' | grep -c '^200$')
+	expect "the $ne stored error bodies answer as errors" 0 "$ok"
 	awk -v u="$U/redfish/v1" '{print "url = \"" u $0 "\"\noutput = /dev/null"}' "$TMP/$T.paths" >"$TMP/$T.cfg"
 	miss=$(curl -s "${A[@]}" -K "$TMP/$T.cfg" -w '%{http_code} %{url_effective}\n' | grep -vc '^200 ')
 	expect "all $n resources answer 200" 0 "$miss"

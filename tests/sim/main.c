@@ -20,12 +20,13 @@
 static const char usage[] =
 	"usage: kiln-bmcsim --mockup DIR --listen 127.0.0.1:PORT [--count N] [--latency-ms L]\n"
 	"         [--jitter-ms J] [--tls [--cert-out FILE]] [--user U --password P | --password-file F]\n"
-	"         [--profile idrac9|ilo5|ilo6|openbmc|generic] [--fault SPEC]... [--power-hook CMD]\n"
+	"         [--profile idrac9|ilo5|ilo6|ilo7|openbmc|generic] [--fault SPEC]... [--power-hook CMD]\n"
 	"         [--power-delay-ms MS] [--settle-ms MS] [--session-cap N] [--session-timeout S]\n"
 	"         [--async] [--task-ms MS] [--require-etag] [--record-max N] [--hang-ms MS]\n"
 	"         [--slow-ms MS] [--drift PCT] [--ports-file FILE] [--log-level LEVEL]\n"
 	"         [--select-query on|off] [--select-quirk ignore|400]\n"
 	"         [--expand-query on|off] [--expand-quirk ignore|400] [--unique-serials]\n"
+	"         [--boot-quirk continuous]\n"
 	"       kiln-bmcsim --version\n"
 	"Simulates N Redfish BMCs on ports PORT..PORT+N-1 (PORT 0: the kernel picks; see --ports-file).\n"
 	"$select is honoured when the service root advertises ProtocolFeaturesSupported.SelectQuery\n"
@@ -36,6 +37,8 @@ static const char usage[] =
 	"  ExpandQuery.NoLinks (--expand-query on sets it, one level; off removes ExpandQuery);\n"
 	"  --expand-quirk: advertised, but the members stay links, or 400.\n"
 	"--unique-serials: the n-th BMC's systems report the tree's SerialNumber and \"-n\".\n"
+	"--boot-quirk continuous: a boot override is kept as Continuous whatever was asked (sushy-tools).\n"
+	"A stored error body ({\"error\":...} alone) is answered with its MessageId's status (404, 503, ...).\n"
 	"Fault SPEC: KIND[:all|N%|ports=P,..|index=I,..][:count=N][:prob=P][:ms=M],\n"
 	"  KIND = hang | reset | slow | malformed | truncated | 412 | an HTTP status 400-599.\n"
 	"Control: GET /_sim/state, GET|DELETE /_sim/requests, POST /_sim/inject on every port.\n";
@@ -46,6 +49,7 @@ enum {
 	OPT_SESSION_CAP, OPT_SESSION_TIMEOUT, OPT_ASYNC, OPT_TASK_MS, OPT_REQUIRE_ETAG, OPT_RECORD_MAX,
 	OPT_HANG_MS, OPT_SLOW_MS, OPT_DRIFT, OPT_PORTS_FILE, OPT_LOG_LEVEL, OPT_HELP, OPT_SELECT_QUERY,
 	OPT_SELECT_QUIRK, OPT_EXPAND_QUERY, OPT_EXPAND_QUIRK, OPT_VERSION, OPT_UNIQUE_SERIALS,
+	OPT_BOOT_QUIRK,
 };
 
 static const struct option options[] = {
@@ -82,6 +86,7 @@ static const struct option options[] = {
 	{ "expand-query", required_argument, NULL, OPT_EXPAND_QUERY },
 	{ "expand-quirk", required_argument, NULL, OPT_EXPAND_QUIRK },
 	{ "unique-serials", no_argument, NULL, OPT_UNIQUE_SERIALS },
+	{ "boot-quirk", required_argument, NULL, OPT_BOOT_QUIRK },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -202,6 +207,11 @@ int main(int argc, char **argv)
 		case 'h': fputs(usage, stdout); return 0;
 		case OPT_VERSION: kiln_version_print(stdout, "kiln-bmcsim"); return 0;
 		case OPT_UNIQUE_SERIALS: cfg.unique_serials = true; break;
+		case OPT_BOOT_QUIRK:
+			cfg.boot_continuous = strcmp(optarg, "continuous") == 0;
+			if (!cfg.boot_continuous)
+				rc = kiln_fail(KILN_EINVAL, "want 'continuous', not '%s'", optarg);
+			break;
 		default: fputs(usage, stderr); return 2;
 		}
 		if (rc < 0) {
@@ -246,7 +256,7 @@ int main(int argc, char **argv)
 		profile = tree_profile_guess(tree);
 	cfg.profile = sim_profile_find(profile);
 	if (!cfg.profile) {
-		fprintf(stderr, "kiln-bmcsim: --profile: unknown '%s' (idrac9, ilo5, ilo6, openbmc, generic)\n", profile);
+		fprintf(stderr, "kiln-bmcsim: --profile: unknown '%s' (idrac9, ilo5, ilo6, ilo7, openbmc, generic)\n", profile);
 		tree_free(tree);
 		return 2;
 	}

@@ -523,7 +523,8 @@ static void patch_system(struct sim_reply *out, struct bmc *b, const struct sim_
 	if (target)
 		kiln_strlcpy(s->boot_target, target, sizeof(s->boot_target));
 	if (enabled)
-		kiln_strlcpy(s->boot_enabled, enabled, sizeof(s->boot_enabled));
+		kiln_strlcpy(s->boot_enabled, b->cfg->boot_continuous && strcmp(enabled, "Disabled") != 0
+			     ? "Continuous" : enabled, sizeof(s->boot_enabled));
 	if (mode)
 		kiln_strlcpy(s->boot_mode, mode, sizeof(s->boot_mode));
 	s->etag_gen++;
@@ -936,6 +937,12 @@ static bool get(struct sim_reply *out, struct bmc *b, const struct sim_request *
 			bmc_sensors_apply(b, doc); /* an injected reading stays as injected */
 		}
 		break;
+	case RES_ERROR:
+		out->status = r->status;
+		out->text = r->text;
+		out->len = r->len;
+		out->ctype = r->ctype;
+		return false;
 	case RES_PLAIN:
 		break;
 	}

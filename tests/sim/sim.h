@@ -38,6 +38,8 @@ struct sim_config {
 	int slow_ms;              /* pause between chunks of a slow body */
 	int drift_pct;            /* sensor readings swing by up to this share (0: as in the tree) */
 	bool unique_serials;      /* each BMC's systems report the tree's serial + "-<n>" */
+	bool boot_continuous;     /* a boot override PATCH is kept as Continuous whatever it
+				   * asked (sushy-tools' libvirt driver) */
 	/* a query the root advertises: honoured, ignored (the plain answer) or refused (400) */
 	enum sim_query_quirk { QUERY_HONOURED = 0, QUERY_IGNORED, QUERY_REFUSED } select_quirk, expand_quirk;
 };

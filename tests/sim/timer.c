@@ -98,6 +98,7 @@ static const struct sim_profile profiles[] = {
 	{ "idrac9", false, true, true, true, true, true, false },
 	{ "ilo5", true, false, false, false, true, false, true },
 	{ "ilo6", true, false, false, false, true, false, true },
+	{ "ilo7", true, false, false, false, true, false, true },
 	{ "openbmc", false, false, false, false, true, false, false },
 	{ "generic", false, false, false, false, true, false, false },
 };

@@ -118,6 +118,29 @@ static bool is_sensorish(json_t *doc)
 	return false;
 }
 
+int tree_error_status(json_t *doc)
+{
+	static const struct { const char *id; int status; } ids[] = {
+		{ "ResourceMissingAtURI", 404 }, { "ResourceNotFound", 404 },
+		{ "ServiceTemporarilyUnavailable", 503 }, { "ServiceShuttingDown", 503 },
+		{ "ServiceInUnknownState", 503 }, { "InternalError", 500 }, { "GeneralError", 500 },
+		{ "Success", 200 },
+	};
+	json_t *err = json_object_get(doc, "error");
+	if (!json_is_object(doc) || json_object_size(doc) != 1 || !json_is_object(err))
+		return 0;
+	const char *id = json_string_value(json_object_get(
+		json_array_get(json_object_get(err, "@Message.ExtendedInfo"), 0), "MessageId"));
+	if (!id)
+		id = json_string_value(json_object_get(err, "code"));
+	const char *last = id ? strrchr(id, '.') : NULL;
+	last = last ? last + 1 : id;
+	for (size_t i = 0; last && i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (strcmp(last, ids[i].id) == 0)
+			return ids[i].status;
+	return 400;
+}
+
 /* Loads one file as the resource at url (e.g. /redfish/v1/Systems/1). */
 static int load_one(struct tree *t, const char *file, const char *url, bool xml)
 {
@@ -167,7 +190,11 @@ static int load_one(struct tree *t, const char *file, const char *url, bool xml)
 			goto cleanup;
 		r->len = strlen(r->text);
 		r->ctype = "application/json;charset=utf-8";
-		if (json_is_object(doc)) {
+		int error_status = tree_error_status(doc);
+		if (error_status && error_status != 200) {
+			r->kind = RES_ERROR; /* what the vendor's service answered there */
+			r->status = error_status;
+		} else if (json_is_object(doc)) {
 			if (type_has(doc, "#ComputerSystem.") && !type_has(doc, "#ComputerSystemCollection"))
 				r->kind = RES_SYSTEM;
 			else if (type_has(doc, "#VirtualMedia.") &&
@@ -633,6 +660,8 @@ const char *tree_profile_guess(const struct tree *t)
 	const char *model = t->manager_model ? t->manager_model : "";
 	if (t->vendor && strcasecmp(t->vendor, "Dell") == 0)
 		return "idrac9";
+	if (strstr(fw, "iLO 7") || strstr(model, "iLO 7"))
+		return "ilo7";
 	if (strstr(fw, "iLO 6") || strstr(model, "iLO 6"))
 		return "ilo6";
 	if ((t->vendor && strcasecmp(t->vendor, "HPE") == 0) || strstr(fw, "iLO") || strstr(model, "iLO"))
@@ -666,7 +695,7 @@ int tree_load(struct tree **out, const char *dir)
 		goto cleanup;
 	/* Drop the parsed documents of static resources: their text is what is served. */
 	for (size_t i = 0; i < t->nres; i++) {
-		if (t->res[i]->kind == RES_PLAIN) {
+		if (t->res[i]->kind == RES_PLAIN || t->res[i]->kind == RES_ERROR) {
 			json_decref(t->res[i]->json);
 			t->res[i]->json = NULL;
 		}

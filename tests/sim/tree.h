@@ -15,6 +15,7 @@ enum tree_kind {
 	RES_ENTRIES,   /* LogEntryCollection: injected entries added */
 	RES_SESSIONS,  /* SessionCollection: members are the live sessions */
 	RES_SENSORS,   /* Thermal, Power, Sensor, ...: readings may be overridden */
+	RES_ERROR,     /* a captured Redfish error body: served with its status */
 };
 
 struct tree_res {
@@ -26,6 +27,7 @@ struct tree_res {
 	const char *ctype;       /* content type */
 	enum tree_kind kind;
 	int index;               /* into tree systems / media / logs, per kind */
+	int status;              /* RES_ERROR: the HTTP status its MessageId stands for */
 };
 
 enum tree_action_kind { ACT_RESET, ACT_INSERT, ACT_EJECT, ACT_CLEARLOG, ACT_OTHER };
@@ -106,7 +108,13 @@ const struct tree_action *tree_action_find(const struct tree *t, const char *pat
  * out of memory. */
 int tree_query_features_set(struct tree *t, int select, int expand);
 
-/* Guessed profile name: idrac9, ilo5, ilo6, openbmc or generic. */
+/* The HTTP status a captured error body stands for, from its MessageId (the first
+ * @Message.ExtendedInfo's, else error.code): 404 ResourceMissingAtURI, 503 for a service
+ * unavailable, 500 for an internal error, 200 for iLO's Success, else 400. 0 when doc is
+ * not an error body (an object whose only member is "error"). */
+int tree_error_status(json_t *doc);
+
+/* Guessed profile name: idrac9, ilo5, ilo6, ilo7, openbmc or generic. */
 const char *tree_profile_guess(const struct tree *t);
 
 #endif

@@ -52,22 +52,36 @@ static int contains_ci(const char *hay, const char *needle)
 	return hay && strcasestr(hay, needle) != NULL;
 }
 
+/* The vendor from what the service says of itself: the root's Vendor and Oem, the manager's
+ * Model, FirmwareVersion, Oem and id. Many iDRAC firmwares name no Vendor and a Model such
+ * as "14G Monolithic": their manager is still iDRAC.Embedded.1. */
 enum rf_profile rf_profile_detect(const json_t *root, const json_t *manager)
 {
 	const char *vendor = json_string_value(json_object_get(root, "Vendor"));
 	json_t *oem = json_object_get(root, "Oem");
+	json_t *moem = json_object_get(manager, "Oem");
 	const char *model = json_string_value(json_object_get(manager, "Model"));
+	const char *fw = json_string_value(json_object_get(manager, "FirmwareVersion"));
+	const char *id = json_string_value(json_object_get(manager, "@odata.id"));
 
 	if (contains_ci(vendor, "Dell") || json_object_get(oem, "Dell") ||
-	    contains_ci(model, "iDRAC"))
+	    json_object_get(moem, "Dell") || contains_ci(model, "iDRAC") ||
+	    contains_ci(id, "iDRAC"))
 		return RF_DELL;
 	if (contains_ci(vendor, "HPE") || json_object_get(oem, "Hpe") ||
-	    json_object_get(oem, "Hp") || contains_ci(model, "iLO"))
+	    json_object_get(oem, "Hp") || json_object_get(moem, "Hpe") ||
+	    contains_ci(model, "iLO") || contains_ci(fw, "iLO"))
 		return RF_HPE;
 	if (contains_ci(vendor, "OpenBMC") || json_object_get(oem, "OpenBMC") ||
-	    contains_ci(model, "OpenBmc"))
+	    json_object_get(moem, "OpenBmc") || contains_ci(model, "OpenBmc"))
 		return RF_OPENBMC;
 	return RF_GENERIC;
+}
+
+int rf_body_is_error(const json_t *body)
+{
+	return json_is_object(body) && json_object_size(body) == 1 &&
+	       json_is_object(json_object_get(body, "error"));
 }
 
 static void chassis_clear(struct redfish_bmc *b)
@@ -80,12 +94,15 @@ static void chassis_clear(struct redfish_bmc *b)
 		free(c->thermal_subsystem);
 		free(c->power_subsystem);
 		free(c->environment);
+		free(c->sensors);
 		free(c->pcie_devices);
 		free(c->hpe_devices);
 	}
 	free(b->chassis);
 	b->chassis = NULL;
 	b->nchassis = 0;
+	json_decref(b->chassis_skipped);
+	b->chassis_skipped = NULL;
 }
 
 void rf_bmc_forget_discovery(struct redfish_bmc *b)
@@ -129,42 +146,143 @@ void rf_bmc_forget_discovery(struct redfish_bmc *b)
 
 /* --- the steps, in the order they run ---------------------------------------------------- */
 
-static int on_chassis(struct rf_op *op, const struct rf_reply *r)
+#define RF_CHASSIS_MAX 32
+
+static int chassis_known(const struct redfish_bmc *b, const char *path)
+{
+	for (size_t i = 0; i < b->nchassis; i++)
+		if (b->chassis[i].path && rf_path_equal(b->chassis[i].path, path))
+			return 1;
+	return 0;
+}
+
+/* The chassis a link points into: itself, or /redfish/v1/Chassis/Enc of a PoweredBy link to
+ * /redfish/v1/Chassis/Enc/Power#/PowerSupplies/0; NULL when it is not under Chassis. */
+static char *chassis_of(const char *link)
+{
+	const char *c = link ? strcasestr(link, "/Chassis/") : NULL;
+	if (!c)
+		return NULL;
+	size_t n = strcspn(link, "#");
+	/* past the chassis' own id (a "PowerShelf" is a chassis) */
+	const char *id_end = c + strlen("/Chassis/") + strcspn(c + strlen("/Chassis/"), "/#");
+	const char *power = strcasestr(id_end, "/Power");
+	if (power && (size_t)(power - link) < n)
+		n = (size_t)(power - link);
+	return strndup(link, n);
+}
+
+static int on_chassis_inner(struct rf_op *op, const struct rf_reply *r);
+static int on_chassis_outer(struct rf_op *op, const struct rf_reply *r);
+
+enum { FOLLOW_NONE = 0, FOLLOW_IN = 1, FOLLOW_OUT = 2 };
+
+static void follow_key(struct rf_op *op, const json_t *links, const char *key, rf_handler h)
+{
+	json_t *v = json_object_get(links, key);
+	json_t *one = json_is_array(v) ? NULL : v;
+	size_t n = json_is_array(v) ? json_array_size(v) : (one ? 1 : 0);
+	for (size_t i = 0; i < n; i++) {
+		char *path = chassis_of(rf_link(one ? one : json_array_get(v, i), "@odata.id"));
+		if (path && !chassis_known(op->bmc, path))
+			rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, h);
+		free(path);
+	}
+}
+
+/* The chassis linked from one of ours: what it contains (a baseboard under a rack-mount
+ * chassis), and what contains or powers it (a blade's enclosure, with the PSUs and the
+ * inlet sensor). An enclosure reached so is read for itself only: the other blades it
+ * contains are other nodes. */
+static void chassis_follow(struct rf_op *op, const json_t *chassis, int follow)
+{
+	json_t *links = json_object_get(chassis, "Links");
+	if (follow & FOLLOW_IN)
+		follow_key(op, links, "Contains", on_chassis_inner);
+	if (follow & FOLLOW_OUT) {
+		follow_key(op, links, "ContainedBy", on_chassis_outer);
+		follow_key(op, links, "PoweredBy", on_chassis_outer);
+	}
+}
+
+/* A chassis that does not read is left out and named (inventory shows it): power, boot and
+ * media need no chassis, and one dead link must not stop them. */
+static int chassis_skip(struct rf_op *op, const struct rf_reply *r, const char *path)
 {
 	struct redfish_bmc *b = op->bmc;
+	char text[400], line[700];
+	rf_error_text(text, sizeof(text), r->json);
+	snprintf(line, sizeof(line), "%s: %ld%s%s%s", path, r->status, text[0] ? " '" : "", text,
+		 text[0] ? "'" : "");
+	if (!b->chassis_skipped)
+		b->chassis_skipped = json_array();
+	json_array_append_new(b->chassis_skipped, json_string(line));
+	return 0;
+}
+
+static int chassis_add(struct rf_op *op, const struct rf_reply *r, int follow)
+{
+	struct redfish_bmc *b = op->bmc;
+	const char *path = rf_link(r->json, "@odata.id");
+	if (!path)
+		path = r->path;
+	/* busy is not dead: the operation fails as busy and a later one reads it */
+	if (r->status == 503 || r->status == 429)
+		return rf_fail_reply("GET", r->path ? r->path : "chassis", r);
+	if (r->status >= 300 || rf_body_is_error(r->json) || !path)
+		return chassis_skip(op, r, r->path ? r->path : "chassis");
+	if (chassis_known(b, path) || b->nchassis >= RF_CHASSIS_MAX)
+		return 0;
 	struct rf_chassis *more = realloc(b->chassis, (b->nchassis + 1) * sizeof(*more));
 	if (!more)
 		return kiln_fail(KILN_ERROR, "out of memory");
 	b->chassis = more;
 	struct rf_chassis *c = &b->chassis[b->nchassis++];
 	memset(c, 0, sizeof(*c));
-	set_str(&c->path, rf_link(r->json, "@odata.id"));
+	set_str(&c->path, path);
 	set_str(&c->thermal, rf_link(r->json, "Thermal"));
 	set_str(&c->power, rf_link(r->json, "Power"));
 	set_str(&c->thermal_subsystem, rf_link(r->json, "ThermalSubsystem"));
 	set_str(&c->power_subsystem, rf_link(r->json, "PowerSubsystem"));
 	set_str(&c->environment, rf_link(r->json, "EnvironmentMetrics"));
+	set_str(&c->sensors, rf_link(r->json, "Sensors"));
 	set_str(&c->pcie_devices, rf_link(r->json, "PCIeDevices"));
 	json_t *hpe = json_object_get(json_object_get(r->json, "Oem"), "Hpe");
 	set_str(&c->hpe_devices, rf_link(json_object_get(hpe, "Links"), "Devices"));
+	chassis_follow(op, r->json, follow);
 	return 0;
 }
 
-static int push_links(struct rf_op *op, const json_t *members, rf_handler h)
+static int on_chassis(struct rf_op *op, const struct rf_reply *r)
+{
+	return chassis_add(op, r, FOLLOW_IN | FOLLOW_OUT);
+}
+
+static int on_chassis_inner(struct rf_op *op, const struct rf_reply *r)
+{
+	return chassis_add(op, r, FOLLOW_IN);
+}
+
+static int on_chassis_outer(struct rf_op *op, const struct rf_reply *r)
+{
+	return chassis_add(op, r, FOLLOW_NONE);
+}
+
+static int push_links(struct rf_op *op, const json_t *members, rf_handler h, int flags)
 {
 	size_t i;
 	json_t *m;
 	json_array_foreach(members, i, m) {
 		const char *p = rf_link(m, "@odata.id");
 		if (p)
-			rf_push(op, "GET", p, NULL, 0, h);
+			rf_push(op, "GET", p, NULL, flags, h);
 	}
 	return 0;
 }
 
 static int on_chassis_collection(struct rf_op *op, const struct rf_reply *r)
 {
-	return push_links(op, json_object_get(r->json, "Members"), on_chassis);
+	return push_links(op, json_object_get(r->json, "Members"), on_chassis, RF_ALLOW_ERROR);
 }
 
 static int on_manager(struct rf_op *op, const struct rf_reply *r)
@@ -179,6 +297,8 @@ static int on_manager(struct rf_op *op, const struct rf_reply *r)
 	set_str(&b->vmedia_manager, rf_link(r->json, "VirtualMedia"));
 	if (b->profile == RF_GENERIC)
 		b->profile = rf_profile_detect(NULL, r->json);
+	if (b->profile == RF_GENERIC && contains_ci(b->system, "System.Embedded"))
+		b->profile = RF_DELL; /* iDRAC's system id, where nothing else names Dell */
 	return 0;
 }
 
@@ -209,7 +329,7 @@ static int discover_push_rest(struct rf_op *op)
 	else if (b->managers_coll)
 		rf_push(op, "GET", b->managers_coll, NULL, 0, on_manager_collection);
 	if (b->chassis_links)
-		push_links(op, b->chassis_links, on_chassis);
+		push_links(op, b->chassis_links, on_chassis, RF_ALLOW_ERROR);
 	else if (b->chassis_coll)
 		rf_push(op, "GET", b->chassis_coll, NULL, 0, on_chassis_collection);
 	return 0;
@@ -278,10 +398,10 @@ static int on_systems(struct rf_op *op, const struct rf_reply *r)
 		}
 	}
 	if (b->want_system && !chosen)
-		rc = kiln_fail(KILN_ENOTFOUND, "no system '%s' on this BMC (it has: %s)",
+		rc = kiln_fail(KILN_ECONFIG, "no system '%s' on this BMC (it has: %s)",
 			       b->want_system, ids.len ? ids.data : "none");
 	else if (!b->want_system && n > 1)
-		rc = kiln_fail(KILN_EINVAL, "this BMC has %zu systems (%s); choose one with "
+		rc = kiln_fail(KILN_ECONFIG, "this BMC has %zu systems (%s); choose one with "
 			       "--bmc-system", n, ids.data);
 	else if (!chosen)
 		rc = kiln_fail(KILN_EPROTO, "the Systems collection is empty");

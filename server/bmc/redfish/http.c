@@ -410,7 +410,7 @@ void rf_loop_complete(struct redfish *rf, CURLMsg *msg)
 	curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&req);
 	struct rf_op *op = req->op;
 	struct rf_step *step = req->step;
-	struct rf_reply r = {.retry_after_s = req->retry_after_s};
+	struct rf_reply r = {.path = step->path, .retry_after_s = req->retry_after_s};
 	char cerr[CURL_ERROR_SIZE + 64];
 
 	rf->inflight--;

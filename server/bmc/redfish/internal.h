@@ -21,6 +21,7 @@ struct rf_chassis {
 	char *path;
 	char *thermal, *power;                 /* legacy Thermal / Power */
 	char *thermal_subsystem, *power_subsystem, *environment;
+	char *sensors;                         /* Sensors collection (Redfish 2019+) */
 	char *pcie_devices;                    /* PCIeDevice collection */
 	char *hpe_devices;                     /* Oem.Hpe.Links.Devices (iLO's GPU list) */
 };
@@ -80,9 +81,12 @@ struct redfish_bmc {
 	char *bmc_firmware, *bmc_model;
 	struct rf_chassis *chassis;
 	size_t nchassis;
+	json_t *chassis_skipped;               /* ["PATH: 404 'MessageId: ...'"]: chassis that
+						* failed to read, left out (power needs none) */
 };
 
 struct rf_reply {
+	const char *path;                      /* the request's (its step's) path */
 	long status;                           /* 0: transport failure */
 	int curl_code;
 	const char *curl_error;
@@ -291,7 +295,16 @@ int rf_log_service_wanted(const char *id);
 int64_t rf_time_parse(const char *iso8601);
 /* Fills the inventory object from a ComputerSystem. */
 void rf_inventory_from_system(json_t *inv, const json_t *sys);
-/* 1 when a PCIeDevice or OEM device looks like a GPU. */
+/* A PCIeDevice or iLO OEM device: 1 a GPU (DeviceType GPU, or a display or processing
+ * accelerator class), 0 not one (a NIC, a storage controller: whoever made it), -1 when the
+ * device alone does not say (its PCIe functions' class will). */
 int rf_device_is_gpu(const json_t *dev);
+/* The same from a PCIeFunction's DeviceClass or ClassCode. */
+int rf_function_is_gpu(const json_t *fn);
+/* Appends the normalised reading of one Sensor resource (Chassis/X/Sensors/Y). */
+void rf_sensors_from_sensor(json_t *out, const json_t *sensor);
+/* 1 when a 2xx body is a captured Redfish error, not a resource: an object whose only
+ * member is "error" (vendor trees store them where a resource failed). */
+int rf_body_is_error(const json_t *body);
 
 #endif

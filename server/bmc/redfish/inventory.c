@@ -46,14 +46,41 @@ static int has_ci(const json_t *obj, const char *key, const char *needle)
 	return v && strcasestr(v, needle) != NULL;
 }
 
+static int absent(const json_t *obj)
+{
+	const char *state = json_string_value(json_object_get(json_object_get(obj, "Status"), "State"));
+	return state && strcmp(state, "Absent") == 0;
+}
+
+/* PCI class: display controllers (0x03) and processing accelerators (0x12) are GPUs; any
+ * other class a device states is not one. -1: it states none. */
+static int class_is_gpu(const json_t *obj)
+{
+	const char *cls = json_string_value(json_object_get(obj, "DeviceClass"));
+	const char *code = json_string_value(json_object_get(obj, "ClassCode"));
+	if (cls && cls[0])
+		return strcasecmp(cls, "DisplayController") == 0 ||
+		       strcasecmp(cls, "ProcessingAccelerators") == 0;
+	if (code && strlen(code) >= 4 && strncasecmp(code, "0x", 2) == 0)
+		return strncmp(code + 2, "03", 2) == 0 || strncmp(code + 2, "12", 2) == 0;
+	return -1;
+}
+
 int rf_device_is_gpu(const json_t *dev)
 {
 	const char *type = json_string_value(json_object_get(dev, "DeviceType"));
 	if (type && strcasecmp(type, "GPU") == 0)
 		return 1;
-	if (has_ci(dev, "Manufacturer", "NVIDIA"))
-		return 1;
-	return has_ci(dev, "Name", "GPU") || has_ci(dev, "Model", "GPU");
+	/* iLO's OEM list: "LOM/NIC", "Smart Storage", ...; a ConnectX is NVIDIA's too */
+	if (type && (strcasestr(type, "NIC") || strcasestr(type, "Storage") ||
+		     strcasestr(type, "Network")))
+		return 0;
+	return class_is_gpu(dev);
+}
+
+int rf_function_is_gpu(const json_t *fn)
+{
+	return class_is_gpu(fn);
 }
 
 static json_t *gpu_object(const json_t *dev, const char *source)
@@ -68,14 +95,38 @@ static json_t *gpu_object(const json_t *dev, const char *source)
 	return g;
 }
 
+/* What tells one device from another across the lists that name it: its serial, its UUID,
+ * else its PCIe function (iLO's DeviceInstances, the PCIeFunctions link). */
+static void device_key(char *out, size_t n, const json_t *dev)
+{
+	const char *serial = json_string_value(json_object_get(dev, "SerialNumber"));
+	const char *uuid = json_string_value(json_object_get(dev, "UUID"));
+	const char *fn = rf_link(json_array_get(json_object_get(dev, "DeviceInstances"), 0),
+				 "@odata.id");
+	if (!fn)
+		fn = rf_link(dev, "PCIeFunctions");
+	if (!fn)
+		fn = rf_link(dev, "@odata.id");
+	if (serial && serial[0])
+		snprintf(out, n, "serial:%s", serial);
+	else if (uuid && uuid[0])
+		snprintf(out, n, "uuid:%s", uuid);
+	else
+		snprintf(out, n, "fn:%s", fn ? fn : "?");
+}
+
 static int on_processor(struct rf_op *op, const struct rf_reply *r)
 {
 	const char *type = json_string_value(json_object_get(r->json, "ProcessorType"));
+	if (absent(r->json))
+		return 0; /* an empty socket */
 	if (type && strcmp(type, "GPU") == 0) {
 		json_array_append_new(json_object_get(op->scratch, "gpus_proc"),
 				      gpu_object(r->json, "processors"));
 		return 0;
 	}
+	if (type && strcmp(type, "CPU") != 0)
+		return 0; /* an FPGA, an accelerator, a DSP: not a CPU */
 	json_t *c = json_object();
 	set_string(c, "model", r->json, "Model");
 	set_string(c, "manufacturer", r->json, "Manufacturer");
@@ -85,11 +136,53 @@ static int on_processor(struct rf_op *op, const struct rf_reply *r)
 	return 0;
 }
 
+/* A device that names no class waits for its functions: {"gpu","verdict","path"}. */
+static json_t *device_find(struct rf_op *op, const char *path)
+{
+	size_t i;
+	json_t *d;
+	json_array_foreach(json_object_get(op->scratch, "devices"), i, d) {
+		const char *p = json_string_value(json_object_get(d, "path"));
+		if (p && rf_path_equal(p, path))
+			return d;
+	}
+	return NULL;
+}
+
+static int on_function(struct rf_op *op, const struct rf_reply *r)
+{
+	char dev[1024];
+	const char *p = r->path ? strcasestr(r->path, "/PCIeFunctions") : NULL;
+	if (r->status >= 400 || !p)
+		return 0;
+	snprintf(dev, sizeof(dev), "%.*s", (int)(p - r->path), r->path);
+	json_t *d = device_find(op, dev);
+	int v = rf_function_is_gpu(r->json);
+	json_int_t was = json_integer_value(json_object_get(d, "verdict"));
+	if (d && v >= 0 && was != 1)
+		json_object_set_new(d, "verdict", json_integer(v));
+	return 0;
+}
+
+static int on_functions(struct rf_op *op, const struct rf_reply *r);
+
 static int on_device(struct rf_op *op, const struct rf_reply *r)
 {
-	if (r->status < 400 && rf_device_is_gpu(r->json))
-		json_array_append_new(json_object_get(op->scratch, "gpus_pcie"),
-				      gpu_object(r->json, "pcie"));
+	const char *source = op->phase ? "oem" : "pcie";
+	if (r->status >= 400 || rf_body_is_error(r->json))
+		return 0;
+	int v = rf_device_is_gpu(r->json);
+	const char *fns = rf_link(r->json, "PCIeFunctions");
+	char key[600];
+	device_key(key, sizeof(key), r->json);
+	json_t *d = json_pack("{s:o, s:i, s:s, s:s}", "gpu", gpu_object(r->json, source),
+			      "verdict", v, "path", r->path ? r->path : "", "key", key);
+	/* the last resort of a device that states neither type nor class: its name */
+	json_object_set_new(d, "named", json_boolean(has_ci(r->json, "Name", "GPU") ||
+						      has_ci(r->json, "Model", "GPU")));
+	json_array_append_new(json_object_get(op->scratch, "devices"), d);
+	if (v < 0 && fns)
+		rf_push(op, "GET", fns, NULL, RF_ALLOW_ERROR, on_functions);
 	return 0;
 }
 
@@ -105,6 +198,13 @@ static int push_members_as(struct rf_op *op, const json_t *members, rf_handler h
 	return 0;
 }
 
+static int on_functions(struct rf_op *op, const struct rf_reply *r)
+{
+	if (r->status >= 400)
+		return 0;
+	return push_members_as(op, json_object_get(r->json, "Members"), on_function, RF_ALLOW_ERROR);
+}
+
 static int on_processors(struct rf_op *op, const struct rf_reply *r)
 {
 	return push_members_as(op, json_object_get(r->json, "Members"), on_processor, 0);
@@ -117,12 +217,43 @@ static int on_devices(struct rf_op *op, const struct rf_reply *r)
 	return push_members_as(op, json_object_get(r->json, "Members"), on_device, RF_ALLOW_ERROR);
 }
 
+static int on_oem_devices(struct rf_op *op, const struct rf_reply *r)
+{
+	op->phase = 1; /* the devices it lists are iLO's OEM ones */
+	return on_devices(op, r);
+}
+
+/* The GPUs among the devices, each once however many lists named it. */
+static json_t *device_gpus(const json_t *devices)
+{
+	json_t *gpus = json_array(), *seen = json_object(), *d;
+	size_t i;
+	json_array_foreach(devices, i, d) {
+		json_int_t v = json_integer_value(json_object_get(d, "verdict"));
+		const char *key = json_string_value(json_object_get(d, "key"));
+		if (v == 0 || (v < 0 && !json_is_true(json_object_get(d, "named"))))
+			continue;
+		if (key && json_object_get(seen, key))
+			continue;
+		if (key)
+			json_object_set_new(seen, key, json_true());
+		json_array_append(gpus, json_object_get(d, "gpu"));
+	}
+	json_decref(seen);
+	return gpus;
+}
+
 static int inventory_finish(struct rf_op *op)
 {
 	json_t *gpus = json_object_get(op->scratch, "gpus_proc");
 	if (json_array_size(gpus) == 0)
-		gpus = json_object_get(op->scratch, "gpus_pcie");
-	json_object_set(op->data, "gpus", gpus);
+		json_object_set_new(op->data, "gpus",
+				    device_gpus(json_object_get(op->scratch, "devices")));
+	else
+		json_object_set(op->data, "gpus", gpus);
+	if (op->bmc->chassis_skipped)
+		json_object_set_new(op->data, "chassis_skipped",
+				    json_deep_copy(op->bmc->chassis_skipped));
 	return 0;
 }
 
@@ -146,7 +277,8 @@ static int on_system(struct rf_op *op, const struct rf_reply *r)
 	}
 	for (size_t i = 0; i < b->nchassis; i++)
 		if (b->chassis[i].hpe_devices)
-			rf_push(op, "GET", b->chassis[i].hpe_devices, NULL, RF_ALLOW_ERROR, on_devices);
+			rf_push(op, "GET", b->chassis[i].hpe_devices, NULL, RF_ALLOW_ERROR,
+				on_oem_devices);
 	op->finish = inventory_finish;
 	return 0;
 }
@@ -154,7 +286,7 @@ static int on_system(struct rf_op *op, const struct rf_reply *r)
 int rf_inventory_start(struct rf_op *op)
 {
 	op->data = json_pack("{s:[]}", "cpus");
-	op->scratch = json_pack("{s:[], s:[]}", "gpus_proc", "gpus_pcie");
+	op->scratch = json_pack("{s:[], s:[]}", "gpus_proc", "devices");
 	rf_push(op, "GET", op->bmc->system, NULL, 0, on_system);
 	return 0;
 }

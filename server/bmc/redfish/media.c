@@ -35,6 +35,25 @@ static int is_optical(const json_t *dev)
 	return 0;
 }
 
+static int has_insert(const json_t *dev)
+{
+	return json_object_get(json_object_get(dev, "Actions"), "#VirtualMedia.InsertMedia") != NULL;
+}
+
+/* A device that lists no MediaTypes (AMI: "CD1", "virtual CD1"): its Id or Name says CD. */
+static int named_optical(const json_t *dev)
+{
+	if (json_is_array(json_object_get(dev, "MediaTypes")))
+		return 0;
+	const char *keys[] = {"Id", "Name"};
+	for (size_t i = 0; i < 2; i++) {
+		const char *v = json_string_value(json_object_get(dev, keys[i]));
+		if (v && (strcasestr(v, "CD") || strcasestr(v, "DVD")))
+			return 1;
+	}
+	return 0;
+}
+
 static const char *action_target(const json_t *dev, const char *action)
 {
 	return json_string_value(json_object_get(
@@ -130,6 +149,17 @@ static int device_chosen(struct rf_op *op)
 		if (!op->media_url || !op->media_url[0])
 			return kiln_fail(KILN_EINVAL, "no image URL to insert");
 		if (inserted) {
+			const char *image = json_string_value(json_object_get(op->scratch, "Image"));
+			if (image && strcmp(image, op->media_url) == 0 && !op->op.force) {
+				op->data = json_pack("{s:o, s:s}", "media", media_object(op->scratch),
+						     "result", "noop");
+				return 0;
+			}
+			/* an installer may be running from it: the operator says so */
+			if (!op->op.force)
+				return kiln_fail(KILN_EEXISTS, "%s already holds '%s'; eject it first, "
+						 "or insert with --force to replace it", op->device,
+						 image && image[0] ? image : "an image");
 			op->phase = 1; /* eject what is there first */
 			push_eject(op);
 		}
@@ -149,13 +179,42 @@ static int device_chosen(struct rf_op *op)
 	}
 }
 
+/* The first device listing CD or DVD; failing that, the first named so, else the only one
+ * offering InsertMedia (scratch "fallback": {"named","only","inserters"}). */
 static int on_member(struct rf_op *op, const struct rf_reply *r)
 {
-	if (op->device || !is_optical(r->json))
+	json_t *fb = json_object_get(op->scratch, "fallback");
+	if (op->device || r->status >= 400 || rf_body_is_error(r->json))
 		return 0;
-	op->device = strdup(rf_link(r->json, "@odata.id") ? rf_link(r->json, "@odata.id") : "");
+	if (is_optical(r->json)) {
+		op->device = strdup(rf_link(r->json, "@odata.id") ? rf_link(r->json, "@odata.id") : "");
+		json_decref(op->scratch);
+		op->scratch = json_incref(r->json);
+		return 0;
+	}
+	if (named_optical(r->json) && !json_object_get(fb, "named"))
+		json_object_set(fb, "named", r->json);
+	if (has_insert(r->json)) {
+		json_object_set(fb, "only", r->json);
+		json_object_set_new(fb, "inserters", json_integer(json_integer_value(
+				json_object_get(fb, "inserters")) + 1));
+	}
+	return 0;
+}
+
+static int fallback_chosen(struct rf_op *op)
+{
+	json_t *fb = json_object_get(op->scratch, "fallback");
+	json_t *dev = json_object_get(fb, "named");
+	if (!op->device && !dev && json_integer_value(json_object_get(fb, "inserters")) == 1)
+		dev = json_object_get(fb, "only");
+	if (op->device || !dev)
+		return 0;
+	const char *id = rf_link(dev, "@odata.id");
+	op->device = strdup(id ? id : "");
+	json_incref(dev);
 	json_decref(op->scratch);
-	op->scratch = json_incref(r->json);
+	op->scratch = dev;
 	return 0;
 }
 
@@ -166,7 +225,7 @@ static int on_collection(struct rf_op *op, const struct rf_reply *r)
 	json_array_foreach(json_object_get(r->json, "Members"), i, m) {
 		const char *p = rf_link(m, "@odata.id");
 		if (p)
-			rf_push(op, "GET", p, NULL, 0, on_member);
+			rf_push(op, "GET", p, NULL, RF_ALLOW_ERROR, on_member);
 	}
 	return 0;
 }
@@ -177,7 +236,9 @@ int rf_media_start(struct rf_op *op)
 	if (!coll)
 		return kiln_fail(KILN_ENOTFOUND, "no VirtualMedia on this BMC (neither under the "
 				 "system nor the manager)");
+	op->scratch = json_pack("{s:{}}", "fallback");
 	rf_push(op, "GET", coll, NULL, 0, on_collection);
+	rf_push_call(op, fallback_chosen);
 	rf_push_call(op, device_chosen);
 	return 0;
 }

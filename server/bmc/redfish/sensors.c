@@ -216,6 +216,34 @@ void rf_sensors_from_environment(json_t *out, const json_t *env, const char *cha
 	}
 }
 
+/* A Sensor resource (DSP0268 2019.1+): its ReadingType says the kind, ReadingUnits the unit. */
+void rf_sensors_from_sensor(json_t *out, const json_t *sensor)
+{
+	static const struct { const char *type, *kind, *unit; } kinds[] = {
+		{"Temperature", "temperature", "C"}, {"Rotational", "fan", "RPM"},
+		{"Power", "power", "W"},             {"Voltage", "voltage", "V"},
+	};
+	const char *type = json_string_value(json_object_get(sensor, "ReadingType"));
+	const char *units = json_string_value(json_object_get(sensor, "ReadingUnits"));
+	const char *context = json_string_value(json_object_get(sensor, "PhysicalContext"));
+	const char *kind = "other", *unit = units ? units : "";
+	if (absent(sensor))
+		return;
+	for (size_t i = 0; type && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (strcmp(type, kinds[i].type) == 0) {
+			kind = kinds[i].kind;
+			unit = kinds[i].unit;
+		}
+	}
+	/* a fan given in percent of its speed */
+	if (type && strcmp(type, "Percent") == 0 && context && strcmp(context, "Fan") == 0) {
+		kind = "fan";
+		unit = "%";
+	}
+	sensor_add(out, name_of(sensor, "Id"), kind, json_object_get(sensor, "Reading"), unit,
+		   sensor);
+}
+
 /* --- the crawl --------------------------------------------------------------------------- */
 
 static int on_thermal(struct rf_op *op, const struct rf_reply *r)
@@ -254,6 +282,13 @@ static int on_environment(struct rf_op *op, const struct rf_reply *r)
 	return 0;
 }
 
+static int on_sensor(struct rf_op *op, const struct rf_reply *r)
+{
+	if (r->status < 400 && !rf_body_is_error(r->json))
+		rf_sensors_from_sensor(op->scratch, r->json);
+	return 0;
+}
+
 static int push_members(struct rf_op *op, const struct rf_reply *r, rf_handler h)
 {
 	size_t i;
@@ -262,6 +297,20 @@ static int push_members(struct rf_op *op, const struct rf_reply *r, rf_handler h
 		const char *p = rf_link(m, "@odata.id");
 		if (p)
 			rf_push(op, "GET", p, NULL, 0, h);
+	}
+	return 0;
+}
+
+static int on_sensors(struct rf_op *op, const struct rf_reply *r)
+{
+	size_t i;
+	json_t *m;
+	if (r->status >= 400)
+		return 0;
+	json_array_foreach(json_object_get(r->json, "Members"), i, m) {
+		const char *p = rf_link(m, "@odata.id");
+		if (p)
+			rf_push(op, "GET", p, NULL, RF_ALLOW_ERROR, on_sensor);
 	}
 	return 0;
 }
@@ -335,6 +384,10 @@ int rf_sensors_start(struct rf_op *op)
 			if (c->environment)
 				rf_push(op, "GET", c->environment, NULL, 0, on_environment);
 		}
+		/* a chassis whose readings live only in its Sensors collection */
+		if (c->sensors && !c->thermal && !c->thermal_subsystem && !c->power &&
+		    !c->power_subsystem && !c->environment)
+			rf_push(op, "GET", c->sensors, NULL, RF_ALLOW_ERROR, on_sensors);
 	}
 	op->finish = sensors_finish;
 	return 0;

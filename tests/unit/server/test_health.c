@@ -103,6 +103,12 @@ static void set_hung_panic(struct health_facts *f)
 static void set_bmc_down(struct health_facts *f) { f->bmc_reachable = 0; f->bmc_down_since = NOW - 300; }
 static void set_no_bmc(struct health_facts *f) { f->has_bmc = 0; f->bmc_reachable = 0; }
 static void set_creds(struct health_facts *f) { f->credentials_rejected = 1; }
+/* a BMC that answers but does not fit the node: not down */
+static void set_bmc_misfit(struct health_facts *f)
+{
+	set_bmc_down(f);
+	f->bmc_config_error = "this BMC has 2 systems (Blade1, Blade2); choose one with --bmc-system";
+}
 static void set_gpu_lost(struct health_facts *f) { f->gpus_seen = 7; }
 static void set_xid79(struct health_facts *f) { f->xids[0] = 13; f->xids[1] = 79; f->nxids = 2; }
 static void set_xid13(struct health_facts *f) { f->xids[0] = 13; f->xids[1] = 31; f->nxids = 2; }
@@ -387,6 +393,9 @@ static const struct row rows[] = {
 	{ "bmc unreachable", set_bmc_down, HEALTH_WARNING, 0, "bmc unreachable for 5m" },
 	{ "no bmc", set_no_bmc, HEALTH_OK, 0, NULL },
 	{ "credentials rejected", set_creds, HEALTH_WARNING, 0, "bmc: credentials rejected" },
+	{ "bmc misconfigured", set_bmc_misfit, HEALTH_WARNING, 0,
+	  "bmc configuration error: this BMC has 2 systems (Blade1, Blade2); choose one with "
+	  "--bmc-system" },
 	{ "gpu lost", set_gpu_lost, HEALTH_CRITICAL, 0, "gpus: 7 of 8 seen" },
 	{ "xid 79", set_xid79, HEALTH_CRITICAL, 0, "xid: critical Xid 79" },
 	{ "harmless xids", set_xid13, HEALTH_OK, 0, NULL },

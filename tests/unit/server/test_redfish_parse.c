@@ -247,14 +247,77 @@ static void test_inventory(void **state)
 	json_t *gpu = json_pack("{s:s, s:s}", "Name", "NVIDIA A100-SXM4-40GB", "DeviceType", "GPU");
 	json_t *nic = json_pack("{s:s, s:s}", "Name", "Ethernet 25G", "Manufacturer", "Intel");
 	json_t *nv = json_pack("{s:s}", "Manufacturer", "NVIDIA Corporation");
-	assert_true(rf_device_is_gpu(gpu));
-	assert_false(rf_device_is_gpu(nic));
-	assert_true(rf_device_is_gpu(nv));
+	/* a ConnectX is NVIDIA's: its maker says nothing, its type and class do */
+	json_t *cx = json_pack("{s:s, s:s, s:s}", "Name", "NVIDIA ConnectX-7", "Manufacturer",
+			       "NVIDIA", "DeviceType", "LOM/NIC");
+	json_t *net = json_pack("{s:s, s:s}", "Manufacturer", "NVIDIA", "DeviceClass",
+				"NetworkController");
+	assert_int_equal(rf_device_is_gpu(gpu), 1);
+	assert_int_equal(rf_device_is_gpu(nic), -1);
+	assert_int_equal(rf_device_is_gpu(nv), -1);
+	assert_int_equal(rf_device_is_gpu(cx), 0);
+	assert_int_equal(rf_device_is_gpu(net), 0);
+	static const struct { const char *key, *value; int want; } fns[] = {
+		{"DeviceClass", "DisplayController", 1}, {"DeviceClass", "ProcessingAccelerators", 1},
+		{"DeviceClass", "NetworkController", 0}, {"ClassCode", "0x030200", 1},
+		{"ClassCode", "0x120000", 1},            {"ClassCode", "0x020000", 0},
+		{"FunctionType", "Physical", -1},
+	};
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		json_t *fn = json_pack("{s:s}", fns[i].key, fns[i].value);
+		assert_int_equal(rf_function_is_gpu(fn), fns[i].want);
+		json_decref(fn);
+	}
 	json_decref(sys);
 	json_decref(inv);
 	json_decref(gpu);
 	json_decref(nic);
 	json_decref(nv);
+	json_decref(cx);
+	json_decref(net);
+}
+
+/* Sensor resources (Chassis/X/Sensors/Y) by ReadingType. */
+static void test_sensor_resources(void **state)
+{
+	(void)state;
+	static const struct { const char *type, *units, *context, *kind, *unit; } v[] = {
+		{"Temperature", "Cel", NULL, "temperature", "C"},
+		{"Rotational", "RPM", "Fan", "fan", "RPM"},
+		{"Percent", "%", "Fan", "fan", "%"},
+		{"Power", "W", NULL, "power", "W"},
+		{"Voltage", "V", NULL, "voltage", "V"},
+		{"Current", "A", NULL, "other", "A"},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		json_t *out = json_array();
+		json_t *s = json_pack("{s:s, s:s, s:s, s:f, s:{s:s}}", "Name", "X", "ReadingType",
+				      v[i].type, "ReadingUnits", v[i].units, "Reading", 41.5,
+				      "Status", "Health", "OK");
+		if (v[i].context)
+			json_object_set_new(s, "PhysicalContext", json_string(v[i].context));
+		rf_sensors_from_sensor(out, s);
+		json_t *got = json_array_get(out, 0);
+		assert_string_equal(json_string_value(json_object_get(got, "kind")), v[i].kind);
+		assert_string_equal(json_string_value(json_object_get(got, "unit")), v[i].unit);
+		assert_true(json_number_value(json_object_get(got, "value")) == 41.5);
+		json_decref(s);
+		json_decref(out);
+	}
+	json_t *out = json_array();
+	json_t *absent = json_pack("{s:s, s:s, s:{s:s}}", "Id", "CPU2", "ReadingType",
+				   "Temperature", "Status", "State", "Absent");
+	rf_sensors_from_sensor(out, absent);
+	assert_int_equal(json_array_size(out), 0);
+	json_decref(absent);
+	json_decref(out);
+
+	json_t *err = json_pack("{s:{s:s}}", "error", "code", "Base.1.8.ResourceMissingAtURI");
+	json_t *res = json_pack("{s:s, s:{}}", "@odata.id", "/redfish/v1/Chassis/1", "error");
+	assert_true(rf_body_is_error(err));
+	assert_false(rf_body_is_error(res));
+	json_decref(err);
+	json_decref(res);
 }
 
 static void test_paths_and_errors(void **state)
@@ -281,9 +344,18 @@ static void test_paths_and_errors(void **state)
 	json_t *hpe = json_pack("{s:{s:{}}}", "Oem", "Hpe");
 	assert_int_equal(rf_profile_detect(hpe, NULL), RF_HPE);
 	assert_int_equal(rf_profile_detect(NULL, NULL), RF_GENERIC);
+	/* an iDRAC naming no Vendor, its Model "14G Monolithic": its manager's id says it */
+	json_t *idrac = json_pack("{s:s, s:s, s:s}", "@odata.id",
+				  "/redfish/v1/Managers/iDRAC.Embedded.1", "Model", "14G Monolithic",
+				  "FirmwareVersion", "4.40.00.00");
+	assert_int_equal(rf_profile_detect(NULL, idrac), RF_DELL);
+	json_t *ilo = json_pack("{s:s, s:s}", "Model", "", "FirmwareVersion", "iLO 7 v1.12.00");
+	assert_int_equal(rf_profile_detect(NULL, ilo), RF_HPE);
 	json_decref(root);
 	json_decref(mgr);
 	json_decref(hpe);
+	json_decref(idrac);
+	json_decref(ilo);
 }
 
 int main(void)
@@ -297,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_logs),
 		cmocka_unit_test(test_inventory),
 		cmocka_unit_test(test_paths_and_errors),
+		cmocka_unit_test(test_sensor_resources),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
