@@ -1,5 +1,5 @@
-/* The Prometheus text exposition format: HELP and TYPE once per family, escaped label values,
- * each series once. */
+/* The Prometheus text exposition format: families declared once and written whole, each
+ * after its HELP and TYPE lines; escaped label values; each series once. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,16 +26,19 @@ static uint64_t fnv(uint64_t h, const char *s)
 void expo_init(struct expo *e, size_t max)
 {
 	memset(e, 0, sizeof(*e));
-	kiln_buf_init(&e->out, max);
+	e->max = max;
+	kiln_buf_init(&e->out, 0);
 }
 
 void expo_free(struct expo *e)
 {
 	if (!e)
 		return;
+	for (size_t i = 0; i < e->nfamilies; i++) {
+		kiln_buf_free(&e->families[i].text);
+		free(e->families[i].seen);
+	}
 	kiln_buf_free(&e->out);
-	free(e->seen);
-	free(e->families);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -150,9 +153,10 @@ static const char *type_name(int type)
 	}
 }
 
-int expo_family(struct expo *e, const char *name, int type, const char *help)
+int expo_family(struct expo *e, struct expo_family **out, const char *name, int type,
+		const char *help)
 {
-	int rc;
+	struct expo_family *f;
 
 	if (!expo_metric_name_valid(name))
 		return kiln_fail(KILN_EINVAL, "metrics: '%s' is not a metric name", name ? name : "");
@@ -162,19 +166,37 @@ int expo_family(struct expo *e, const char *name, int type, const char *help)
 		return kiln_fail(KILN_EINVAL, "metrics: %s ends with _total but is no counter", name);
 	if (type == EXPO_INFO && !ends_with(name, "_info"))
 		return kiln_fail(KILN_EINVAL, "metrics: info family %s must end with _info", name);
-	if ((rc = set_add(&e->families, &e->families_cap, &e->families_count,
-			  fnv(FNV_OFFSET, name))) != 0)
-		return rc < 0 ? rc : kiln_fail(KILN_EINVAL, "metrics: family %s written twice", name);
-	e->family = name;
-	e->type = type;
-	/* a new family: its series are new to the set */
-	if (e->seen)
-		memset(e->seen, 0, e->seen_cap * sizeof(*e->seen));
-	e->seen_count = 0;
-	if ((rc = kiln_buf_printf(&e->out, "# HELP %s ", name)) < 0 ||
-	    (rc = help_escape(&e->out, help ? help : "")) < 0 ||
-	    (rc = kiln_buf_printf(&e->out, "\n# TYPE %s %s\n", name, type_name(type))) < 0)
-		return rc;
+	for (size_t i = 0; i < e->nfamilies; i++)
+		if (strcmp(e->families[i].name, name) == 0)
+			return kiln_fail(KILN_EEXISTS, "metrics: family %s declared twice", name);
+	if (e->nfamilies == EXPO_FAMILIES_MAX)
+		return kiln_fail(KILN_ETOOBIG, "metrics: more than %d families", EXPO_FAMILIES_MAX);
+	f = &e->families[e->nfamilies++];
+	memset(f, 0, sizeof(*f));
+	f->e = e;
+	f->name = name;
+	f->help = help ? help : "";
+	f->type = type;
+	kiln_buf_init(&f->text, 0);
+	*out = f;
+	return 0;
+}
+
+int expo_finish(struct expo *e)
+{
+	int rc;
+
+	kiln_buf_reset(&e->out);
+	for (size_t i = 0; i < e->nfamilies; i++) {
+		const struct expo_family *f = &e->families[i];
+
+		if ((rc = kiln_buf_printf(&e->out, "# HELP %s ", f->name)) < 0 ||
+		    (rc = help_escape(&e->out, f->help)) < 0 ||
+		    (rc = kiln_buf_printf(&e->out, "\n# TYPE %s %s\n", f->name,
+					  type_name(f->type))) < 0 ||
+		    (f->text.len && (rc = kiln_buf_append(&e->out, f->text.data, f->text.len)) < 0))
+			return rc;
+	}
 	return 0;
 }
 
@@ -197,58 +219,61 @@ static int value_write(struct kiln_buf *b, double v)
 	return kiln_buf_puts(b, text);
 }
 
-int expo_sample(struct expo *e, const char *suffix, const char *const *labels, double value)
+int expo_sample(struct expo_family *f, const char *suffix, const char *const *labels,
+		double value)
 {
+	struct kiln_buf *b = &f->text;
 	uint64_t h = fnv(FNV_OFFSET, suffix);
+	size_t before = b->len;
 	int rc, first = 1;
 
-	if (!e->family)
-		return kiln_fail(KILN_EINVAL, "metrics: a sample before any family");
-	if (suffix && (e->type != EXPO_HISTOGRAM ||
+	if (suffix && (f->type != EXPO_HISTOGRAM ||
 		       (strcmp(suffix, "_bucket") && strcmp(suffix, "_sum") && strcmp(suffix, "_count"))))
-		return kiln_fail(KILN_EINVAL, "metrics: %s: suffix '%s' not allowed", e->family,
+		return kiln_fail(KILN_EINVAL, "metrics: %s: suffix '%s' not allowed", f->name,
 				 suffix);
-	if (e->type == EXPO_HISTOGRAM && !suffix)
+	if (f->type == EXPO_HISTOGRAM && !suffix)
 		return kiln_fail(KILN_EINVAL, "metrics: %s: a histogram sample needs a suffix",
-				 e->family);
-	if (e->type == EXPO_INFO && value != 1)
-		return kiln_fail(KILN_EINVAL, "metrics: %s: an info sample is 1", e->family);
+				 f->name);
+	if (f->type == EXPO_INFO && value != 1)
+		return kiln_fail(KILN_EINVAL, "metrics: %s: an info sample is 1", f->name);
 	for (size_t i = 0; labels && labels[i]; i += 2) {
 		if (!expo_label_name_valid(labels[i]))
 			return kiln_fail(KILN_EINVAL, "metrics: %s: '%s' is not a label name",
-					 e->family, labels[i]);
+					 f->name, labels[i]);
 		if (!labels[i + 1] || !labels[i + 1][0])
 			continue;
 		h = fnv(fnv(h, labels[i]), labels[i + 1]);
 	}
-	if ((rc = set_add(&e->seen, &e->seen_cap, &e->seen_count, h)) != 0)
-		return rc < 0 ? rc : kiln_fail(KILN_EINVAL, "metrics: %s: a series written twice",
-					       e->family);
-	if ((rc = kiln_buf_puts(&e->out, e->family)) < 0 ||
-	    (suffix && (rc = kiln_buf_puts(&e->out, suffix)) < 0))
+	if ((rc = set_add(&f->seen, &f->seen_cap, &f->seen_count, h)) != 0)
+		return rc < 0 ? rc : kiln_fail(KILN_EEXISTS, "metrics: %s: a series written twice",
+					       f->name);
+	if ((rc = kiln_buf_puts(b, f->name)) < 0 || (suffix && (rc = kiln_buf_puts(b, suffix)) < 0))
 		return rc;
 	for (size_t i = 0; labels && labels[i]; i += 2) {
 		if (!labels[i + 1] || !labels[i + 1][0])
 			continue;
-		if ((rc = kiln_buf_puts(&e->out, first ? "{" : ",")) < 0 ||
-		    (rc = kiln_buf_puts(&e->out, labels[i])) < 0 ||
-		    (rc = kiln_buf_append(&e->out, "=\"", 2)) < 0 ||
-		    (rc = expo_label_escape(&e->out, labels[i + 1])) < 0 ||
-		    (rc = kiln_buf_append(&e->out, "\"", 1)) < 0)
+		if ((rc = kiln_buf_puts(b, first ? "{" : ",")) < 0 ||
+		    (rc = kiln_buf_puts(b, labels[i])) < 0 || (rc = kiln_buf_append(b, "=\"", 2)) < 0 ||
+		    (rc = expo_label_escape(b, labels[i + 1])) < 0 ||
+		    (rc = kiln_buf_append(b, "\"", 1)) < 0)
 			return rc;
 		first = 0;
 	}
-	if ((!first && (rc = kiln_buf_append(&e->out, "}", 1)) < 0) ||
-	    (rc = kiln_buf_append(&e->out, " ", 1)) < 0 || (rc = value_write(&e->out, value)) < 0 ||
-	    (rc = kiln_buf_append(&e->out, "\n", 1)) < 0)
+	if ((!first && (rc = kiln_buf_append(b, "}", 1)) < 0) ||
+	    (rc = kiln_buf_append(b, " ", 1)) < 0 || (rc = value_write(b, value)) < 0 ||
+	    (rc = kiln_buf_append(b, "\n", 1)) < 0)
 		return rc;
-	e->series++;
+	f->e->bytes += b->len - before;
+	if (f->e->max && f->e->bytes > f->e->max)
+		return kiln_fail(KILN_ETOOBIG, "metrics: the exposition exceeds %zu bytes",
+				 f->e->max);
+	f->e->series++;
 	return 0;
 }
 
 #define HIST_LABELS_MAX 16
 
-int expo_histogram(struct expo *e, const char *const *labels, const double *bounds,
+int expo_histogram(struct expo_family *f, const char *const *labels, const double *bounds,
 		   const uint64_t *counts, size_t n, double sum)
 {
 	const char *l[2 * HIST_LABELS_MAX + 3];
@@ -268,12 +293,12 @@ int expo_histogram(struct expo *e, const char *const *labels, const double *boun
 		else
 			snprintf(le, sizeof(le), "+Inf");
 		l[k + 1] = le;
-		if ((rc = expo_sample(e, "_bucket", l, (double)counts[i])) < 0)
+		if ((rc = expo_sample(f, "_bucket", l, (double)counts[i])) < 0)
 			return rc;
 	}
 	l[k] = NULL;
-	if ((rc = expo_sample(e, "_sum", l, sum)) < 0 ||
-	    (rc = expo_sample(e, "_count", l, (double)counts[n])) < 0)
+	if ((rc = expo_sample(f, "_sum", l, sum)) < 0 ||
+	    (rc = expo_sample(f, "_count", l, (double)counts[n])) < 0)
 		return rc;
 	return 0;
 }
