@@ -55,7 +55,11 @@ kill -TERM "$SIM_PID"; wait "$SIM_PID" || true
 NSENSORS=$(jq '.sensors | length' "$TMP/sensors.json")
 
 mkdir -m 700 "$TMP/kilnd"
-"$BUILD/bin/kilnd" --state-dir "$TMP/kilnd" --listen 127.0.0.1:0 2>"$TMP/kilnd.log" &
+# The nodes have no BMC for the poller to read: the BMC state below is written beside it, and
+# a health sweep (which stores its own copy of the state) is kept from replacing it meanwhile.
+printf '[poller]\nhealth_every = 3600s\n' >"$TMP/kilnd.conf"
+"$BUILD/bin/kilnd" --state-dir "$TMP/kilnd" --listen 127.0.0.1:0 --config "$TMP/kilnd.conf" \
+	2>"$TMP/kilnd.log" &
 KILND_PID=$!
 PIDS+=("$KILND_PID")
 for _ in $(seq 300); do
