@@ -169,6 +169,15 @@ for n in "${NODES[@]}"; do
 		"$(promql "kiln_gpu_temperature_celsius{node=\"$n\",gpu=\"3\"}" | jq -r '.[0].metric.UUID')" "$uuid"
 done
 
+# kilnd's own counters: the agents' reports and the poller's Redfish reads were counted
+v=$(promql 'kiln_ingest_reports_total{result="stored"}' | jq -r '.[0].value[1] // 0')
+[ "${v%.*}" -gt 0 ] 2>/dev/null
+check "kiln_ingest_reports_total{result=\"stored\"} counts the reports ($v)" $? "got '$v'"
+v=$(promql 'kiln_bmc_poll_duration_seconds_count{protocol="redfish"}' | jq -r '.[0].value[1] // 0')
+[ "${v%.*}" -gt 0 ] 2>/dev/null
+check "kiln_bmc_poll_duration_seconds counts the Redfish polls ($v)" $? "got '$v'"
+same "kiln_nodes" "$(promql 'kiln_nodes' | jq -r '.[0].value[1]')" 3
+
 # --- a silent agent: no agent series, only its silence ----------------------------------
 fleet_agent_stop m3
 silent() {
