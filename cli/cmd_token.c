@@ -14,7 +14,8 @@
 enum { O_ROLE = 1, O_NAME };
 
 static const struct cli_opt create_opts[] = {
-	{ "role", 0, "viewer|operator|admin", O_ROLE, "what the token may do (required)" },
+	{ "role", 0, "viewer|operator|admin|metrics", O_ROLE,
+	  "what the token may do (required; metrics: GET /metrics only, for Prometheus)" },
 	{ "name", 0, "NAME", O_NAME, "a name to recognise the token by" },
 	{ 0 },
 };
@@ -31,8 +32,9 @@ static int create_opt(void *ud, const struct cli_opt *opt, const char *value)
 
 	if (opt->id == O_ROLE) {
 		if (strcmp(value, "viewer") != 0 && strcmp(value, "operator") != 0 &&
-		    strcmp(value, "admin") != 0)
-			return cli_usage_error(a->ctx, "--role: '%s' is not viewer, operator or admin",
+		    strcmp(value, "admin") != 0 && strcmp(value, "metrics") != 0)
+			return cli_usage_error(a->ctx,
+					       "--role: '%s' is not viewer, operator, admin or metrics",
 					       value);
 		a->role = value;
 	} else if (opt->id == O_NAME) {
@@ -43,7 +45,7 @@ static int create_opt(void *ud, const struct cli_opt *opt, const char *value)
 
 static int token_create(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const char synopsis[] = "--role viewer|operator|admin [--name NAME]";
+	static const char synopsis[] = "--role viewer|operator|admin|metrics [--name NAME]";
 	struct create_args a = { .ctx = ctx };
 	struct cli_args pos = { 0 };
 	json_t *body = NULL, *res = NULL;
@@ -70,7 +72,8 @@ static int token_create(struct cli_ctx *ctx, int argc, char **argv)
 		goto cleanup;
 	}
 	if (ctx->dry_run) {
-		printf("would create a%s %s token%s%s\n", strcmp(a.role, "viewer") ? "n" : "", a.role,
+		printf("would create a%s %s token%s%s\n",
+		       strcmp(a.role, "operator") && strcmp(a.role, "admin") ? "" : "n", a.role,
 		       a.name ? " named " : "", a.name ? a.name : "");
 		goto cleanup;
 	}

@@ -2,10 +2,10 @@
 # Sourced by deploy/test.sh and deploy/lab.sh.
 KILN_BUILD_PACKAGES=(build-essential cmake pkg-config libcurl4-openssl-dev libjansson-dev
 	libfreeipmi-dev libipmiconsole-dev libipmimonitoring-dev libsqlite3-dev
-	libmicrohttpd-dev libgnutls28-dev libsodium-dev libinih-dev libssl-dev
+	libmicrohttpd-dev libgnutls28-dev libsodium-dev libinih-dev libssl-dev zlib1g-dev
 	scdoc dpkg-dev)
 KILN_TEST_PACKAGES=(libcmocka-dev openipmi ipmitool freeipmi-tools curl jq sqlite3 procps iproute2
-	python3 bsdutils openssl lintian systemd man-db zsh binutils)
+	python3 bsdutils openssl lintian systemd man-db zsh binutils prometheus)
 KILN_LAB_PACKAGES=(libcmocka-dev openipmi curl jq procps iproute2)
 
 kiln_install_packages() {

@@ -144,6 +144,11 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "How long a node stays hung before the automatic power cycle."),
 	KEY("remediation", "max_per_hour", KILN_CFG_INT, remediation_max_per_hour, 0, 100000, NULL,
 	    "2", "Automatic power cycles at most per hour, fleet-wide."),
+	KEY("metrics", "allow_unauthenticated_loopback", KILN_CFG_BOOL,
+	    metrics_allow_unauthenticated_loopback, 0, 0, NULL, "no",
+	    "GET /metrics answers a request from a loopback address without a token (a Prometheus "
+	    "on this host); other addresses, and every other endpoint, still need one. A token "
+	    "of the metrics role reads /metrics and nothing else."),
 	KEY("jobs", "step_timeout", KILN_CFG_DURATION, jobs_step_timeout, 1, 86400, NULL, "10m",
 	    "A reinstall step that talks to the BMC (media, boot override, power cycle, eject), "
 	    "retries included, fails the job after this long."),

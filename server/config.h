@@ -64,6 +64,8 @@ struct kilnd_config {
 	bool remediation_enabled;
 	int64_t remediation_grace;
 	int remediation_max_per_hour;
+	/* [metrics] GET /metrics */
+	bool metrics_allow_unauthenticated_loopback;
 	/* [jobs] reinstall jobs */
 	int64_t jobs_step_timeout;
 	int64_t jobs_boot_timeout;

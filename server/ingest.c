@@ -12,6 +12,7 @@
 
 #include "identity.h"
 #include "ingest.h"
+#include "metrics/counters.h"
 #include "receive_gap.h"
 #include "versions_audit.h"
 #include "kiln/error.h"
@@ -1285,6 +1286,16 @@ static void item_fail(struct ingest_item *it, int rc)
 		 kiln_error_last()[0] ? kiln_error_last() : kiln_error_name(rc));
 }
 
+/* An answered item as the metrics count it. */
+static enum metrics_ingest item_result(const struct ingest_item *it)
+{
+	if (it->rc == KILN_EIDENTITY)
+		return METRICS_INGEST_IDENTITY;
+	if (it->rc < 0)
+		return METRICS_INGEST_FAILED;
+	return it->duplicate ? METRICS_INGEST_DUPLICATE : METRICS_INGEST_STORED;
+}
+
 /* ingest_batch, with the writer's cache (or none): the entries of the committed reports
  * replace the nodes' old ones after the commit; a failed commit drops them. */
 static int batch_run(struct store *st, struct prev_cache *cache, struct ingest_item **items,
@@ -1432,6 +1443,7 @@ static void *writer_main(void *arg)
 		writer.queued -= n;
 		for (size_t i = 0; i < n; i++)
 			writer.bytes -= batch[i]->bytes;
+		metrics_ingest_queue_set((int64_t)writer.queued);
 		pthread_mutex_unlock(&writer.lock);
 		/* A batch that waits long on the store, or fails, is kilnd not receiving: no
 		 * agent's silence meanwhile is its own (receive_gap.h). */
@@ -1440,8 +1452,10 @@ static void *writer_main(void *arg)
 			receive_gap_mark(time(NULL));
 		receive_gap_ingest_busy(0, time(NULL));
 		/* Each answer goes out only now: the commit (or its failure) is final. */
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
+			metrics_ingest_count(item_result(batch[i]));
 			batch[i]->done_fn(batch[i], batch[i]->done_arg);
+		}
 		if (prune_due(st)) {
 			prune_run(st);
 			writer.wal_frames = 0;
@@ -1534,6 +1548,7 @@ int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_d
 	if (writer.queued >= writer.max) {
 		waiting = writer.queued;
 		pthread_mutex_unlock(&writer.lock);
+		metrics_ingest_count(METRICS_INGEST_QUEUE_FULL);
 		receive_gap_mark(time(NULL));
 		return kiln_fail(KILN_EBUSY, "ingest: %zu reports wait to be stored already; try again",
 				 waiting);
@@ -1542,6 +1557,7 @@ int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_d
 				  item->bytes > writer.bytes_max - writer.bytes)) {
 		bytes = writer.bytes;
 		pthread_mutex_unlock(&writer.lock);
+		metrics_ingest_count(METRICS_INGEST_QUEUE_FULL);
 		receive_gap_mark(time(NULL));
 		return kiln_fail(KILN_EBUSY, "ingest: reports of %zu bytes wait to be stored already; "
 				 "try again", bytes);
@@ -1556,6 +1572,7 @@ int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_d
 	writer.bytes += item->bytes;
 	if (writer.queued++ == 0)
 		pthread_cond_signal(&writer.wake);
+	metrics_ingest_queue_set((int64_t)writer.queued);
 	pthread_mutex_unlock(&writer.lock);
 	return 0;
 }

@@ -387,6 +387,10 @@ int main(int argc, char **argv)
 	}
 	opt.live = live;
 	api_power_pacing_set(cfg.power_batch, cfg.power_interval);
+	api_metrics_configure(&(struct api_metrics_config){
+		.allow_unauthenticated_loopback = cfg.metrics_allow_unauthenticated_loopback,
+		.hung_intervals = cfg.health_hung_intervals,
+		.agent_interval_s = cfg.health_agent_interval });
 	/* Agent reports are committed in groups by one writer; their requests wait suspended. */
 	if (ingest_writer_start(db_path, INGEST_QUEUE_MAX) < 0) {
 		ret = die("ingest writer");

@@ -17,6 +17,7 @@
 #include "kiln/error.h"
 #include "kiln/log.h"
 #include "kiln/parse.h"
+#include "metrics/counters.h"
 #include "poller.h"
 #include "console.h"
 #include "receive_gap.h"
@@ -194,6 +195,8 @@ struct completion {
 	enum bmc_op_kind kind;
 	int64_t audit_id;
 	int live;                   /* a live call's reading (poller_observe), not a poll */
+	int64_t started_ms;         /* when it was submitted (the metrics' poll duration) */
+	enum metrics_protocol proto;
 	int rc;
 	char error[512];
 	json_t *data;
@@ -232,6 +235,8 @@ static void on_done(void *ud, const struct bmc_result *res)
 	struct poller *p = c->p;
 
 	c->rc = res->rc;
+	if (!c->audit_id) /* a poll, not an automatic power cycle */
+		metrics_poll_observe(c->proto, (double)(now_ms() - c->started_ms) / 1000.0, c->rc);
 	snprintf(c->error, sizeof(c->error), "%s", res->error);
 	c->data = res->data ? json_incref(res->data) : NULL;
 	pthread_mutex_lock(&p->lock);
@@ -306,6 +311,8 @@ static int submit(struct poller *p, struct slot *s, const struct bmc_op *op, int
 	c->node_id = n->id;
 	c->kind = op->kind;
 	c->audit_id = audit_id;
+	c->started_ms = now_ms();
+	c->proto = n->bmc_protocol == BMC_IPMI ? METRICS_IPMI : METRICS_REDFISH;
 	pthread_mutex_lock(&p->lock);
 	p->outstanding++;
 	pthread_mutex_unlock(&p->lock);
@@ -669,6 +676,8 @@ static void action_result(struct poller *p, struct slot *s, struct completion *c
 		snprintf(outcome, sizeof(outcome), "failed: %s", c->error);
 	if (c->audit_id && store_audit_finish(p->st, c->audit_id, outcome) < 0)
 		log_warn("poller: audit: %s", kiln_error_last());
+	metrics_remediation_count(c->rc == 0 ? METRICS_REMEDIATION_DONE
+					     : METRICS_REMEDIATION_FAILED);
 	if (c->rc == 0)
 		event_add(p, s, SEV_INFO, "kilnd", "remediation", NULL,
 			  "automatic power cycle done%s%s", result ? ": " : "", result ? result : "");
@@ -878,6 +887,7 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 	    (s->st.remediated_at > 0 && agent_last_seen < s->st.remediated_at))
 		return;
 	if (remediations_last_hour(p, now) >= cfg->remediate_max_per_hour) {
+		metrics_remediation_count(METRICS_REMEDIATION_LIMITED);
 		event_add(p, s, SEV_WARNING, "kilnd", "remediation", "remediation-limit",
 			  "hung, but the limit of %d automatic power cycles an hour is reached",
 			  cfg->remediate_max_per_hour);
@@ -898,6 +908,7 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 	}
 	free(text);
 	s->st.remediated_at = now;
+	metrics_remediation_count(METRICS_REMEDIATION_STARTED);
 	event_add(p, s, SEV_WARNING, "kilnd", "remediation", NULL,
 		  "automatic power cycle: %.400s", reason);
 	log_info("poller: %s: automatic power cycle (%s)", s->node->name, reason);

@@ -8,6 +8,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sodium.h>
 
 #include "api/api_internal.h"
@@ -242,6 +244,26 @@ static void log_request(const char *method, const char *url, unsigned status,
 	}
 }
 
+/* 1 when the connection's peer is 127.0.0.0/8 or ::1 (an IPv4-mapped one too). */
+static int peer_loopback(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	if (!sa)
+		return 0;
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
 /* Checks the bearer token against the route's role; 0 to go on, else the status to answer. */
 static unsigned authenticate(struct call *call, char *msg, size_t msglen)
 {
@@ -252,6 +274,11 @@ static unsigned authenticate(struct call *call, char *msg, size_t msglen)
 
 	hdr = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND,
 					  MHD_HTTP_HEADER_AUTHORIZATION);
+	/* [metrics] allow_unauthenticated_loopback: a Prometheus on this host scrapes without
+	 * a token; a request that brings one is still checked */
+	if (!hdr && c->route->role == ROLE_METRICS && api_metrics_loopback_open() &&
+	    peer_loopback(c->conn))
+		return 0;
 	if (!hdr) {
 		snprintf(msg, msglen, "this endpoint needs a token (Authorization: Bearer TOKEN)");
 		return MHD_HTTP_UNAUTHORIZED;
@@ -280,7 +307,7 @@ static unsigned authenticate(struct call *call, char *msg, size_t msglen)
 		snprintf(msg, msglen, "token lookup failed: %s", kiln_error_last());
 		return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
-	if ((int)c->caller.role < c->route->role) {
+	if (!api_role_allows((int)c->caller.role, c->route->role)) {
 		snprintf(msg, msglen, "this needs the %s role; token '%s' is %s",
 			 api_role_name(c->route->role), c->caller.name ? c->caller.name : "",
 			 api_role_name((int)c->caller.role));

@@ -53,6 +53,14 @@ int api_server_start(struct api_server **out, const struct api_options *opt);
 /* Stops accepting, finishes the requests in flight, joins the threads; accepts NULL. */
 void api_server_stop(struct api_server *srv);
 
+/* GET /metrics' settings ([metrics] and [health]), set before the server starts. */
+struct api_metrics_config {
+	int allow_unauthenticated_loopback; /* a request from loopback needs no token */
+	int hung_intervals;                 /* an agent silent longer exports no agent series */
+	int64_t agent_interval_s;           /* for a report that names no interval */
+};
+void api_metrics_configure(const struct api_metrics_config *cfg);
+
 /* The pacing of POST /power when a request gives none ([power] batch and interval). */
 void api_power_pacing_set(int batch, int64_t interval_s);
 

@@ -7,6 +7,7 @@
 #include <sodium.h>
 
 #include "api/api_internal.h"
+#include "metrics/counters.h"
 #include "identity.h"
 #include "ingest.h"
 #include "kiln/error.h"
@@ -127,6 +128,7 @@ void api_agent_report(struct api_ctx *c)
 	rc = ingest_report_parse_text(&w->report, c->body, c->body_text, c->body_len, field,
 				      sizeof(field));
 	if (rc < 0) {
+		metrics_ingest_count(METRICS_INGEST_INVALID);
 		api_fail_code(c, rc, field[0] ? field : NULL);
 		if (c->agent_token_touch)
 			store_agent_token_touch(c->st, c->agent_token_touch);

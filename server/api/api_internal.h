@@ -14,7 +14,8 @@
 
 #define API_PARAM_MAX 256
 
-/* 0: no token needed; otherwise the least enum token_role that may call the route. */
+/* 0: no token needed; otherwise the least enum token_role that may call the route, or
+ * ROLE_METRICS (store.h): a metrics token or any of viewer, operator and admin. */
 #define ROLE_NONE 0
 /* Route kinds outside the role ladder (api_agent.c checks them): a per-node agent token,
  * which reaches only agent routes and writes only its own node, and a fleet enrollment token. */
@@ -75,8 +76,12 @@ const struct api_route *api_route_find(const char *method, const char *path,
 				       char param[API_PARAM_MAX], int *out_path_known);
 
 const char *api_role_name(int role);
-/* "viewer|operator|admin" -> role; 0 otherwise. */
+/* "viewer|operator|admin|metrics" -> role; 0 otherwise. */
 int api_role_parse(const char *s);
+/* 1 when a token of role have may call a route that needs need (ROLE_VIEWER ...
+ * ROLE_ADMIN, or ROLE_METRICS: a metrics token or any of the ladder). A metrics token may
+ * call nothing else. */
+int api_role_allows(int have, int need);
 
 /* Sets the answer (takes the reference to body). */
 void api_reply(struct api_ctx *c, unsigned status, json_t *body);
@@ -122,6 +127,10 @@ void api_resume(struct api_ctx *c);
 
 /* Handlers, one per route. */
 void api_health_get(struct api_ctx *c);
+/* GET /metrics: the Prometheus exposition (api_metrics.c). */
+void api_metrics_get(struct api_ctx *c);
+/* [metrics] allow_unauthenticated_loopback is on. */
+int api_metrics_loopback_open(void);
 void api_nodes_list(struct api_ctx *c);
 void api_nodes_create(struct api_ctx *c);
 void api_nodes_delete_range(struct api_ctx *c);

@@ -55,7 +55,7 @@ void api_tokens_create(struct api_ctx *c)
 	if (kiln_json_get_string(&role_text, c->body, "role", true) < 0 ||
 	    !(role = api_role_parse(role_text))) {
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "role",
-			 "field 'role' must be \"viewer\", \"operator\" or \"admin\"");
+			 "field 'role' must be \"viewer\", \"operator\", \"admin\" or \"metrics\"");
 		return;
 	}
 	if (kiln_json_get_string(&name, c->body, "name", false) < 0 ||

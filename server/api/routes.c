@@ -8,6 +8,8 @@
 /* Literal paths before patterns that could also match them (nodes/import vs nodes/{name}). */
 const struct api_route api_routes[] = {
 	{ "GET", "/api/v1/health", ROLE_NONE, api_health_get, 0 },
+	/* where Prometheus looks by default, outside /api/v1 */
+	{ "GET", "/metrics", ROLE_METRICS, api_metrics_get, 0 },
 	{ "GET", "/api/v1/nodes", ROLE_VIEWER, api_nodes_list, 0 },
 	{ "POST", "/api/v1/nodes", ROLE_ADMIN, api_nodes_create, 0 },
 	{ "DELETE", "/api/v1/nodes", ROLE_ADMIN, api_nodes_delete_range, 0 },
@@ -61,7 +63,7 @@ const struct api_route api_routes[] = {
 
 const size_t api_routes_count = sizeof(api_routes) / sizeof(api_routes[0]);
 
-static const char *const role_names[] = { "none", "viewer", "operator", "admin" };
+static const char *const role_names[] = { "none", "viewer", "operator", "admin", "metrics" };
 
 const char *api_role_name(int role)
 {
@@ -69,17 +71,27 @@ const char *api_role_name(int role)
 		return "agent";
 	if (role == ROLE_ENROLL)
 		return "enroll";
-	if (role < 0 || role > ROLE_ADMIN)
+	if (role < 0 || role > ROLE_METRICS)
 		return "?";
 	return role_names[role];
 }
 
 int api_role_parse(const char *s)
 {
-	for (int r = ROLE_VIEWER; s && r <= ROLE_ADMIN; r++)
+	for (int r = ROLE_VIEWER; s && r <= ROLE_METRICS; r++)
 		if (strcmp(s, role_names[r]) == 0)
 			return r;
 	return 0;
+}
+
+int api_role_allows(int have, int need)
+{
+	if (need == ROLE_METRICS)
+		return have == ROLE_METRICS || (have >= ROLE_VIEWER && have <= ROLE_ADMIN);
+	/* a Prometheus token reads the metrics, never a node, a console or a credential */
+	if (have == ROLE_METRICS || have < ROLE_VIEWER || have > ROLE_ADMIN)
+		return 0;
+	return have >= need;
 }
 
 /* Matches path against pattern segment by segment; a {x} segment captures one segment. */

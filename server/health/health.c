@@ -665,6 +665,65 @@ static void rule_bmc_log(struct health_result *r, const struct health_facts *f,
 	}
 }
 
+int health_reboot_pending(const char *nvidia_status, const char *lib, const char *mod)
+{
+	if (nvidia_status && strcmp(nvidia_status, "mismatch") == 0)
+		return 1;
+	return lib && mod && lib[0] && mod[0] && strcmp(lib, mod) != 0;
+}
+
+/* The reasons' first words, as the rules above write them, and the kind each one is. */
+static const struct {
+	const char *prefix;
+	const char *kind;
+} reason_kinds[] = {
+	{ "hung:", "hung" },
+	{ "agent silent", "agent_silent" },
+	{ "agent identity mismatch", "agent_identity" },
+	{ "bmc: credentials", "bmc_credentials" },
+	{ "bmc busy:", "bmc_busy" },
+	{ "bmc unreachable", "bmc_unreachable" },
+	{ "bmc log:", "bmc_log" },
+	{ "reinstalling", "reinstalling" },
+	{ "off, by ", "power_off" },
+	{ "powered off outside kiln", "power_off" },
+	{ "gpus: not counted", "gpu_missing" },
+	{ "gpus: ", "gpu_missing" }, /* but "gpus: N more with memory errors", below */
+	{ "xid:", "xid" },
+	{ "ecc:", "ecc" },
+	{ "remap:", "ecc" },
+	{ "gpu ", "ecc" },           /* one GPU's memory verdict: "gpu 2 (...): ..." */
+	{ "temperature:", "temperature" },
+	{ "psu:", "psu" },
+	{ "driver: NVML/kernel module version mismatch", "driver_mismatch" },
+	{ "driver:", "reboot_pending" },
+	{ "starved:", "starved" },
+};
+
+const char *health_reason_kind(const char *reason)
+{
+	if (!reason)
+		return "other";
+	if (strncmp(reason, "gpus: ", 6) == 0 && strstr(reason, " more with memory errors"))
+		return "ecc";
+	for (size_t i = 0; i < sizeof(reason_kinds) / sizeof(reason_kinds[0]); i++)
+		if (strncmp(reason, reason_kinds[i].prefix, strlen(reason_kinds[i].prefix)) == 0)
+			return reason_kinds[i].kind;
+	return "other";
+}
+
+const char *const *health_reason_kinds(void)
+{
+	static const char *const kinds[] = {
+		"hung", "agent_silent", "agent_identity", "bmc_credentials", "bmc_busy",
+		"bmc_unreachable", "bmc_log", "reinstalling", "power_off", "gpu_missing", "xid",
+		"ecc", "temperature", "psu", "driver_mismatch", "reboot_pending", "starved",
+		"other", NULL,
+	};
+
+	return kinds;
+}
+
 static void rule_driver(struct health_result *r, const struct health_facts *f)
 {
 	const char *lib = f->driver_version, *mod = f->kernel_module_version;
@@ -678,7 +737,7 @@ static void rule_driver(struct health_result *r, const struct health_facts *f)
 		    lib && lib[0] ? lib : "?", mod && mod[0] ? mod : "?");
 		return;
 	}
-	if (lib && mod && lib[0] && mod[0] && strcmp(lib, mod) != 0)
+	if (health_reboot_pending(f->nvidia_status, lib, mod))
 		add(r, HEALTH_WARNING, "driver: library %s, kernel module %s (reboot pending)",
 		    lib && lib[0] ? lib : "?", mod && mod[0] ? mod : "?");
 }

@@ -209,4 +209,14 @@ int health_starved_sample(double util_avg_pct, int memory_held, double iowait_pc
 
 const char *health_level_name(enum health_level l); /* "ok", "warning", "critical" */
 
+/* A reboot is pending: NVML and the loaded kernel module disagree (status "mismatch"), or
+ * the installed library's version is not the loaded module's. Strings may be NULL. */
+int health_reboot_pending(const char *nvidia_status, const char *lib, const char *mod);
+
+/* The kind of one of the reasons health_evaluate writes ("hung", "xid", "psu", ...; "other"
+ * for one it does not know), from its first words: a small fixed set, for labels. */
+const char *health_reason_kind(const char *reason);
+/* Every kind health_reason_kind can answer, NULL-terminated. */
+const char *const *health_reason_kinds(void);
+
 #endif

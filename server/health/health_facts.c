@@ -102,7 +102,7 @@ static void psu_redundancy_facts(struct health_facts *f, json_t *arr, json_t *s,
 }
 
 /* Inlet temperature and PSU state from the BMC's sensors JSON ({"sensors":[...]}). */
-static void sensor_facts(struct health_facts *f, const char *sensors_json)
+void health_sensor_facts(struct health_facts *f, const char *sensors_json)
 {
 	json_t *root = sensors_json ? json_loads(sensors_json, 0, NULL) : NULL;
 	json_t *arr = json_object_get(root, "sensors"), *s;
@@ -298,7 +298,7 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 		f->starved_since = state->starved_since;
 		f->power_off_by = state->power_off_by;
 		f->power_off_time = state->power_off_time;
-		sensor_facts(f, state->sensors);
+		health_sensor_facts(f, state->sensors);
 		/* The poller's mark of an answer that said "busy" (see poller.c, busy_record). */
 		if (state->reachable && state->power_error &&
 		    strncmp(state->power_error, "bmc busy: ", 10) == 0) {

@@ -32,4 +32,8 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 			const struct node *n, const struct fleet_state *state, int maintenance,
 			int64_t now, const struct health_config *cfg);
 
+/* The inlet temperature and the PSU facts (failed PSUs, a lost redundancy set) from a BMC's
+ * sensors JSON ({"sensors":[...]}, may be NULL), as the health rules take them. */
+void health_sensor_facts(struct health_facts *f, const char *sensors_json);
+
 #endif

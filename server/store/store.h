@@ -75,7 +75,8 @@ int store_node_names(struct store *st, struct kiln_nodelist *out);
 
 /* --- API tokens -------------------------------------------------------------------- */
 
-enum token_role { ROLE_VIEWER = 1, ROLE_OPERATOR = 2, ROLE_ADMIN = 3 };
+/* viewer < operator < admin is a ladder; metrics stands beside it: GET /metrics only. */
+enum token_role { ROLE_VIEWER = 1, ROLE_OPERATOR = 2, ROLE_ADMIN = 3, ROLE_METRICS = 4 };
 
 struct api_token {
 	int64_t id;
@@ -541,6 +542,65 @@ struct status_row {
  * negative code, which stops the walk and is returned. */
 typedef int (*store_status_fn)(void *ud, const struct status_row *row);
 int store_status_rows(struct store *st, store_status_fn fn, void *ud);
+
+/* --- what GET /metrics reads (store_metrics.c) ---------------------------------------- */
+
+/* One node for the metrics: its poller state, health, maintenance, reinstall job, BMC
+ * inventory and, while its agent is not silent, the agent's facts. Strings point into
+ * SQLite's row and are valid only during the callback; NULL when absent. */
+struct metrics_row {
+	int64_t node_id;
+	const char *node;
+	const char *rack;
+	int has_state;               /* the poller wrote the node */
+	const char *power;           /* "on" | "off" | "unknown" */
+	int64_t power_time;
+	int reachable;
+	int64_t last_ok;             /* the BMC's last successful request (0: never) */
+	const char *health;          /* NULL: never evaluated */
+	const char *reasons;         /* JSON array text */
+	int64_t hung_since;
+	const char *sensors;         /* {"sensors":[...]} as the driver gave it */
+	int in_maintenance;
+	int reinstalling;            /* a reinstall job queued or running */
+	const char *bmc_manufacturer; /* from the stored inventory */
+	const char *bmc_model;
+	const char *bmc_firmware;
+	int has_agent;               /* an agent reported (the fields below it are set) */
+	int64_t agent_last_seen;
+	int64_t agent_interval_s;    /* the report's interval; 0: not known */
+	int agent_fresh;             /* reported within the silence limit: the fields below
+				      * are set; otherwise NULL */
+	const char *nvidia_status;
+	const char *driver_version;
+	const char *kernel_module_version;
+	const char *cuda_driver_version;
+	const char *nvml_version;
+	const char *os;
+	const char *kernel;
+	const char *cudnn_version;
+	const char *gpus;            /* the latest report's "gpus" array, JSON text */
+	const char *toolkits;        /* its "cuda_toolkits" array, JSON text */
+	int64_t gpu_count;           /* -1: not counted (the NVIDIA status is not "ok") */
+	int64_t gpu_count_max;
+};
+
+/* Calls fn for every node ordered by name, in one read snapshot. An agent counts as fresh
+ * while now - last_seen <= silent_intervals times its report interval (default_interval_s
+ * when the report names none); a silent one's report is not read. fn returns 0 to go on,
+ * or a negative code that stops the walk and is returned. */
+typedef int (*store_metrics_fn)(void *ud, const struct metrics_row *row);
+int store_metrics_rows(struct store *st, int64_t now, int silent_intervals,
+		       int64_t default_interval_s, store_metrics_fn fn, void *ud);
+
+/* Each node's Xid events (the agents' "xid" events, never deleted): how many, and the
+ * code of the latest. Ordered by node id; *out is freed with free(). */
+struct metrics_xid {
+	int64_t node_id;
+	int64_t count;
+	int64_t last_xid;            /* -1 when its message names none */
+};
+int store_metrics_xids(struct store *st, struct metrics_xid **out, size_t *out_count);
 
 /* The node's summed uncorrected ECC count in its first and latest history row at or after
  * since; -1 each when unknown. */

@@ -12,11 +12,12 @@ static const char *const role_names[] = {
 	[ROLE_VIEWER] = "viewer",
 	[ROLE_OPERATOR] = "operator",
 	[ROLE_ADMIN] = "admin",
+	[ROLE_METRICS] = "metrics",
 };
 
 static int role_from_text(enum token_role *out, const unsigned char *v)
 {
-	for (int r = ROLE_VIEWER; r <= ROLE_ADMIN; r++) {
+	for (int r = ROLE_VIEWER; r <= ROLE_METRICS; r++) {
 		if (v && strcmp((const char *)v, role_names[r]) == 0) {
 			*out = (enum token_role)r;
 			return 0;
@@ -39,7 +40,7 @@ int store_token_insert(struct store *st, int64_t *out_id, const char *name, enum
 	sqlite3_stmt *s = NULL;
 	int rc, ret;
 
-	if (role < ROLE_VIEWER || role > ROLE_ADMIN)
+	if (role < ROLE_VIEWER || role > ROLE_METRICS)
 		return kiln_fail(KILN_EINVAL, "store: token role %d out of range", (int)role);
 	if ((ret = store_stmt(st, &s, STMT_TOKEN_INSERT,
 			      "INSERT INTO api_tokens (name, role, hash, created_at)"

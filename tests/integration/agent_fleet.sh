@@ -31,9 +31,10 @@ fleet_node_add() {
 	"$KILN" agent token "$n" >"$KILN_TEST_TMP/$n.token" 2>/dev/null || { echo "agent token $n failed" >&2; return 1; }
 }
 
-# fleet_agent_start NAME / fleet_agent_stop NAME / fleet_agents_stop
+# fleet_agent_start NAME / fleet_agent_stop NAME / fleet_agents_stop. FLEET_NVML_CONF names
+# another fake NVML configuration for the agent started.
 fleet_agent_start() {
-	FAKE_NVML_CONFIG=$KILN_TEST_TMP/fleet-nvml.conf "$AGENT" --server "$KILND_URL" \
+	FAKE_NVML_CONFIG=${FLEET_NVML_CONF:-$KILN_TEST_TMP/fleet-nvml.conf} "$AGENT" --server "$KILND_URL" \
 		--root "$KILN_TEST_TMP/roots/$1" --nvml-lib "$NVML" --state-dir "$KILN_TEST_TMP/agent-$1" \
 		--token-file "$KILN_TEST_TMP/$1.token" --interval 2 >>"$KILN_TEST_TMP/agent-$1.log" 2>&1 &
 	AGENT_PID[$1]=$!

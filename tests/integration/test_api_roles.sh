@@ -1,6 +1,7 @@
 # Integration: walks every route of `kilnd --list-routes` (the one route table) with no
-# token, a bad token, a viewer, an operator and an admin token, and checks 401 / 403 /
-# allowed against the role each route needs. A route this walk cannot call fails the test.
+# token, a bad token, a metrics, a viewer, an operator and an admin token, and checks 401 /
+# 403 / allowed against the role each route needs: a metrics token reads GET /metrics and
+# nothing else, which viewer and above read too. A route this walk cannot call fails the test.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -21,10 +22,11 @@ fi
 declare -A TOKEN RANK
 TOKEN[none]=-
 TOKEN[bad]=kiln_this_token_does_not_exist_0000000000000000
+TOKEN[metrics]=$(kiln_test_token metrics) || exit 1
 TOKEN[viewer]=$(kiln_test_token viewer) || exit 1
 TOKEN[operator]=$(kiln_test_token operator) || exit 1
 TOKEN[admin]=$(kiln_test_token admin) || exit 1
-RANK=([none]=0 [viewer]=1 [operator]=2 [admin]=3 [agent]=99 [enroll]=99)
+RANK=([none]=0 [viewer]=1 [operator]=2 [admin]=3 [metrics]=1 [agent]=99 [enroll]=99)
 [ "$(kiln_api POST /nodes '{"name":"role01","groups":["rolegrp"]}')" = 201 ] ||
 	{ echo "fixture node: $(cat "$KILN_BODY_FILE")" >&2; exit 1; }
 [ "$(kiln_api POST /tokens '{"role":"viewer","name":"throwaway"}')" = 201 ] ||
@@ -56,6 +58,18 @@ body_for() {
 	esac
 }
 
+# route_call METHOD PATH BODY TOKEN: kiln_api for the /api/v1 routes, the same request for
+# a path outside it (/metrics).
+route_call() {
+	case "$2" in
+	/api/v1/*) kiln_api "$1" "${2#/api/v1}" "$3" "$4" ;;
+	*)
+		local args=()
+		[ "$4" != "-" ] && args+=(-H "Authorization: Bearer $4")
+		curl -sk -o "$KILN_BODY_FILE" -w '%{http_code}' -X "$1" "${args[@]}" "$KILN_URL$2" ;;
+	esac
+}
+
 walked=0
 while read -r method pattern role; do
 	[ -n "$method" ] || continue
@@ -67,11 +81,10 @@ while read -r method pattern role; do
 		fail "$method $pattern: a path parameter this test cannot fill (not covered)"
 		continue
 	fi
-	path=${path#/api/v1}
 	body=$(body_for "$method")
 	# The strongest token last: an admin call may change the fixtures.
-	for who in none bad revoked viewer operator admin; do
-		status=$(kiln_api "$method" "$path" "$body" "${TOKEN[$who]}")
+	for who in none bad revoked metrics viewer operator admin; do
+		status=$(route_call "$method" "$path" "$body" "${TOKEN[$who]}")
 		err=$(jq -r '.error? // empty' "$KILN_BODY_FILE" 2>/dev/null)
 		if [ "$role" = none ]; then
 			want=allowed
@@ -79,6 +92,10 @@ while read -r method pattern role; do
 			want=401 # only agent / enrollment tokens (test_agent_ingest.sh), never API tokens
 		elif [ "$who" = none ] || [ "$who" = bad ] || [ "$who" = revoked ]; then
 			want=401
+		elif [ "$role" = metrics ]; then
+			want=allowed # the metrics token, and every role of the ladder
+		elif [ "$who" = metrics ]; then
+			want=403 # nothing but /metrics
 		elif [ "${RANK[$who]}" -lt "${RANK[$role]}" ]; then
 			want=403
 		else
@@ -120,4 +137,4 @@ if [ "$FAILS" -ne 0 ]; then
 	[ -n "${KILND_LOG:-}" ] && tail -20 "$KILND_LOG" >&2
 	exit 1
 fi
-echo "all $walked routes checked with none, bad, revoked, viewer, operator and admin tokens"
+echo "all $walked routes checked with none, bad, revoked, metrics, viewer, operator and admin tokens"

@@ -18,6 +18,7 @@
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "store/store.h"
+#include "store_fixture.h"
 
 /* --- the escaper -------------------------------------------------------------------- */
 
@@ -103,41 +104,6 @@ static void test_escape_matches_jansson(void **state)
 }
 
 /* --- rows from a store -------------------------------------------------------------- */
-
-struct fx {
-	char dir[64];
-	char db[128];
-	struct store *st;
-};
-
-static int fx_setup(void **state)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/kiln-status-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->db, sizeof(f->db), "%s/kiln.db", f->dir);
-	assert_int_equal(store_open(&f->st, f->db), 0);
-	*state = f;
-	return 0;
-}
-
-static int fx_teardown(void **state)
-{
-	struct fx *f = *state;
-	char p[160];
-
-	store_close(f->st);
-	unlink(f->db);
-	snprintf(p, sizeof(p), "%s-wal", f->db);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", f->db);
-	unlink(p);
-	assert_int_equal(rmdir(f->dir), 0);
-	free(f);
-	return 0;
-}
 
 static int64_t node_add(struct store *st, const char *name)
 {

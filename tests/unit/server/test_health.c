@@ -882,6 +882,57 @@ static void test_console_evidence(void **state)
 	assert_string_equal(out, "Kernel"); /* cut to fit, trailing blank trimmed */
 }
 
+/* The reason kinds the metrics label reasons with: each reason the rules write has its
+ * kind, and the kinds are the small fixed set health_reason_kinds() lists. */
+static void test_reason_kinds(void **state)
+{
+	static const struct {
+		const char *reason, *kind;
+	} vectors[] = {
+		{ "hung: powered on, agent silent for 12m; console: Kernel panic", "hung" },
+		{ "agent silent for 3m, power unknown: not judged hung", "agent_silent" },
+		{ "agent identity mismatch: machine_id differs, reports refused", "agent_identity" },
+		{ "bmc: credentials rejected", "bmc_credentials" },
+		{ "bmc busy: 503 'RAC0218'", "bmc_busy" },
+		{ "bmc unreachable for 5m", "bmc_unreachable" },
+		{ "bmc log: PS2 failed at 2026-01-01 02:00 UTC", "bmc_log" },
+		{ "reinstalling: step boot", "reinstalling" },
+		{ "off, by alice at 02:10 UTC", "power_off" },
+		{ "powered off outside kiln at 02:10 UTC", "power_off" },
+		{ "gpus: 7 of 8 seen", "gpu_missing" },
+		{ "gpus: not counted (nvidia status error), the node had 8", "gpu_missing" },
+		{ "gpus: 3 more with memory errors", "ecc" },
+		{ "xid: critical Xid 79", "xid" },
+		{ "ecc: uncorrected errors rising (1 -> 3)", "ecc" },
+		{ "remap: a GPU's row remapping failed", "ecc" },
+		{ "gpu 2 (00000000:47:00.0): 2 uncorrected ECC errors", "ecc" },
+		{ "temperature: inlet at 47 C (limit 40 C)", "temperature" },
+		{ "psu: redundancy lost", "psu" },
+		{ "driver: NVML/kernel module version mismatch (library 550, kernel module 535):"
+		  " GPUs not counted, reboot pending", "driver_mismatch" },
+		{ "driver: library 550.54.15, kernel module 535.1 (reboot pending)", "reboot_pending" },
+		{ "starved: GPUs idle with memory held and high iowait for 12m", "starved" },
+		{ "something new", "other" },
+		{ NULL, "other" },
+	};
+	const char *const *kinds = health_reason_kinds();
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+		const char *k = health_reason_kind(vectors[i].reason);
+		size_t j;
+
+		assert_string_equal(k, vectors[i].kind);
+		for (j = 0; kinds[j] && strcmp(kinds[j], k) != 0; j++)
+			;
+		assert_non_null(kinds[j]);
+	}
+	assert_true(health_reboot_pending("mismatch", NULL, NULL));
+	assert_true(health_reboot_pending("ok", "550.54.15", "535.1"));
+	assert_false(health_reboot_pending("ok", "550.54.15", "550.54.15"));
+	assert_false(health_reboot_pending(NULL, "550.54.15", NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -899,6 +950,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_reason_bounded),
 		cmocka_unit_test(test_psu_reasons),
 		cmocka_unit_test(test_busy_never_hung),
+		cmocka_unit_test(test_reason_kinds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
