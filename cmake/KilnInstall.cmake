@@ -56,6 +56,12 @@ install(FILES deploy/systemd/kilnd.service DESTINATION ${KILN_SYSTEMD_UNIT_DIR} 
 install(FILES deploy/kilnd.conf DESTINATION ${KILN_INSTALL_ETC}/kiln COMPONENT server)
 install(FILES deploy/kilnd.conf.example DESTINATION ${_doc}/kiln-server/examples
         COMPONENT server)
+# The Prometheus scrape config, alert rules (with their promtool tests) and Grafana dashboard.
+install(FILES deploy/prometheus/prometheus.yml deploy/prometheus/kiln-rules.yml
+              deploy/prometheus/kiln-rules.test.yml
+        DESTINATION ${_doc}/kiln-server/examples/prometheus COMPONENT server)
+install(FILES deploy/grafana/kiln-dashboard.json
+        DESTINATION ${_doc}/kiln-server/examples/grafana COMPONENT server)
 
 # kiln-cli: kiln, the example cli.conf, the completion.
 install(TARGETS kiln RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)

@@ -52,7 +52,8 @@ for f in usr/bin/kilnd lib/systemd/system/kilnd.service etc/kiln/kilnd.conf \
 	usr/bin/kiln usr/share/man/man1/kiln.1.gz usr/share/bash-completion/completions/kiln \
 	usr/share/zsh/vendor-completions/_kiln usr/share/doc/kiln-cli/examples/cli.conf.example \
 	usr/bin/kiln-agent lib/systemd/system/kiln-agent.service etc/default/kiln-agent \
-	usr/share/man/man8/kiln-agent.8.gz; do
+	usr/share/man/man8/kiln-agent.8.gz usr/share/doc/kiln-server/examples/prometheus/kiln-rules.yml \
+	usr/share/doc/kiln-server/examples/grafana/kiln-dashboard.json; do
 	[ -e "$R/$f" ]
 	check "/$f is packaged" $? "missing"
 done
