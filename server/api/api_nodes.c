@@ -85,6 +85,17 @@ cleanup:
 	node_free(n);
 }
 
+/* "bmc_session": how kilnd reaches the node's Redfish BMC ("session", or "basic (BMC
+ * session limit)" and the like): best effort, the node shows regardless. */
+static void session_attach(struct api_ctx *c, json_t *o, int64_t node_id)
+{
+	struct bmc_session_row row = { 0 };
+
+	if (store_bmc_session_get(c->st, &row, node_id) == 0 && row.auth)
+		json_object_set_new(o, "bmc_session", json_string(row.auth));
+	bmc_session_row_clear(&row);
+}
+
 void api_node_get(struct api_ctx *c)
 {
 	struct node *n = NULL;
@@ -100,6 +111,7 @@ void api_node_get(struct api_ctx *c)
 	}
 	o = node_json_from(n);
 	api_agent_state_attach(c, o, n->id); /* "agent": best effort, the node shows regardless */
+	session_attach(c, o, n->id);
 	api_reply(c, MHD_HTTP_OK, o);
 	node_free(n);
 }

@@ -113,6 +113,30 @@ int store_agent_token_touch(struct store *st, int64_t id);
  * NULL) says how many. */
 int store_agent_token_revoke_node(struct store *st, int64_t node_id, int *out_revoked);
 
+/* --- Redfish sessions kept across restarts (store_sessions.c) ----------------------- */
+
+/* A node's Redfish session as the driver last had it: the token is sealed by the caller
+ * (secret.c), the store keeps bytes. auth is "session", or "basic (why)" when the BMC is
+ * reached with HTTP Basic instead (then there is no token). */
+struct bmc_session_row {
+	int64_t node_id;
+	int64_t credentials_version;
+	unsigned char *token_enc;    /* NULL: no session */
+	size_t token_enc_len;
+	char *uri;                   /* the session resource, or NULL when not known */
+	char *auth;
+	int64_t time;
+};
+
+/* Fills *out (freed with bmc_session_row_clear); KILN_ENOTFOUND when the node keeps none. */
+int store_bmc_session_get(struct store *st, struct bmc_session_row *out, int64_t node_id);
+/* Writes (replaces) row->node_id's row; time is the store's clock. */
+int store_bmc_session_put(struct store *st, const struct bmc_session_row *row);
+/* Drops node_id's row if it still names the session at uri (NULL: a row without a URI), so
+ * that the logout of a retired state cannot drop the session its successor just opened. */
+int store_bmc_session_drop(struct store *st, int64_t node_id, const char *uri);
+void bmc_session_row_clear(struct bmc_session_row *r);
+
 /* --- audit log ----------------------------------------------------------------------- */
 
 struct audit_entry {

@@ -1,0 +1,76 @@
+# Integration: a BMC that refuses the session POST (401) but takes the same credentials with
+# HTTP Basic (issue 15; issue 16 defect 6): commands work and the BMC saw one failed login;
+# with really wrong credentials it sees exactly two, then kilnd leaves it alone (the node
+# says credentials rejected; later polls and commands send no login). A login answer
+# without Location (nor @odata.id) is found in the Sessions collection and deleted at stop.
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+# shellcheck source=../sim/bmcsim.sh
+. "$SRC/tests/sim/bmcsim.sh"
+
+KILN=$KILN_BIN/kiln
+MOCKUP=$SRC/tests/sim/fixtures/generic
+FAILS=0
+T=$KILN_TEST_TMP
+on_exit() {
+	bmcsim_stop_all
+	kiln_test_cleanup
+}
+trap on_exit EXIT
+printf '[poller]\ninterval = 5s\nsel_every = 1\nsensors_every = 1\n' >"$T/kilnd.conf"
+
+bmcsim_start "$T/refused" "$MOCKUP" --session-login refused || exit 1
+REFUSED=$BMCSIM_URL
+bmcsim_start "$T/wrong" "$MOCKUP" || exit 1
+WRONG=$BMCSIM_URL
+bmcsim_start "$T/bare" "$MOCKUP" --session-login bare || exit 1
+BARE=$BMCSIM_URL
+sim() { curl -s "$1/_sim/state" | jq -r "$2"; }
+
+kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
+printf 'password\n' >"$T/good.pw"
+printf 'not-the-password\n' >"$T/bad.pw"
+add() {
+	"$KILN" node add "$1" --bmc "redfish+http://${2#http://}" --bmc-user admin \
+		--bmc-password-file "$3" >/dev/null || { echo "node add $1 failed" >&2; exit 1; }
+}
+add n1 "$REFUSED" "$T/good.pw"
+add n2 "$WRONG" "$T/bad.pw"
+add n3 "$BARE" "$T/good.pw"
+
+# 1. Session POST refused, Basic works.
+out=$("$KILN" power status n1 -o json 2>&1)
+same "power status works with Basic after the refused login" "$(jq -r '.[0].power' <<<"$out")" on
+"$KILN" power off n1 --yes >/dev/null 2>&1
+check "a power action works too" $? "$(sim "$REFUSED" .power)"
+same "the BMC saw one failed login" "$(sim "$REFUSED" .auth_failures)" 1
+same "through its session POST" "$(sim "$REFUSED" '.login_failures[0].via')" session
+same "node show says how kilnd reaches it" \
+	"$("$KILN" node show n1 -o json | jq -r .bmc_session)" "basic (session login refused)"
+
+# 2. Wrong credentials: two failed logins (the session POST, then Basic), then nothing.
+"$KILN" power status n2 -o json >"$T/n2.json" 2>&1
+rejected() { "$KILN" status -o json | jq -e '.[] | select(.node == "n2") | tostring | test("credentials rejected")' >/dev/null; }
+wait_for "n2 shows credentials rejected" 20 rejected
+same "the BMC saw exactly two failed logins" "$(sim "$WRONG" .auth_failures)" 2
+same "a session POST and a Basic request" "$(sim "$WRONG" '[.login_failures[].via] | join(",")')" \
+	session,basic
+sleep 11 # two poll intervals
+"$KILN" power status n2 -o json >/dev/null 2>&1
+same "later polls and commands send no login" "$(sim "$WRONG" .auth_failures)" 2
+same "no session was opened on it" "$(sim "$WRONG" .sessions_created)" 0
+
+# 3. A login answer without Location or @odata.id: the session is found and deleted at stop.
+out=$("$KILN" power status n3 -o json 2>&1)
+same "power status on the Location-less BMC" "$(jq -r '.[0].power' <<<"$out")" on
+same "one session open there" "$(sim "$BARE" .sessions)" 1
+same "node show says session" "$("$KILN" node show n3 -o json | jq -r .bmc_session)" session
+
+kiln_test_stop_kilnd || fail "kilnd exited non-zero (sanitizers?): $(tail -20 "$KILND_LOG")"
+same "the Location-less session was deleted at shutdown" "$(sim "$BARE" .sessions)" 0
+same "the refused BMC still saw one failed login" "$(sim "$REFUSED" .auth_failures)" 1
+[ "$FAILS" = 0 ] || { echo "$FAILS check(s) failed; kilnd log tail:" >&2; tail -20 "$KILND_LOG" >&2; exit 1; }
+echo "all checks passed"
