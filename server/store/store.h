@@ -188,6 +188,7 @@ struct event {
 	char *kind;          /* "xid", "sel", "power", ... */
 	char *message;
 	char *dedup_key;     /* unique per node when non-NULL: an event is stored once */
+	int64_t bmc_time;    /* a BMC log entry's own time (its clock), 0: none */
 };
 
 /* Inserts unless (node_id, dedup_key) already exists (then *out_inserted = 0). */
@@ -465,6 +466,26 @@ int store_pending_agent_list(struct store *st, struct pending_agent **out, size_
 int store_pending_agent_accept(struct store *st, int64_t id, int64_t node_id);
 int store_pending_agent_delete(struct store *st, int64_t id);
 void pending_agent_list_free(struct pending_agent *list, size_t count);
+
+/* --- BMC log history (store_bmc_log.c) ------------------------------------------------ */
+
+/* What a node's last log read saw (bmc_log_state). baselined 0: never read, or cleared
+ * since: the next read's entries are history. */
+struct bmc_log_state {
+	int64_t baselined;
+	int64_t count;               /* -1: not known */
+	int64_t newest;
+};
+
+/* Fills *out; a node never read gives baselined 0, count -1, newest 0 (not an error). */
+int store_bmc_log_state_get(struct store *st, struct bmc_log_state *out, int64_t node_id);
+int store_bmc_log_state_put(struct store *st, int64_t node_id, const struct bmc_log_state *v);
+/* Stores an entry once per (node, key); *out_inserted says whether it was new. history 1:
+ * it was on the BMC before kiln looked. seen is the store's clock. */
+int store_bmc_log_add(struct store *st, int *out_inserted, int64_t node_id, const char *key,
+		      int64_t bmc_time, enum event_severity sev, const char *message, int history);
+/* Drops entries first seen before cutoff (unix s) that no later read can return again. */
+int store_bmc_log_prune(struct store *st, int64_t cutoff);
 
 /* --- fleet: BMC readings, maintenance, health cache (store_fleet.c) ------------------- */
 

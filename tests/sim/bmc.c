@@ -395,9 +395,15 @@ int bmc_log_inject(struct bmc *b, json_t *spec, const char **err)
 	const char *msg = json_string_value(json_object_get(spec, "message"));
 	const char *sev = json_string_value(json_object_get(spec, "severity"));
 	const char *mid = json_string_value(json_object_get(spec, "message_id"));
+	/* "created": an entry dated in the past, as a BMC's log holds before kiln first looks */
+	const char *when = json_string_value(json_object_get(spec, "created"));
 	int log = -1;
 	if (!msg) {
 		*err = "log: field 'message' is required";
+		return KILN_EINVAL;
+	}
+	if (when && (strlen(when) < 20 || strlen(when) > 32 || when[4] != '-' || when[10] != 'T')) {
+		*err = "log: 'created' must be an ISO 8601 time (2024-05-02T10:00:00Z)";
 		return KILN_EINVAL;
 	}
 	for (size_t i = 0; i < t->nlogs && log < 0; i++)
@@ -424,7 +430,10 @@ int bmc_log_inject(struct bmc *b, json_t *spec, const char **err)
 	snprintf(ids, sizeof(ids), "%lld", (long long)id);
 	snprintf(path, sizeof(path), "%s/%s", t->logs[log].res->path, ids);
 	snprintf(name, sizeof(name), "Log Entry %s", ids);
-	time_iso(created, sizeof(created));
+	if (when)
+		snprintf(created, sizeof(created), "%s", when);
+	else
+		time_iso(created, sizeof(created));
 	json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "@odata.id", path,
 			      "@odata.type", "#LogEntry.v1_6_0.LogEntry", "Id", ids, "Name", name,
 			      "EntryType", "Event", "Severity", sev ? sev : "Warning", "Message", msg,

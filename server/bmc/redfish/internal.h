@@ -302,9 +302,11 @@ void rf_sensors_from_power_supply(json_t *out, const json_t *psu);
 void rf_sensors_from_power_subsystem(json_t *out, const json_t *power_subsystem);
 void rf_sensors_from_environment(json_t *out, const json_t *env, const char *chassis_name);
 /* Converts LogEntry members to {"id","time","timestamp","severity","message",...} and appends
- * those created at or after since (0: all), skipping ids already in seen (an object). */
-size_t rf_log_entries_append(json_t *out, json_t *seen, const json_t *collection,
-			     const char *service, int64_t since);
+ * those created at or after since (0: all; an entry without a time always), skipping ids
+ * already in seen (an object); raises out_meta's "newest" (an integer) to the newest
+ * entry's time among all members. */
+size_t rf_log_entries_append(json_t *out, json_t *out_meta, json_t *seen,
+			     const json_t *collection, const char *service, int64_t since);
 int rf_log_service_wanted(const char *id);
 int64_t rf_time_parse(const char *iso8601);
 /* Fills the inventory object from a ComputerSystem. */
