@@ -393,7 +393,7 @@ static void sel_entry(struct poller *p, struct slot *s, const json_t *e, int his
 	const char *msg = json_string_value(json_object_get(e, "message"));
 	const char *sev = json_string_value(json_object_get(e, "severity"));
 	int64_t t = json_is_integer(tv) ? json_integer_value(tv) : 0;
-	char id[64], key[128], when[32] = "no time", text[520];
+	char id[64], key[128], text[480];
 	int inserted = 0;
 
 	if (json_is_string(idv))
@@ -402,11 +402,8 @@ static void sel_entry(struct poller *p, struct slot *s, const json_t *e, int his
 		snprintf(id, sizeof(id), "%" JSON_INTEGER_FORMAT, json_integer_value(idv));
 	else
 		snprintf(id, sizeof(id), "-");
-	if (t > 0)
-		kiln_time_utc(when, t);
 	snprintf(key, sizeof(key), "sel:%s:%lld", id, (long long)t);
-	snprintf(text, sizeof(text), "SEL %s at %s (BMC time): %.400s", id, when,
-		 msg ? msg : "(no message)");
+	snprintf(text, sizeof(text), "SEL %s: %.400s", id, msg ? msg : "(no message)");
 	if (store_bmc_log_add(p->st, &inserted, s->node->id, key, t, sel_severity(sev), text,
 			      history) < 0) {
 		log_warn("poller: %s: BMC log: %s", s->node->name, kiln_error_last());
