@@ -973,7 +973,10 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 		return;
 	}
 	free(text);
+	/* Stored before the BMC hears of it: after a crash the next kilnd knows this silence
+	 * run was already answered with a cycle (and sends no second one). */
 	s->st.remediated_at = now;
+	state_put(p, s);
 	event_add(p, s, SEV_WARNING, "kilnd", "remediation", NULL,
 		  "automatic power cycle: %.400s", reason);
 	log_info("poller: %s: automatic power cycle (%s)", s->node->name, reason);
@@ -1084,7 +1087,7 @@ static void health_read(struct poller *p, struct slot *s, struct health_read *ou
 	out->ok = 1;
 }
 
-/* The write half: events, the stored state and remediation, inside the caller's transaction. */
+/* The write half: events and the stored state, inside the caller's transaction. */
 static void health_apply(struct poller *p, struct slot *s, const struct health_read *hr,
 			 int64_t now)
 {
@@ -1129,10 +1132,20 @@ static void health_apply(struct poller *p, struct slot *s, const struct health_r
 		s->st.health_time = now;
 		state_put(p, s);
 	}
-	if (r->hung)
-		for (size_t i = 0; i < r->nreasons; i++)
-			if (strncmp(r->reasons[i], "hung:", 5) == 0)
-				remediate(p, s, r->reasons[i], hr->agent_last_seen, now);
+}
+
+/* After the slice's transaction: a power cycle must not reach a BMC before its audit row and
+ * remediated_at are stored (a kilnd killed in between would cycle the node again). */
+static void health_remediate(struct poller *p, struct slot *s, const struct health_read *hr,
+			     int64_t now)
+{
+	const struct health_result *r = &hr->res;
+
+	if (!hr->ok || !r->hung)
+		return;
+	for (size_t i = 0; i < r->nreasons; i++)
+		if (strncmp(r->reasons[i], "hung:", 5) == 0)
+			remediate(p, s, r->reasons[i], hr->agent_last_seen, now);
 }
 
 /* One node's part in the fleet-wide silence count (health_fleet_part). */
@@ -1251,6 +1264,8 @@ static void health_sweep(struct poller *p, int64_t now)
 			log_warn("poller: commit: %s", kiln_error_last());
 			store_rollback(p->st);
 		}
+		for (size_t k = 0; k < n; k++)
+			health_remediate(p, &p->slots[first + k], &hr[k], now);
 	}
 	maintenance_list_free(m, nm);
 	job_list_free(jobs, njobs);
