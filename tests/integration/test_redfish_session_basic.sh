@@ -2,7 +2,8 @@
 # HTTP Basic (issue 15; issue 16 defect 6): commands work and the BMC saw one failed login;
 # with really wrong credentials it sees exactly two, then kilnd leaves it alone (the node
 # says credentials rejected; later polls and commands send no login). A login answer
-# without Location (nor @odata.id) is found in the Sessions collection and deleted at stop.
+# without Location (with or without @odata.id) is found and deleted at stop. A BMC whose
+# sessions are all taken (503 RAC0218) is used with Basic, and node show says so.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
@@ -28,6 +29,13 @@ bmcsim_start "$T/wrong" "$MOCKUP" || exit 1
 WRONG=$BMCSIM_URL
 bmcsim_start "$T/bare" "$MOCKUP" --session-login bare || exit 1
 BARE=$BMCSIM_URL
+bmcsim_start "$T/noloc" "$MOCKUP" --session-login no-location || exit 1
+NOLOC=$BMCSIM_URL
+bmcsim_start "$T/full" "$MOCKUP" --session-cap 1 || exit 1
+FULL=$BMCSIM_URL
+# someone else (a web UI) holds the only session
+curl -s -o /dev/null -X POST -H 'Content-Type: application/json' \
+	-d '{"UserName":"admin","Password":"password"}' "$FULL/redfish/v1/SessionService/Sessions"
 sim() { curl -s "$1/_sim/state" | jq -r "$2"; }
 
 kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
@@ -40,6 +48,8 @@ add() {
 add n1 "$REFUSED" "$T/good.pw"
 add n2 "$WRONG" "$T/bad.pw"
 add n3 "$BARE" "$T/good.pw"
+add n4 "$NOLOC" "$T/good.pw"
+add n5 "$FULL" "$T/good.pw"
 
 # 1. Session POST refused, Basic works.
 out=$("$KILN" power status n1 -o json 2>&1)
@@ -68,9 +78,20 @@ out=$("$KILN" power status n3 -o json 2>&1)
 same "power status on the Location-less BMC" "$(jq -r '.[0].power' <<<"$out")" on
 same "one session open there" "$(sim "$BARE" .sessions)" 1
 same "node show says session" "$("$KILN" node show n3 -o json | jq -r .bmc_session)" session
+out=$("$KILN" power status n4 -o json 2>&1)
+same "power status where only the body says where the session is" "$(jq -r '.[0].power' <<<"$out")" on
+
+# 4. The session limit reached: Basic, said in node show; no session, no failed login.
+out=$("$KILN" power status n5 -o json 2>&1)
+same "power status on the BMC whose sessions are all taken" "$(jq -r '.[0].power' <<<"$out")" on
+same "node show says Basic and why" "$("$KILN" node show n5 -o json | jq -r .bmc_session)" \
+	"basic (BMC session limit)"
+same "still the one session there (not ours)" "$(sim "$FULL" .sessions)" 1
+same "and no failed login" "$(sim "$FULL" .auth_failures)" 0
 
 kiln_test_stop_kilnd || fail "kilnd exited non-zero (sanitizers?): $(tail -20 "$KILND_LOG")"
 same "the Location-less session was deleted at shutdown" "$(sim "$BARE" .sessions)" 0
+same "so was the one only the body located" "$(sim "$NOLOC" .sessions)" 0
 same "the refused BMC still saw one failed login" "$(sim "$REFUSED" .auth_failures)" 1
 [ "$FAILS" = 0 ] || { echo "$FAILS check(s) failed; kilnd log tail:" >&2; tail -20 "$KILND_LOG" >&2; exit 1; }
 echo "all checks passed"
