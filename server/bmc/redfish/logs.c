@@ -128,12 +128,13 @@ static int on_entries(struct rf_op *op, const struct rf_reply *r)
 	}
 	service_from_path(service, sizeof(service),
 			  json_string_value(json_object_get(r->json, "@odata.id")));
-	size_t added = rf_log_entries_append(json_object_get(op->data, "entries"), op->data,
-					     op->scratch, r->json, service[0] ? service : NULL,
-					     op->op.sel_since);
+	size_t seen_before = json_object_size(op->scratch);
+	rf_log_entries_append(json_object_get(op->data, "entries"), op->data, op->scratch, r->json,
+			      service[0] ? service : NULL, op->op.sel_since);
 	const char *next = json_string_value(json_object_get(r->json, "Members@odata.nextLink"));
-	/* pages whose entries we have all seen end the walk (a BMC that ignores $skip) */
-	if (next && added > 0 && op->index++ < LOG_PAGES_MAX)
+	/* pages whose entries we have all seen end the walk (a BMC that ignores $skip); a page
+	 * of entries older than since goes on: oldest first, the new ones are on the last */
+	if (next && json_object_size(op->scratch) > seen_before && op->index++ < LOG_PAGES_MAX)
 		rf_push(op, "GET", next, NULL, RF_ALLOW_ERROR, on_entries);
 	return 0;
 }
