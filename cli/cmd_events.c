@@ -59,6 +59,7 @@ static int events_run(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const struct out_col cols[] = {
 		{ "TIME", "time", OUT_COL_TIME, 32 },
+		{ "BMC TIME", "bmc_time", OUT_COL_TIME, 32 }, /* a BMC log entry's own clock */
 		{ "SEVERITY", "severity", OUT_COL_CELL, 32 },
 		{ "NODE", "node", OUT_COL_CELL, 128 },
 		{ "SOURCE", "source", OUT_COL_CELL, 64 },
@@ -87,7 +88,7 @@ static int events_run(struct cli_ctx *ctx, int argc, char **argv)
 	    (rc = cli_query_add(path, sizeof(path), "limit", a.limit)) < 0 ||
 	    (rc = cli_query_add(path, sizeof(path), "range", pos.n ? pos.v[0] : NULL)) < 0)
 		goto cleanup;
-	rc = cli_list_get(ctx, path, cols, 6);
+	rc = cli_list_get(ctx, path, cols, sizeof(cols) / sizeof(cols[0]));
 cleanup:
 	free(pos.v);
 	return rc;

@@ -217,9 +217,12 @@ void job_decide(struct job_next *out, const struct job *j, const struct job_fact
 			return;
 		}
 		if (!j->cycle_done && j->cycle_sent_at > 0 && f->boot_id && j->boot_id_before &&
-		    f->agent_last_seen > j->cycle_sent_at + lim->action_timeout_s) {
+		    f->agent_last_seen > j->cycle_sent_at + lim->action_timeout_s &&
+		    f->agent_report_time > j->cycle_sent_at + lim->action_timeout_s) {
 			/* The old system still reports long after the cycle would have ended it:
-			 * the cycle lost to the restart never happened. */
+			 * the cycle lost to the restart never happened. A report it made before
+			 * the cycle took it down, spooled while kilnd was stopped and received
+			 * only now, says no such thing (its own time tells). */
 			decide_set(out, JOB_ADVANCE, JOB_STEP_POWER_CYCLE);
 			out->cycle_reset = 1;
 			return;
@@ -508,6 +511,7 @@ static void job_tick(struct jobs *js, struct store *st, struct job *j, struct jo
 		f.boot_id = have_agent ? as.boot_id : NULL;
 		f.os = have_agent ? as.os : NULL;
 		f.agent_last_seen = have_agent ? as.last_seen : 0;
+		f.agent_report_time = have_agent ? as.report_time : 0;
 		pthread_mutex_lock(&js->lock);
 		f.op_in_flight = slot->in_flight;
 		f.op_done = slot->done;

@@ -42,7 +42,9 @@ struct job_facts {
 	int64_t now;
 	const char *boot_id;      /* the agent's latest boot id; NULL when it never reported */
 	const char *os;
-	int64_t agent_last_seen;
+	int64_t agent_last_seen;  /* when kilnd received its latest report */
+	int64_t agent_report_time; /* when the agent made that report (its own clock): a
+				    * report spooled while kilnd was down arrives late */
 	int op_in_flight;         /* this job's BMC operation is running */
 	int op_done;              /* it finished since the step's last decision: op_rc, op_error */
 	int op_rc;

@@ -22,6 +22,7 @@
 #include "live.h"
 #include "poller.h"
 #include "receive_gap.h"
+#include "session_keep.h"
 #include "statedir.h"
 #include "store/store.h"
 #include "report.h"
@@ -140,6 +141,7 @@ int main(int argc, char **argv)
 	struct store *st = NULL;
 	struct tlscert tls = { 0 };
 	struct api_server *srv = NULL;
+	struct session_keep *keep = NULL;
 	struct bmc_engine *engine = NULL;
 	struct poller *poller = NULL;
 	struct jobs *jobs = NULL;
@@ -349,6 +351,13 @@ int main(int argc, char **argv)
 			.redfish_loops = cfg.bmc_redfish_threads,
 			.state_dir = sd->path,
 		};
+
+		/* Redfish sessions outlive a crash in the store: the next start reuses them. */
+		if (session_keep_open(&keep, db_path, &sd->key) < 0) {
+			ret = die("session store");
+			goto cleanup;
+		}
+		ecfg.sessions = session_keep_keeper(keep);
 		struct poller_options popt = { .db_path = db_path, .key = &sd->key };
 
 		if (bmc_engine_start(&engine, &ecfg) < 0) {
@@ -441,6 +450,7 @@ cleanup:
 	poller_stop(poller);      /* before the engine its operations run on */
 	jobs_stop(jobs);
 	bmc_engine_stop(engine);
+	session_keep_close(keep); /* after the engine: its logouts drop their kept sessions */
 	live_free(live);          /* after the engine: the last results finish their audit rows */
 	jobs_free(jobs);          /* after the engine: its callbacks write into the jobs */
 	if (srv && sd) {

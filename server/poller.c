@@ -185,7 +185,9 @@ struct slot {
 	int fleet_silent;           /* its agent was silent when a fleet-wide silence began */
 	int read_back;              /* its first power reading since the start was added to the
 				     * audit rows a stopped kilnd left interrupted */
-	int log_read;               /* the BMC's log was read once: entries after are new */
+	struct bmc_log_state log;   /* what its last log read saw (baselined 0: the next
+				     * read's entries are history) */
+	int log_reread;             /* its log was found cleared: read it whole again now */
 };
 
 struct completion {
@@ -291,6 +293,27 @@ static int event_add(struct poller *p, const struct slot *s, enum event_severity
 	return inserted;
 }
 
+/* A new BMC log entry's event: when kiln saw it, and the BMC's own time (bmc_time). */
+static int sel_event_add(struct poller *p, const struct slot *s, enum event_severity sev,
+			 const char *kind, const char *dedup, int64_t bmc_time, const char *msg)
+{
+	struct event ev = { 0 };
+	int inserted = 0;
+
+	ev.node_id = s->node->id;
+	ev.severity = sev;
+	ev.source = (char *)"bmc";
+	ev.kind = (char *)kind;
+	ev.message = (char *)msg;
+	ev.dedup_key = (char *)dedup;
+	ev.bmc_time = bmc_time;
+	if (store_event_insert(p->st, &ev, &inserted) < 0) {
+		log_warn("poller: %s: event: %s", s->node->name, kiln_error_last());
+		return 0;
+	}
+	return inserted;
+}
+
 /* Submits op for the slot's node; the password is decrypted for the call only. */
 static int submit(struct poller *p, struct slot *s, const struct bmc_op *op, int64_t audit_id)
 {
@@ -358,42 +381,88 @@ static enum event_severity sel_severity(const char *s)
 	return SEV_INFO;
 }
 
-/* Every entry is a "sel" event once (its dedup key). Entries read at first contact were there
- * before kilnd looked; a critical one first stored by a later read arrived now, and a second
- * event, "bmc_log", says that it counts in the node's health for [health] bmc_log_window
- * (health_facts.c reads those). An entry read again (its time at the cursor) inserts
- * nothing, so it is never taken for a new one. */
-static void sel_entries(struct poller *p, struct slot *s, json_t *data)
+/* A log that was cleared (or refilled after a clear) since the last read: fewer entries than
+ * then, or its newest entry older than the newest seen then. */
+static int log_cleared(const struct bmc_log_state *last, int64_t count, int64_t newest)
 {
-	json_t *entries = json_object_get(data, "entries"), *e;
+	if (count >= 0 && last->count >= 0 && count < last->count)
+		return 1;
+	return newest > 0 && last->newest > 0 && newest < last->newest;
+}
+
+/* One entry of a log read: stored once as history (what was on the BMC before kiln looked)
+ * or as new, which is a "sel" event with the BMC's time beside kiln's. A critical new one
+ * gets a second event, "bmc_log", that counts in the node's health for [health]
+ * bmc_log_window (health_facts.c reads those). */
+static void sel_entry(struct poller *p, struct slot *s, const json_t *e, int history)
+{
+	json_t *idv = json_object_get(e, "id"), *tv = json_object_get(e, "timestamp");
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	const char *sev = json_string_value(json_object_get(e, "severity"));
+	int64_t t = json_is_integer(tv) ? json_integer_value(tv) : 0;
+	char id[64], key[128], text[480];
+	int inserted = 0;
+
+	if (json_is_string(idv))
+		snprintf(id, sizeof(id), "%s", json_string_value(idv));
+	else if (json_is_integer(idv))
+		snprintf(id, sizeof(id), "%" JSON_INTEGER_FORMAT, json_integer_value(idv));
+	else
+		snprintf(id, sizeof(id), "-");
+	snprintf(key, sizeof(key), "sel:%s:%lld", id, (long long)t);
+	snprintf(text, sizeof(text), "SEL %s: %.400s", id, msg ? msg : "(no message)");
+	if (store_bmc_log_add(p->st, &inserted, s->node->id, key, t, sel_severity(sev), text,
+			      history) < 0) {
+		log_warn("poller: %s: BMC log: %s", s->node->name, kiln_error_last());
+		return;
+	}
+	if (t > s->st.sel_cursor)
+		s->st.sel_cursor = t;
+	if (!inserted || history)
+		return;
+	if (sel_event_add(p, s, sel_severity(sev), "sel", key, t, text) &&
+	    sel_severity(sev) == SEV_CRITICAL) {
+		snprintf(key, sizeof(key), "bmc_log:%s:%lld", id, (long long)t);
+		/* info: the "sel" event is the critical one (once in reports) */
+		sel_event_add(p, s, SEV_INFO, "bmc_log", key, t, text);
+	}
+}
+
+/* A log read. At first contact, and after the log was cleared, the entries on the BMC are
+ * history: no event, no webhook, no report line (a fresh lab's two-year-old entries are not
+ * news). Entries that arrive later are events. The cursor (the newest time) and the log
+ * state persist, so a restart neither raises old entries again nor misses new ones. */
+static void sel_entries(struct poller *p, struct slot *s, json_t *data, int64_t now)
+{
+	json_t *entries = json_object_get(data, "entries"), *e, *cv, *nv;
+	int64_t count, newest;
+	int history = s->log.baselined == 0;
 	size_t i;
 
-	json_array_foreach(entries, i, e) {
-		json_t *idv = json_object_get(e, "id"), *tv = json_object_get(e, "time");
-		const char *msg = json_string_value(json_object_get(e, "message"));
-		const char *sev = json_string_value(json_object_get(e, "severity"));
-		int64_t t = json_is_integer(tv) ? json_integer_value(tv) : 0;
-		char id[64], key[128];
+	cv = json_object_get(data, "count");
+	nv = json_object_get(data, "newest");
+	count = json_is_integer(cv) ? json_integer_value(cv) : -1;
+	newest = json_is_integer(nv) ? json_integer_value(nv) : 0;
+	if (!history && log_cleared(&s->log, count, newest)) {
+		char key[64];
 
-		if (json_is_string(idv))
-			snprintf(id, sizeof(id), "%s", json_string_value(idv));
-		else if (json_is_integer(idv))
-			snprintf(id, sizeof(id), "%" JSON_INTEGER_FORMAT, json_integer_value(idv));
-		else
-			snprintf(id, sizeof(id), "-");
-		snprintf(key, sizeof(key), "sel:%s:%lld", id, (long long)t);
-		if (event_add(p, s, sel_severity(sev), "bmc", "sel", key, "SEL %s: %.400s", id,
-			      msg ? msg : "(no message)") &&
-		    s->log_read && sel_severity(sev) == SEV_CRITICAL) {
-			snprintf(key, sizeof(key), "bmc_log:%s:%lld", id, (long long)t);
-			/* info: the "sel" event is the critical one (once in reports) */
-			event_add(p, s, SEV_INFO, "bmc", "bmc_log", key, "SEL %s: %.400s", id,
-				  msg ? msg : "(no message)");
-		}
-		if (t > s->st.sel_cursor)
-			s->st.sel_cursor = t;
+		snprintf(key, sizeof(key), "bmc_log_cleared:%lld", (long long)now);
+		event_add(p, s, SEV_INFO, "bmc", "bmc_log_cleared", key,
+			  "BMC log cleared (%lld entries before, %lld now): what it holds now is "
+			  "history", (long long)s->log.count, (long long)count);
+		history = 1;
+		s->log_reread = 1; /* the entries before the cursor were not in this read */
 	}
-	s->log_read = 1;
+	json_array_foreach(entries, i, e)
+		sel_entry(p, s, e, history);
+	if (s->log_reread)
+		s->st.sel_cursor = 0;
+	if (history)
+		s->log.baselined = now;
+	s->log.count = count;
+	s->log.newest = newest > 0 ? newest : s->log.newest;
+	if (store_bmc_log_state_put(p->st, s->node->id, &s->log) < 0)
+		log_warn("poller: %s: BMC log state: %s", s->node->name, kiln_error_last());
 }
 
 /* After a step of the poll chain: the next one, or the end of the chain. The chain runs
@@ -410,6 +479,12 @@ static void chain_next(struct poller *p, struct slot *s, enum bmc_op_kind after,
 	if ((after == BMC_OP_POWER_GET || after == BMC_OP_SENSORS) && sel &&
 	    submit_kind(p, s, BMC_OP_SEL) == 0)
 		return;
+	/* a cleared log is read whole again at once: what arrives meanwhile is news */
+	if (after == BMC_OP_SEL && s->log_reread) {
+		s->log_reread = 0;
+		if (submit_kind(p, s, BMC_OP_SEL) == 0)
+			return;
+	}
 	if (after != BMC_OP_INVENTORY && inventory && submit_kind(p, s, BMC_OP_INVENTORY) == 0)
 		return;
 	s->busy = 0;
@@ -557,7 +632,7 @@ static void reading_store(struct poller *p, struct slot *s, enum bmc_op_kind kin
 		break;
 	}
 	case BMC_OP_SEL:
-		sel_entries(p, s, data);
+		sel_entries(p, s, data, now);
 		break;
 	case BMC_OP_INVENTORY:
 		inventory_store(p, s, data, now);
@@ -799,7 +874,14 @@ static int refresh(struct poller *p, int64_t now)
 			if (store_node_inventory_time(p->st, nodes[i]->id, &inv) == 0 && inv > 0)
 				s->inventory_due = inv + p->opt.cfg.inventory_every_s;
 			s->due_ms = base + poller_jitter_ms(nodes[i]->name, interval_ms);
-			s->log_read = s->st.sel_cursor > 0; /* read before a restart */
+			/* read before a restart: where the last kilnd left it */
+			if (store_bmc_log_state_get(p->st, &s->log, nodes[i]->id) < 0) {
+				log_warn("poller: %s: BMC log state: %s", nodes[i]->name,
+					 kiln_error_last());
+				s->log.count = -1;
+			}
+			if (s->log.baselined == 0)
+				s->st.sel_cursor = 0; /* history is taken from the whole log */
 		}
 		s->node = nodes[i];
 		/* New credentials close a circuit opened by a rejection. */
@@ -907,8 +989,11 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 		return;
 	}
 	free(text);
+	/* Stored before the BMC hears of it: after a crash the next kilnd knows this silence
+	 * run was already answered with a cycle (and sends no second one). */
 	s->st.remediated_at = now;
 	metrics_remediation_count(METRICS_REMEDIATION_STARTED);
+	state_put(p, s);
 	event_add(p, s, SEV_WARNING, "kilnd", "remediation", NULL,
 		  "automatic power cycle: %.400s", reason);
 	log_info("poller: %s: automatic power cycle (%s)", s->node->name, reason);
@@ -1019,7 +1104,7 @@ static void health_read(struct poller *p, struct slot *s, struct health_read *ou
 	out->ok = 1;
 }
 
-/* The write half: events, the stored state and remediation, inside the caller's transaction. */
+/* The write half: events and the stored state, inside the caller's transaction. */
 static void health_apply(struct poller *p, struct slot *s, const struct health_read *hr,
 			 int64_t now)
 {
@@ -1064,10 +1149,20 @@ static void health_apply(struct poller *p, struct slot *s, const struct health_r
 		s->st.health_time = now;
 		state_put(p, s);
 	}
-	if (r->hung)
-		for (size_t i = 0; i < r->nreasons; i++)
-			if (strncmp(r->reasons[i], "hung:", 5) == 0)
-				remediate(p, s, r->reasons[i], hr->agent_last_seen, now);
+}
+
+/* After the slice's transaction: a power cycle must not reach a BMC before its audit row and
+ * remediated_at are stored (a kilnd killed in between would cycle the node again). */
+static void health_remediate(struct poller *p, struct slot *s, const struct health_read *hr,
+			     int64_t now)
+{
+	const struct health_result *r = &hr->res;
+
+	if (!hr->ok || !r->hung)
+		return;
+	for (size_t i = 0; i < r->nreasons; i++)
+		if (strncmp(r->reasons[i], "hung:", 5) == 0)
+			remediate(p, s, r->reasons[i], hr->agent_last_seen, now);
 }
 
 /* One node's part in the fleet-wide silence count (health_fleet_part). */
@@ -1186,6 +1281,8 @@ static void health_sweep(struct poller *p, int64_t now)
 			log_warn("poller: commit: %s", kiln_error_last());
 			store_rollback(p->st);
 		}
+		for (size_t k = 0; k < n; k++)
+			health_remediate(p, &p->slots[first + k], &hr[k], now);
 	}
 	maintenance_list_free(m, nm);
 	job_list_free(jobs, njobs);
@@ -1200,6 +1297,8 @@ static void history_prune(struct poller *p, int64_t now)
 	p->pruned_at = now;
 	if (p->opt.cfg.history_retention_s <= 0)
 		return;
+	if (store_bmc_log_prune(p->st, now - p->opt.cfg.history_retention_s) < 0)
+		log_warn("poller: BMC log history: %s", kiln_error_last());
 	for (int rounds = 0; deleted == PRUNE_BATCH && rounds < 100; rounds++)
 		if (store_bmc_history_prune(p->st, now - p->opt.cfg.history_retention_s, PRUNE_BATCH,
 					    &deleted) < 0) {

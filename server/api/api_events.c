@@ -68,11 +68,15 @@ void api_events_list(struct api_ctx *c)
 
 		if (range && (!e->node || !api_fleet_range_has(&want, e->node)))
 			continue;
-		json_array_append_new(
-			arr, json_pack("{s:I, s:I, s:s?, s:s, s:s?, s:s?, s:s?}", "id", (json_int_t)e->id,
-				       "time", (json_int_t)e->time, "node", e->node, "severity",
-				       severity_names[e->severity], "source", e->source, "kind",
-				       e->kind, "message", e->message));
+		json_t *o = json_pack("{s:I, s:I, s:s?, s:s, s:s?, s:s?, s:s?}", "id",
+				      (json_int_t)e->id, "time", (json_int_t)e->time, "node",
+				      e->node, "severity", severity_names[e->severity], "source",
+				      e->source, "kind", e->kind, "message", e->message);
+
+		/* a BMC log entry's own time: "time" is when kiln saw it */
+		if (o && e->bmc_time)
+			json_object_set_new(o, "bmc_time", json_integer(e->bmc_time));
+		json_array_append_new(arr, o);
 	}
 	event_list_free(ev, n);
 	kiln_nodelist_free(&want);

@@ -56,19 +56,25 @@ static json_t *create_detail(json_t *body)
 	return json_pack("{s:o}", "fields", node_json_field_names(body));
 }
 
-/* What node add and import make of the BMC check: a BMC that does not fit the node is
- * refused (1, answered), one that did not answer is a warning on the node's object. */
+/* What node add and import make of the BMC check: a BMC that does not fit the node, or
+ * that rejected its credentials, is refused (1, answered); one that did not answer is a
+ * warning on the node's object. A rejection refuses because the check was the node's one
+ * retry already: the poller of an added node would bring the BMC two more failed logins. */
 static int check_refused(struct api_ctx *c, size_t i, int index)
 {
-	const char *msg;
+	const char *msg, *field;
 	int rc = api_node_check_result(c, i, &msg);
 
-	if (rc != KILN_ECONFIG)
+	if (rc != KILN_ECONFIG && rc != KILN_EAUTH)
 		return 0;
+	field = rc == KILN_EAUTH ? "bmc_password" : "bmc_system";
+	const char *what = rc == KILN_EAUTH ? "the BMC rejected these credentials: " : "";
+	const char *then = rc == KILN_EAUTH ? "; nothing added" : "";
 	if (index)
-		api_fail_index(c, MHD_HTTP_BAD_REQUEST, (long)i, "bmc_system", "nodes[%zu]: %s", i, msg);
+		api_fail_index(c, MHD_HTTP_BAD_REQUEST, (long)i, field, "nodes[%zu]: %s%s%s", i,
+			       what, msg, then);
 	else
-		api_fail(c, MHD_HTTP_BAD_REQUEST, "bmc_system", "%s", msg);
+		api_fail(c, MHD_HTTP_BAD_REQUEST, field, "%s%s%s", what, msg, then);
 	return 1;
 }
 
@@ -137,6 +143,17 @@ void api_nodes_create(struct api_ctx *c)
 		create_checked(c);
 }
 
+/* "bmc_session": how kilnd reaches the node's Redfish BMC ("session", or "basic (BMC
+ * session limit)" and the like): best effort, the node shows regardless. */
+static void session_attach(struct api_ctx *c, json_t *o, int64_t node_id)
+{
+	struct bmc_session_row row = { 0 };
+
+	if (store_bmc_session_get(c->st, &row, node_id) == 0 && row.auth)
+		json_object_set_new(o, "bmc_session", json_string(row.auth));
+	bmc_session_row_clear(&row);
+}
+
 void api_node_get(struct api_ctx *c)
 {
 	struct node *n = NULL;
@@ -152,6 +169,7 @@ void api_node_get(struct api_ctx *c)
 	}
 	o = node_json_from(n);
 	api_agent_state_attach(c, o, n->id); /* "agent": best effort, the node shows regardless */
+	session_attach(c, o, n->id);
 	api_reply(c, MHD_HTTP_OK, o);
 	node_free(n);
 }

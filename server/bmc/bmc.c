@@ -378,6 +378,7 @@ int bmc_engine_start(struct bmc_engine **out, const struct bmc_engine_config *cf
 		.action_timeout_ms = e->cfg.action_timeout_ms,
 		.status_timeout_ms = e->cfg.status_timeout_ms,
 		.share = e->nrf,
+		.keeper = e->cfg.sessions,
 	};
 	for (int i = 0; i < e->nrf; i++) {
 		int err = redfish_start(&e->rf[i], &rc);

@@ -79,6 +79,28 @@ typedef void (*bmc_done_fn)(void *ud, const struct bmc_result *res);
 
 struct bmc_engine;
 
+/*
+ * Where the Redfish driver keeps each BMC's session across restarts, so that a kilnd killed
+ * with -9 finds its session again instead of opening one more (kilnd: the store, the token
+ * sealed with secret.key; session_keep.c). Called from the driver's loop threads: every
+ * function must be safe from several threads at once, and none may call the engine.
+ */
+struct bmc_session_keeper {
+	/* node's kept session if it was opened with credentials_version: 0 with *out_token
+	 * and *out_uri (NULL: not known) set, which the caller zeroes and frees;
+	 * KILN_ENOTFOUND (or any error) when there is none to use. */
+	int (*load)(void *ud, int64_t node_id, const char *node_name,
+		    int64_t credentials_version, char **out_token, char **out_uri);
+	/* Keeps how node is reached: a session (token, uri), or none (token NULL) with auth
+	 * saying why ("basic (BMC session limit)"); auth NULL: "session". */
+	void (*save)(void *ud, int64_t node_id, const char *node_name,
+		     int64_t credentials_version, const char *token, const char *uri,
+		     const char *auth);
+	/* The session at uri (NULL: one without a URI) was deleted or found dead. */
+	void (*drop)(void *ud, int64_t node_id, const char *uri);
+	void *ud;
+};
+
 struct bmc_engine_config {
 	int fanout;               /* global limit on BMC requests in flight */
 	long connect_timeout_ms;
@@ -88,6 +110,7 @@ struct bmc_engine_config {
 	const char *state_dir;    /* SDR caches, console logs */
 	int redfish_loops;        /* Redfish loop threads; 0: one per online core (at most
 				   * BMC_REDFISH_LOOPS_MAX) */
+	const struct bmc_session_keeper *sessions; /* NULL: Redfish sessions end with kilnd */
 };
 
 #define BMC_REDFISH_LOOPS_MAX 16

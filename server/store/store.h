@@ -114,6 +114,30 @@ int store_agent_token_touch(struct store *st, int64_t id);
  * NULL) says how many. */
 int store_agent_token_revoke_node(struct store *st, int64_t node_id, int *out_revoked);
 
+/* --- Redfish sessions kept across restarts (store_sessions.c) ----------------------- */
+
+/* A node's Redfish session as the driver last had it: the token is sealed by the caller
+ * (secret.c), the store keeps bytes. auth is "session", or "basic (why)" when the BMC is
+ * reached with HTTP Basic instead (then there is no token). */
+struct bmc_session_row {
+	int64_t node_id;
+	int64_t credentials_version;
+	unsigned char *token_enc;    /* NULL: no session */
+	size_t token_enc_len;
+	char *uri;                   /* the session resource, or NULL when not known */
+	char *auth;
+	int64_t time;
+};
+
+/* Fills *out (freed with bmc_session_row_clear); KILN_ENOTFOUND when the node keeps none. */
+int store_bmc_session_get(struct store *st, struct bmc_session_row *out, int64_t node_id);
+/* Writes (replaces) row->node_id's row; time is the store's clock. */
+int store_bmc_session_put(struct store *st, const struct bmc_session_row *row);
+/* Drops node_id's row if it still names the session at uri (NULL: a row without a URI), so
+ * that the logout of a retired state cannot drop the session its successor just opened. */
+int store_bmc_session_drop(struct store *st, int64_t node_id, const char *uri);
+void bmc_session_row_clear(struct bmc_session_row *r);
+
 /* --- audit log ----------------------------------------------------------------------- */
 
 struct audit_entry {
@@ -165,6 +189,7 @@ struct event {
 	char *kind;          /* "xid", "sel", "power", ... */
 	char *message;
 	char *dedup_key;     /* unique per node when non-NULL: an event is stored once */
+	int64_t bmc_time;    /* a BMC log entry's own time (its clock), 0: none */
 };
 
 /* Inserts unless (node_id, dedup_key) already exists (then *out_inserted = 0). */
@@ -442,6 +467,26 @@ int store_pending_agent_list(struct store *st, struct pending_agent **out, size_
 int store_pending_agent_accept(struct store *st, int64_t id, int64_t node_id);
 int store_pending_agent_delete(struct store *st, int64_t id);
 void pending_agent_list_free(struct pending_agent *list, size_t count);
+
+/* --- BMC log history (store_bmc_log.c) ------------------------------------------------ */
+
+/* What a node's last log read saw (bmc_log_state). baselined 0: never read, or cleared
+ * since: the next read's entries are history. */
+struct bmc_log_state {
+	int64_t baselined;
+	int64_t count;               /* -1: not known */
+	int64_t newest;
+};
+
+/* Fills *out; a node never read gives baselined 0, count -1, newest 0 (not an error). */
+int store_bmc_log_state_get(struct store *st, struct bmc_log_state *out, int64_t node_id);
+int store_bmc_log_state_put(struct store *st, int64_t node_id, const struct bmc_log_state *v);
+/* Stores an entry once per (node, key); *out_inserted says whether it was new. history 1:
+ * it was on the BMC before kiln looked. seen is the store's clock. */
+int store_bmc_log_add(struct store *st, int *out_inserted, int64_t node_id, const char *key,
+		      int64_t bmc_time, enum event_severity sev, const char *message, int history);
+/* Drops entries first seen before cutoff (unix s) that no later read can return again. */
+int store_bmc_log_prune(struct store *st, int64_t cutoff);
 
 /* --- fleet: BMC readings, maintenance, health cache (store_fleet.c) ------------------- */
 

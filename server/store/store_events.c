@@ -19,7 +19,8 @@ int store_event_insert(struct store *st, const struct event *ev, int *out_insert
 	 * exist is still an error. */
 	if ((ret = store_stmt(st, &s, STMT_EVENT_INSERT,
 			      "INSERT INTO events (time, node_id, severity, source, kind, message,"
-			      " dedup_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING")) < 0)
+			      " dedup_key, bmc_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+			      " ON CONFLICT DO NOTHING")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, ev->time ? ev->time : store_now(st));
 	if (ev->node_id)
@@ -29,6 +30,8 @@ int store_event_insert(struct store *st, const struct event *ev, int *out_insert
 	store_bind_text(s, 5, ev->kind);
 	store_bind_text(s, 6, ev->message);
 	store_bind_text(s, 7, ev->dedup_key);
+	if (ev->bmc_time)
+		sqlite3_bind_int64(s, 8, ev->bmc_time);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE) {
 		ret = store_fail(st, rc, "adding an event");
@@ -77,6 +80,7 @@ int store_event_rows(struct store *st, sqlite3_stmt *s, struct event **out, size
 		e->id = sqlite3_column_int64(s, 0);
 		e->time = sqlite3_column_int64(s, 1);
 		e->node_id = sqlite3_column_int64(s, 2);
+		e->bmc_time = sqlite3_column_int64(s, 9);
 		sev = sqlite3_column_int(s, 4);
 		e->severity = sev <= SEV_INFO ? SEV_INFO : sev >= SEV_CRITICAL ? SEV_CRITICAL :
 										 SEV_WARNING;

@@ -49,6 +49,14 @@ enum store_stmt_id {
 	STMT_AUDIT_INTERRUPT,
 	STMT_AUDIT_READBACK,
 
+	STMT_BMC_LOG_STATE_GET,
+	STMT_BMC_LOG_STATE_PUT,
+	STMT_BMC_LOG_ADD,
+	STMT_BMC_LOG_PRUNE,
+	STMT_BMC_SESSION_GET,
+	STMT_BMC_SESSION_PUT,
+	STMT_BMC_SESSION_DROP,
+
 	STMT_EVENT_INSERT,
 	STMT_EVENT_LIST,
 
@@ -151,7 +159,8 @@ int store_list_grow(void **list, size_t *cap, size_t count, size_t sz);
 /* The columns store_event_rows() reads, and the FROM clause they need (alias e). */
 #define STORE_EVENT_SELECT                                                                         \
 	"SELECT e.id, e.time, ifnull(e.node_id, 0), n.name, e.severity, e.source, e.kind,"       \
-	" e.message, e.dedup_key FROM events e LEFT JOIN nodes n ON n.id = e.node_id"
+	" e.message, e.dedup_key, ifnull(e.bmc_time, 0) FROM events e"                          \
+	" LEFT JOIN nodes n ON n.id = e.node_id"
 /*
  * Steps s (a bound STORE_EVENT_SELECT query) to its end into a new list of events; what
  * names the query in the error message. Ends s with store_stmt_done() either way.

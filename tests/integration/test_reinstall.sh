@@ -6,21 +6,13 @@
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
-KILN_LIB=${KILN_LIB:?"KILN_LIB must name the build's lib/ folder"}
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 # shellcheck source=../sim/bmcsim.sh
 . "$SRC/tests/sim/bmcsim.sh"
-
-KILN=$KILN_BIN/kiln
-AGENT=$KILN_BIN/kiln-agent
-NVML=$KILN_LIB/fake-nvml/libnvidia-ml.so.1
-NVML_CONF=$SRC/tests/fake-nvml/configs/h100-8gpu.conf
-ROOT=$SRC/tests/fixtures/agent/roots/h100
-HOOK=$HERE/reinstall_hook.sh
-for f in "$AGENT" "$NVML" "$NVML_CONF" "$ROOT/etc/os-release" "$BMCSIM" "$HOOK"; do
-	[ -e "$f" ] || { echo "FAIL: $f is missing (build kiln-agent, kiln-bmcsim, the fake NVML)" >&2; exit 1; }
-done
+T=$KILN_TEST_TMP
+# shellcheck source=reinstall_env.sh
+. "$HERE/reinstall_env.sh"
 
 FAILS=0
 fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
@@ -40,23 +32,14 @@ wait_for() {
 	return 1
 }
 
-T=$KILN_TEST_TMP
 cat >"$T/kilnd.conf" <<CONF
 [jobs]
 boot_timeout = 25s
 retry_interval = 1s
 CONF
 
-# The hook's environment: where each node's root, token and pid file live.
-export RH_DIR=$T/nodes RH_AGENT=$AGENT RH_NVML=$NVML RH_NVML_CONF=$NVML_CONF
-mkdir -p "$RH_DIR"
 on_exit() {
-	local f
-	touch "$RH_DIR/stopping"
-	for f in "$RH_DIR"/*/agent.pid; do
-		[ -s "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
-	done
-	sleep 0.2
+	reinstall_agents_stop
 	bmcsim_stop_all
 	kiln_test_cleanup
 }
@@ -73,26 +56,10 @@ kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
 KILND_PORT=${KILND_URL##*:}
 printf '%s\n' "$KILND_URL" >"$RH_DIR/url"
 
-printf 'password\n' >"$T/bmc.pw"
-add_node() { # NAME PORT SIM INDEX
-	local n=$1 d=$RH_DIR/$1
-	"$KILN" node add "$n" --bmc "redfish+http://127.0.0.1:$2" --bmc-user admin \
-		--bmc-password-file "$T/bmc.pw" >/dev/null || { echo "node add $n failed" >&2; exit 1; }
-	mkdir -p "$d"
-	cp -r "$ROOT" "$d/root"
-	printf '%s\n' "$n" >"$d/root/proc/sys/kernel/hostname"
-	# the BMC's serial: kilnd refuses an agent whose DMI serial is another machine's
-	bmcsim_serial "$SRC/tests/sim/fixtures/$([ "$3" = idrac ] && echo idrac9 || echo generic)" \
-		>"$d/root/sys/class/dmi/id/product_serial"
-	: >"$d/root/dev/kmsg"
-	"$KILN" agent token "$n" >"$d/token" 2>/dev/null || { echo "agent token $n failed" >&2; exit 1; }
-	printf '%s\n' "$n" >"$RH_DIR/$3-$4"
-	printf '%s\n' "$2" >"$d/bmc_port"
-}
-add_node iso01 "${GEN_PORTS[0]}" generic 0
-add_node iso02 "${GEN_PORTS[1]}" generic 1
-add_node slow01 "${GEN_PORTS[2]}" generic 2
-add_node pxe01 "$IDRAC_PORT" idrac 0
+reinstall_node_add iso01 "${GEN_PORTS[0]}" generic 0
+reinstall_node_add iso02 "${GEN_PORTS[1]}" generic 1
+reinstall_node_add slow01 "${GEN_PORTS[2]}" generic 2
+reinstall_node_add pxe01 "$IDRAC_PORT" idrac 0
 echo 6 >"$RH_DIR/iso02/boot_delay"  # room to kill kilnd while it waits for the new boot
 touch "$RH_DIR/slow01/no_agent"       # never comes back: wait_boot times out
 for n in iso01 iso02 slow01 pxe01; do

@@ -280,12 +280,23 @@ void bmc_sessions_clear(struct bmc *b)
 	b->nsessions = 0;
 }
 
+void bmc_login_failed(struct bmc *b, const char *via, const char *user, uint64_t now)
+{
+	b->auth_failures++;
+	if (b->nlogin_failures == BMC_LOGIN_FAILURES_MAX)
+		return;
+	struct bmc_login_failure *f = &b->login_failures[b->nlogin_failures++];
+	f->ms = now;
+	kiln_strlcpy(f->via, via, sizeof(f->via));
+	kiln_strlcpy(f->user, user ? user : "", sizeof(f->user));
+}
+
 int bmc_session_create(struct bmc *b, struct bmc_session **out, const char *user, const char *pass,
 		       uint64_t now)
 {
 	bmc_sessions_expire(b, now);
 	if (!bmc_credentials_ok(b, user, pass)) {
-		b->auth_failures++;
+		bmc_login_failed(b, "session", user, now);
 		return BMC_E_AUTH;
 	}
 	if ((int)b->nsessions >= b->cfg->session_cap)
@@ -302,6 +313,8 @@ int bmc_session_create(struct bmc *b, struct bmc_session **out, const char *user
 	kiln_strlcpy(s->user, user, sizeof(s->user));
 	s->last_used = now;
 	b->sessions_created++;
+	if (b->nsessions > b->sessions_peak)
+		b->sessions_peak = b->nsessions;
 	*out = s;
 	return BMC_OK;
 }
@@ -382,9 +395,15 @@ int bmc_log_inject(struct bmc *b, json_t *spec, const char **err)
 	const char *msg = json_string_value(json_object_get(spec, "message"));
 	const char *sev = json_string_value(json_object_get(spec, "severity"));
 	const char *mid = json_string_value(json_object_get(spec, "message_id"));
+	/* "created": an entry dated in the past, as a BMC's log holds before kiln first looks */
+	const char *when = json_string_value(json_object_get(spec, "created"));
 	int log = -1;
 	if (!msg) {
 		*err = "log: field 'message' is required";
+		return KILN_EINVAL;
+	}
+	if (when && (strlen(when) < 20 || strlen(when) > 32 || when[4] != '-' || when[10] != 'T')) {
+		*err = "log: 'created' must be an ISO 8601 time (2024-05-02T10:00:00Z)";
 		return KILN_EINVAL;
 	}
 	for (size_t i = 0; i < t->nlogs && log < 0; i++)
@@ -411,7 +430,10 @@ int bmc_log_inject(struct bmc *b, json_t *spec, const char **err)
 	snprintf(ids, sizeof(ids), "%lld", (long long)id);
 	snprintf(path, sizeof(path), "%s/%s", t->logs[log].res->path, ids);
 	snprintf(name, sizeof(name), "Log Entry %s", ids);
-	time_iso(created, sizeof(created));
+	if (when)
+		snprintf(created, sizeof(created), "%s", when);
+	else
+		time_iso(created, sizeof(created));
 	json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "@odata.id", path,
 			      "@odata.type", "#LogEntry.v1_6_0.LogEntry", "Id", ids, "Name", name,
 			      "EntryType", "Event", "Severity", sev ? sev : "Warning", "Message", msg,
@@ -746,6 +768,11 @@ json_t *bmc_state_json(struct bmc *b, uint64_t now)
 		json_array_append_new(faults, json_pack("{s:s, s:i, s:I, s:i}", "kind",
 			kinds[b->faults[i].kind], "status", b->faults[i].status, "count",
 			(json_int_t)b->faults[i].count, "prob", b->faults[i].prob));
+	json_t *failed = json_array();
+	for (size_t i = 0; i < b->nlogin_failures; i++)
+		json_array_append_new(failed, json_pack("{s:I, s:s, s:s}", "ms",
+			(json_int_t)b->login_failures[i].ms, "via", b->login_failures[i].via,
+			"user", b->login_failures[i].user));
 	json_t *st = json_pack("{s:i, s:i, s:s, s:s, s:i, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:b, s:b, s:o, s:o, s:o, "
 			       "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
 		"index", b->index, "port", b->port, "profile", b->cfg->profile->name,
@@ -772,6 +799,12 @@ json_t *bmc_state_json(struct bmc *b, uint64_t now)
 			n += b->entries[j].log == (int)i;
 		json_array_append_new(logs, json_pack("{s:s, s:s, s:I}", "service", b->tree->logs[i].service,
 			"path", b->tree->logs[i].res->path, "injected", (json_int_t)n));
+	}
+	if (st) {
+		json_object_set_new(st, "sessions_peak", json_integer((json_int_t)b->sessions_peak));
+		json_object_set_new(st, "login_failures", failed);
+	} else {
+		json_decref(failed);
 	}
 	if (st)
 		json_object_set_new(st, "logs", logs);

@@ -57,6 +57,15 @@ struct bmc_session {
 	uint64_t last_used;
 };
 
+/* A login the BMC refused: through the Sessions POST or HTTP Basic. */
+struct bmc_login_failure {
+	uint64_t ms;
+	char via[8];      /* "session" or "basic" */
+	char user[64];
+};
+
+#define BMC_LOGIN_FAILURES_MAX 64
+
 struct bmc_medium {
 	bool changed, inserted, write_protected;
 	char *image;
@@ -101,6 +110,9 @@ struct bmc {
 	struct bmc_medium *media;
 	struct bmc_session *sessions;
 	size_t nsessions;
+	size_t sessions_peak;           /* the most sessions open at once */
+	struct bmc_login_failure login_failures[BMC_LOGIN_FAILURES_MAX]; /* the first ones */
+	size_t nlogin_failures;
 	uint64_t n_get, n_post, n_patch, n_delete, n_other;
 	uint64_t n_selected;            /* GETs with a $select where the root advertises it */
 	uint64_t n_expanded;            /* GETs with an $expand where the root advertises it */
@@ -142,6 +154,8 @@ struct bmc_session *bmc_session_by_id(struct bmc *b, const char *id, uint64_t no
 void bmc_session_delete(struct bmc *b, struct bmc_session *s);
 void bmc_sessions_expire(struct bmc *b, uint64_t now);
 void bmc_sessions_clear(struct bmc *b);
+/* Counts and logs a refused login (via "session" or "basic"). */
+void bmc_login_failed(struct bmc *b, const char *via, const char *user, uint64_t now);
 bool bmc_credentials_ok(const struct bmc *b, const char *user, const char *pass);
 
 /* The system's current ETag, W/"..." (buffer of at least 24 bytes). */

@@ -22,6 +22,7 @@ static const char usage[] =
 	"         [--jitter-ms J] [--tls [--cert-out FILE]] [--user U --password P | --password-file F]\n"
 	"         [--profile idrac9|ilo5|ilo6|ilo7|openbmc|generic] [--fault SPEC]... [--power-hook CMD]\n"
 	"         [--power-delay-ms MS] [--settle-ms MS] [--session-cap N] [--session-timeout S]\n"
+	"         [--session-login standard|no-location|bare|refused]\n"
 	"         [--async] [--task-ms MS] [--require-etag] [--record-max N] [--hang-ms MS]\n"
 	"         [--slow-ms MS] [--drift PCT] [--ports-file FILE] [--log-level LEVEL]\n"
 	"         [--select-query on|off] [--select-quirk ignore|400]\n"
@@ -39,6 +40,9 @@ static const char usage[] =
 	"--unique-serials: the n-th BMC's systems report the tree's SerialNumber and \"-n\".\n"
 	"--boot-quirk continuous: a boot override is kept as Continuous whatever was asked (sushy-tools).\n"
 	"A stored error body ({\"error\":...} alone) is answered with its MessageId's status (404, 503, ...).\n"
+	"--session-cap N: logins beyond N open sessions answer 503 (iDRAC's RAC0218).\n"
+	"--session-login: no-location answers a login without Location (the body has @odata.id),\n"
+	"  bare without either, refused 401 to every session POST while Basic works.\n"
 	"Fault SPEC: KIND[:all|N%|ports=P,..|index=I,..][:count=N][:prob=P][:ms=M],\n"
 	"  KIND = hang | reset | slow | malformed | truncated | 412 | an HTTP status 400-599.\n"
 	"Control: GET /_sim/state, GET|DELETE /_sim/requests, POST /_sim/inject on every port.\n";
@@ -49,7 +53,7 @@ enum {
 	OPT_SESSION_CAP, OPT_SESSION_TIMEOUT, OPT_ASYNC, OPT_TASK_MS, OPT_REQUIRE_ETAG, OPT_RECORD_MAX,
 	OPT_HANG_MS, OPT_SLOW_MS, OPT_DRIFT, OPT_PORTS_FILE, OPT_LOG_LEVEL, OPT_HELP, OPT_SELECT_QUERY,
 	OPT_SELECT_QUIRK, OPT_EXPAND_QUERY, OPT_EXPAND_QUIRK, OPT_VERSION, OPT_UNIQUE_SERIALS,
-	OPT_BOOT_QUIRK,
+	OPT_BOOT_QUIRK, OPT_SESSION_LOGIN,
 };
 
 static const struct option options[] = {
@@ -87,8 +91,18 @@ static const struct option options[] = {
 	{ "expand-quirk", required_argument, NULL, OPT_EXPAND_QUIRK },
 	{ "unique-serials", no_argument, NULL, OPT_UNIQUE_SERIALS },
 	{ "boot-quirk", required_argument, NULL, OPT_BOOT_QUIRK },
+	{ "session-login", required_argument, NULL, OPT_SESSION_LOGIN },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* The long name of option val, for an error message (options[] is not in the enum's order). */
+static const char *option_name(int val)
+{
+	for (const struct option *o = options; o->name; o++)
+		if (o->val == val)
+			return o->name;
+	return "?";
+}
 
 static int parse_on_off(int *out, const char *s)
 {
@@ -105,6 +119,18 @@ static int parse_quirk(enum sim_query_quirk *out, const char *s)
 	else
 		return kiln_fail(KILN_EINVAL, "expected ignore or 400, got '%s'", s);
 	return 0;
+}
+
+static int parse_login(enum sim_login *out, const char *s)
+{
+	static const char *const names[] = { "standard", "no-location", "bare", "refused" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(s, names[i]) == 0) {
+			*out = (enum sim_login)i;
+			return 0;
+		}
+	}
+	return kiln_fail(KILN_EINVAL, "expected standard, no-location, bare or refused, got '%s'", s);
 }
 
 static int read_password(char *out, size_t outlen, const char *path)
@@ -212,10 +238,11 @@ int main(int argc, char **argv)
 			if (!cfg.boot_continuous)
 				rc = kiln_fail(KILN_EINVAL, "want 'continuous', not '%s'", optarg);
 			break;
+		case OPT_SESSION_LOGIN: rc = parse_login(&cfg.login, optarg); break;
 		default: fputs(usage, stderr); return 2;
 		}
 		if (rc < 0) {
-			fprintf(stderr, "kiln-bmcsim: --%s: %s\n", options[opt - OPT_MOCKUP].name, kiln_error_last());
+			fprintf(stderr, "kiln-bmcsim: --%s: %s\n", option_name(opt), kiln_error_last());
 			return 2;
 		}
 	}

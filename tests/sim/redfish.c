@@ -114,15 +114,15 @@ static int authenticate(struct sim_reply *out, struct bmc *b, const struct sim_r
 		const char *p = req->authorization + 6;
 		while (*p == ' ')
 			p++;
-		if (b64_decode(dec, sizeof(dec), p) == 0) {
-			char *colon = strchr(dec, ':');
-			if (colon) {
-				*colon = '\0';
-				if (bmc_credentials_ok(b, dec, colon + 1))
-					return 0;
-			}
+		if (b64_decode(dec, sizeof(dec), p) != 0)
+			dec[0] = '\0';
+		char *colon = strchr(dec, ':');
+		if (colon) {
+			*colon = '\0';
+			if (bmc_credentials_ok(b, dec, colon + 1))
+				return 0;
 		}
-		b->auth_failures++;
+		bmc_login_failed(b, "basic", dec, req->now);
 		redfish_error(out, 401, "Base.1.8.ResourceAtUriUnauthorized",
 			      "While accessing the resource at %s, the service received an authorization error.",
 			      req->path);
@@ -185,7 +185,12 @@ static void session_create(struct sim_reply *out, struct bmc *b, const struct si
 			      user ? "Password" : "UserName");
 		goto cleanup;
 	}
-	int rc = bmc_session_create(b, &s, user, pass, req->now);
+	/* A BMC that takes these credentials with Basic only (an account without the session
+	 * privilege): the POST is a failed login like a wrong password. */
+	int rc = b->cfg->login == LOGIN_REFUSED ? BMC_E_AUTH
+						: bmc_session_create(b, &s, user, pass, req->now);
+	if (b->cfg->login == LOGIN_REFUSED)
+		bmc_login_failed(b, "session", user, req->now);
 	if (rc == BMC_E_AUTH) {
 		redfish_error(out, 401, "Base.1.8.NoValidSession",
 			      "There is no valid session established with the implementation.");
@@ -195,7 +200,11 @@ static void session_create(struct sim_reply *out, struct bmc *b, const struct si
 		redfish_error(out, 500, "Base.1.8.InternalError", "The request failed due to an internal service error.");
 	} else {
 		json_t *sj = session_json(b, s);
-		out->location = strdup(json_string_value(json_object_get(sj, "@odata.id")));
+		/* no-location: an iLO emulator's answer; bare: not even the body says where */
+		if (b->cfg->login == LOGIN_STANDARD)
+			out->location = strdup(json_string_value(json_object_get(sj, "@odata.id")));
+		if (b->cfg->login == LOGIN_BARE)
+			json_object_del(sj, "@odata.id");
 		out->token = strdup(s->token);
 		reply_json(out, 201, sj);
 	}

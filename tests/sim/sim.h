@@ -27,6 +27,9 @@ struct sim_config {
 	int power_delay_ms;       /* each PoweringOn/PoweringOff phase */
 	int settle_ms;            /* iDRAC: refuse power on this long after reaching off */
 	int session_cap;
+	/* the answer to a session POST: Location and @odata.id (standard), @odata.id only
+	 * (no-location), neither (bare), or 401 to any credentials, Basic working (refused) */
+	enum sim_login { LOGIN_STANDARD = 0, LOGIN_NO_LOCATION, LOGIN_BARE, LOGIN_REFUSED } login;
 	int64_t session_timeout_ms;
 	int task_ms;              /* async: a task completes no sooner than this */
 	bool async;               /* actions answer 202 with a task monitor */

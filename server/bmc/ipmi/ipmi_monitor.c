@@ -342,7 +342,16 @@ int ipmi_monitor_sel(json_t **out, const struct ipmi_job *job)
 		if (keep)
 			json_array_append(entries, e);
 	}
-	*out = json_pack("{s:o, s:I}", "entries", entries, "last_record_id", (json_int_t)last_id);
+	/* the total and the newest time tell the poller a cleared SEL (both drop) */
+	json_int_t newest = 0;
+	for (size_t i = 0; i < json_array_size(all); i++) {
+		json_int_t ts = json_integer_value(json_object_get(json_array_get(all, i), "timestamp"));
+		if (ts >= (json_int_t)SEL_PREINIT_MAX && ts > newest)
+			newest = ts;
+	}
+	*out = json_pack("{s:o, s:I, s:I, s:I}", "entries", entries, "last_record_id",
+			 (json_int_t)last_id, "count", (json_int_t)json_array_size(all), "newest",
+			 newest);
 	entries = NULL;
 cleanup:
 	json_decref(all);

@@ -36,6 +36,7 @@ struct redfish_bmc {
 	int64_t answered_ms;                   /* when the last request got an answer: for a
 						* while its connection is probably kept (rf_bmc_connected) */
 	int64_t node_id;
+	int64_t cred_version;                  /* the target's credentials_version */
 	char *name;
 	char *base_url;                        /* "https://host:port" */
 	char *user, *password;
@@ -54,6 +55,11 @@ struct redfish_bmc {
 	int rejected;                          /* tried twice: left alone until credentials change */
 	long sessions_created;
 	int logout_sent;
+	int recalled;                          /* the keeper was asked for a kept session */
+	int basic_why;                         /* RF_BASIC_*: Basic although sessions exist */
+	int64_t basic_until_ms;                /* RF_BASIC_CAP: sessions tried again after */
+	char *session_candidate;               /* a Location-less login: the likeliest member
+						* of the Sessions collection so far */
 
 	/* discovery (paths as the BMC spells them) */
 	int select_query;                      /* the root says ProtocolFeaturesSupported.SelectQuery */
@@ -111,6 +117,15 @@ enum {
 	RF_ALLOW_ERROR = 2,  /* pass 4xx/5xx to the handler instead of failing */
 	RF_LOGIN = 4,        /* internal: POST Sessions */
 	RF_NO_RETRY = 8,     /* never retry this one as transient */
+	RF_SESSION_CHECK = 16, /* internal: GET (or DELETE) of a session kept across a restart */
+};
+
+/* Why a BMC with a SessionService is reached with HTTP Basic (which Redfish requires every
+ * service to accept). */
+enum {
+	RF_BASIC_NONE = 0,
+	RF_BASIC_CAP,        /* the login answered 503: the BMC's session limit */
+	RF_BASIC_REFUSED,    /* the login answered 401: Basic is the one retry */
 };
 
 struct rf_step {
@@ -239,6 +254,9 @@ void rf_ca_free_all(struct redfish *rf);
 /* Authentication and reply handling (session.c). */
 int rf_step_needs_login(struct rf_op *op, const struct rf_step *step);
 void rf_push_login(struct rf_op *op);
+/* Once per BMC state, before its first login: takes the session the keeper kept (a kilnd
+ * that was killed) and pushes its check, one GET. 1 when it did (no login now), else 0. */
+int rf_session_recall(struct rf_op *op);
 /* Decides what a reply means for its step: 1 done (handler ran), 0 the step stays queued
  * (retry or re-login), < 0 the operation fails. */
 int rf_reply_process(struct rf_op *op, struct rf_step *step, struct rf_reply *r);
@@ -288,9 +306,11 @@ void rf_sensors_from_power_supply(json_t *out, const json_t *psu);
 void rf_sensors_from_power_subsystem(json_t *out, const json_t *power_subsystem);
 void rf_sensors_from_environment(json_t *out, const json_t *env, const char *chassis_name);
 /* Converts LogEntry members to {"id","time","timestamp","severity","message",...} and appends
- * those created at or after since (0: all), skipping ids already in seen (an object). */
-size_t rf_log_entries_append(json_t *out, json_t *seen, const json_t *collection,
-			     const char *service, int64_t since);
+ * those created at or after since (0: all; an entry without a time always), skipping ids
+ * already in seen (an object); raises out_meta's "newest" (an integer) to the newest
+ * entry's time among all members. */
+size_t rf_log_entries_append(json_t *out, json_t *out_meta, json_t *seen,
+			     const json_t *collection, const char *service, int64_t since);
 int rf_log_service_wanted(const char *id);
 int64_t rf_time_parse(const char *iso8601);
 /* Fills the inventory object from a ComputerSystem. */

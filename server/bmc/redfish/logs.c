@@ -61,8 +61,8 @@ static const char *severity_of(const char *s)
 	return "info";
 }
 
-size_t rf_log_entries_append(json_t *out, json_t *seen, const json_t *coll, const char *service,
-			     int64_t since)
+size_t rf_log_entries_append(json_t *out, json_t *out_meta, json_t *seen, const json_t *coll,
+			     const char *service, int64_t since)
 {
 	size_t added = 0;
 	size_t i;
@@ -79,7 +79,11 @@ size_t rf_log_entries_append(json_t *out, json_t *seen, const json_t *coll, cons
 		json_object_set_new(seen, id, json_true());
 		const char *created = json_string_value(json_object_get(e, "Created"));
 		int64_t ts = rf_time_parse(created);
-		if (since > 0 && ts < since)
+		json_t *newest = json_object_get(out_meta, "newest");
+		if (ts > json_integer_value(newest))
+			json_object_set_new(out_meta, "newest", json_integer(ts));
+		/* an entry without a time cannot be told old: the caller's dedup decides */
+		if (since > 0 && ts > 0 && ts < since)
 			continue;
 		const char *msg = json_string_value(json_object_get(e, "Message"));
 		if (!msg)
@@ -124,21 +128,36 @@ static int on_entries(struct rf_op *op, const struct rf_reply *r)
 	}
 	service_from_path(service, sizeof(service),
 			  json_string_value(json_object_get(r->json, "@odata.id")));
-	size_t added = rf_log_entries_append(json_object_get(op->data, "entries"), op->scratch,
-					     r->json, service[0] ? service : NULL,
-					     op->op.sel_since);
+	size_t seen_before = json_object_size(op->scratch);
+	rf_log_entries_append(json_object_get(op->data, "entries"), op->data, op->scratch, r->json,
+			      service[0] ? service : NULL, op->op.sel_since);
 	const char *next = json_string_value(json_object_get(r->json, "Members@odata.nextLink"));
-	/* pages whose entries we have all seen end the walk (a BMC that ignores $skip) */
-	if (next && added > 0 && op->index++ < LOG_PAGES_MAX)
+	/* pages whose entries we have all seen end the walk (a BMC that ignores $skip); a page
+	 * of entries older than since goes on: oldest first, the new ones are on the last */
+	if (next && json_object_size(op->scratch) > seen_before && op->index++ < LOG_PAGES_MAX)
 		rf_push(op, "GET", next, NULL, RF_ALLOW_ERROR, on_entries);
 	return 0;
+}
+
+/* The first page of a service's entries: its Members@odata.count is the service's total
+ * (the caller tells a cleared log by the total dropping). */
+static int on_entries_first(struct rf_op *op, const struct rf_reply *r)
+{
+	json_t *n = json_object_get(r->json, "Members@odata.count");
+	json_t *count = json_object_get(op->data, "count");
+	if (r->status < 300 && json_is_integer(n) && json_integer_value(count) >= 0)
+		json_object_set_new(op->data, "count",
+				    json_integer(json_integer_value(count) + json_integer_value(n)));
+	else
+		json_object_set_new(op->data, "count", json_integer(-1)); /* not known */
+	return on_entries(op, r);
 }
 
 static int on_service(struct rf_op *op, const struct rf_reply *r)
 {
 	const char *entries = rf_link(r->json, "Entries");
 	if (entries)
-		rf_push(op, "GET", entries, NULL, RF_ALLOW_ERROR, on_entries);
+		rf_push(op, "GET", entries, NULL, RF_ALLOW_ERROR, on_entries_first);
 	return 0;
 }
 
@@ -179,7 +198,8 @@ static int logs_finish(struct rf_op *op)
 int rf_logs_start(struct rf_op *op)
 {
 	op->finish = logs_finish;
-	op->data = json_pack("{s:[], s:[]}", "entries", "unavailable");
+	op->data = json_pack("{s:[], s:[], s:I, s:I}", "entries", "unavailable", "count",
+			     (json_int_t)0, "newest", (json_int_t)0);
 	op->scratch = json_object(); /* ids seen */
 	if (op->bmc->logs_system)
 		rf_push(op, "GET", op->bmc->logs_system, NULL, 0, on_services);

@@ -418,7 +418,8 @@ void rf_op_advance(struct rf_op *op)
 			return;
 		}
 		if (rf_step_needs_login(op, s)) {
-			rf_push_login(op);
+			if (!rf_session_recall(op))
+				rf_push_login(op);
 			continue;
 		}
 		kiln_error_clear();
@@ -957,6 +958,7 @@ int redfish_bmc_new(struct redfish *rf, struct redfish_bmc **out, const struct b
 	if (!b)
 		return kiln_fail(KILN_ERROR, "out of memory");
 	b->node_id = t->node_id;
+	b->cred_version = t->credentials_version;
 	b->name = xstrdup(t->node_name ? t->node_name : t->host);
 	b->base_url = xstrdup(base);
 	b->user = xstrdup(t->user);

@@ -21,6 +21,7 @@ struct redfish_config {
 	size_t max_body;           /* hard cap on a response body */
 	int share;                 /* loops sharing the process (0, 1: alone): the defaults of
 				    * max_connections and max_handshakes are divided among them */
+	const struct bmc_session_keeper *keeper; /* sessions kept across restarts, or NULL */
 };
 
 int redfish_start(struct redfish **out, const struct redfish_config *cfg);

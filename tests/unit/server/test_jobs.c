@@ -196,7 +196,8 @@ static void test_wait_boot(void **state)
 static void test_wait_boot_after_lost_cycle(void **state)
 {
 	struct job j = job_at("pxe", "wait_boot", NOW);
-	struct job_facts f = { .now = NOW + 60, .boot_id = "boot-A", .agent_last_seen = NOW + 60 };
+	struct job_facts f = { .now = NOW + 60, .boot_id = "boot-A", .agent_last_seen = NOW + 60,
+			       .agent_report_time = NOW + 60 };
 	struct job_next n;
 
 	(void)state;
@@ -205,8 +206,14 @@ static void test_wait_boot_after_lost_cycle(void **state)
 	/* The old system still reports, but within the time a cycle may take: wait. */
 	job_decide(&n, &j, &f, &LIM);
 	assert_int_equal(n.verdict, JOB_WAIT);
+	/* A report the old system made just before the cycle, received late (spooled while
+	 * kilnd was stopped): no proof that the cycle never happened. */
+	f.now = f.agent_last_seen = NOW + 300;
+	f.agent_report_time = NOW + 2;
+	job_decide(&n, &j, &f, &LIM);
+	assert_int_equal(n.verdict, JOB_WAIT);
 	/* Still reporting the old boot id well past it: the cycle never happened. */
-	f.now = f.agent_last_seen = NOW + 121;
+	f.now = f.agent_last_seen = f.agent_report_time = NOW + 121;
 	job_decide(&n, &j, &f, &LIM);
 	assert_int_equal(n.verdict, JOB_ADVANCE);
 	assert_int_equal(n.step, JOB_STEP_POWER_CYCLE);

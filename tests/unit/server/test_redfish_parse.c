@@ -213,19 +213,23 @@ static void test_logs(void **state)
 				 "Name", "no id: skipped");
 	json_t *out = json_array();
 	json_t *seen = json_object();
-	assert_int_equal(rf_log_entries_append(out, seen, coll, "Log1", 0), 2);
+	json_t *meta = json_object();
+	assert_int_equal(rf_log_entries_append(out, meta, seen, coll, "Log1", 0), 2);
+	/* the newest entry's time: a log cleared and refilled shows it going backwards */
+	assert_int_equal(json_integer_value(json_object_get(meta, "newest")), 1577836800);
 	json_t *e = json_array_get(out, 0);
 	assert_string_equal(json_string_value(json_object_get(e, "id")), "Log1/1");
 	assert_string_equal(json_string_value(json_object_get(e, "severity")), "critical");
 	assert_int_equal(json_integer_value(json_object_get(e, "timestamp")), 1331131440);
 	/* the same page again adds nothing; since filters */
-	assert_int_equal(rf_log_entries_append(out, seen, coll, "Log1", 0), 0);
+	assert_int_equal(rf_log_entries_append(out, NULL, seen, coll, "Log1", 0), 0);
 	json_t *out2 = json_array();
 	json_t *seen2 = json_object();
-	assert_int_equal(rf_log_entries_append(out2, seen2, coll, "Log1", 1500000000), 1);
+	assert_int_equal(rf_log_entries_append(out2, meta, seen2, coll, "Log1", 1500000000), 1);
 	json_decref(coll);
 	json_decref(out);
 	json_decref(seen);
+	json_decref(meta);
 	json_decref(out2);
 	json_decref(seen2);
 }

@@ -790,6 +790,91 @@ static void test_fleet_down_list(void **state)
 	fleet_down_list_free(down, n);
 }
 
+/* A kept Redfish session: put, get, and a drop that only takes the session it names (a
+ * retired state's logout must not drop its successor's session). */
+static void test_bmc_sessions(void **state)
+{
+	struct fx *f = *state;
+	struct bmc_session_row row = { 0 }, got = { 0 };
+	unsigned char sealed[] = { 1, 2, 3, 4 };
+	struct node *n = NULL;
+
+	add(f->st, "gpu01", NULL);
+	assert_int_equal(store_node_get(f->st, &n, "gpu01"), 0);
+	assert_int_equal(store_bmc_session_get(f->st, &got, n->id), KILN_ENOTFOUND);
+	row.node_id = n->id;
+	row.credentials_version = 3;
+	row.token_enc = sealed;
+	row.token_enc_len = sizeof(sealed);
+	row.uri = "/redfish/v1/SessionService/Sessions/7";
+	assert_int_equal(store_bmc_session_put(f->st, &row), 0);
+	assert_int_equal(store_bmc_session_get(f->st, &got, n->id), 0);
+	assert_int_equal(got.credentials_version, 3);
+	assert_int_equal(got.token_enc_len, sizeof(sealed));
+	assert_memory_equal(got.token_enc, sealed, sizeof(sealed));
+	assert_string_equal(got.uri, "/redfish/v1/SessionService/Sessions/7");
+	assert_string_equal(got.auth, "session");
+	bmc_session_row_clear(&got);
+
+	/* another session's logout leaves this one */
+	assert_int_equal(store_bmc_session_drop(f->st, n->id, "/redfish/v1/SessionService/Sessions/6"), 0);
+	assert_int_equal(store_bmc_session_get(f->st, &got, n->id), 0);
+	bmc_session_row_clear(&got);
+	assert_int_equal(store_bmc_session_drop(f->st, n->id, row.uri), 0);
+	assert_int_equal(store_bmc_session_get(f->st, &got, n->id), KILN_ENOTFOUND);
+
+	/* Basic instead: no token, the reason kept */
+	row.token_enc = NULL;
+	row.uri = NULL;
+	row.auth = "basic (BMC session limit)";
+	assert_int_equal(store_bmc_session_put(f->st, &row), 0);
+	assert_int_equal(store_bmc_session_get(f->st, &got, n->id), 0);
+	assert_null(got.token_enc);
+	assert_null(got.uri);
+	assert_string_equal(got.auth, "basic (BMC session limit)");
+	bmc_session_row_clear(&got);
+
+	/* a node that is gone keeps nothing */
+	row.node_id = n->id + 100;
+	assert_int_equal(store_bmc_session_put(f->st, &row), KILN_ENOTFOUND);
+	node_free(n);
+}
+
+/* BMC log history: an entry is stored once (a second read inserts nothing), and the log
+ * state of a node never read says so. */
+static void test_bmc_log(void **state)
+{
+	struct fx *f = *state;
+	struct bmc_log_state ls = { .baselined = 9 }, put = { .baselined = 100, .count = 57,
+							      .newest = 1714644000 };
+	struct node *n = NULL;
+	int inserted = -1;
+
+	add(f->st, "gpu01", NULL);
+	assert_int_equal(store_node_get(f->st, &n, "gpu01"), 0);
+	assert_int_equal(store_bmc_log_state_get(f->st, &ls, n->id), 0);
+	assert_int_equal(ls.baselined, 0);
+	assert_int_equal(ls.count, -1);
+	assert_int_equal(store_bmc_log_state_put(f->st, n->id, &put), 0);
+	assert_int_equal(store_bmc_log_state_get(f->st, &ls, n->id), 0);
+	assert_int_equal(ls.baselined, 100);
+	assert_int_equal(ls.count, 57);
+	assert_int_equal(ls.newest, 1714644000);
+
+	assert_int_equal(store_bmc_log_add(f->st, &inserted, n->id, "sel:1:1714644000", 1714644000,
+					   SEV_CRITICAL, "SEL 1: old", 1), 0);
+	assert_int_equal(inserted, 1);
+	assert_int_equal(store_bmc_log_add(f->st, &inserted, n->id, "sel:1:1714644000", 1714644000,
+					   SEV_CRITICAL, "SEL 1: old", 0), 0);
+	assert_int_equal(inserted, 0);
+	/* pruning keeps what the cursor still reaches (the newest time) */
+	assert_int_equal(store_bmc_log_prune(f->st, INT64_MAX), 0);
+	assert_int_equal(store_bmc_log_add(f->st, &inserted, n->id, "sel:1:1714644000", 1714644000,
+					   SEV_CRITICAL, "SEL 1: old", 0), 0);
+	assert_int_equal(inserted, 0);
+	node_free(n);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -809,6 +894,8 @@ int main(void)
 		T(test_two_handles),
 		T(test_journal_size_limit),
 		T(test_fleet_down_list),
+		T(test_bmc_sessions),
+		T(test_bmc_log),
 	};
 #undef T
 
