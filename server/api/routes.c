@@ -8,6 +8,12 @@
 /* Literal paths before patterns that could also match them (nodes/import vs nodes/{name}). */
 const struct api_route api_routes[] = {
 	{ "GET", "/api/v1/health", ROLE_NONE, api_health_get, 0 },
+	{ "GET", "/", ROLE_NONE, api_ui_index_get, 0 },
+	{ "GET", "/ui/{file}", ROLE_NONE, api_ui_asset_get, 0 },
+	{ "POST", "/api/v1/ui/login", ROLE_NONE, api_ui_login, 0 },
+	{ "POST", "/api/v1/ui/logout", ROLE_VIEWER, api_ui_logout, 0 },
+	{ "GET", "/api/v1/ui/session", ROLE_VIEWER, api_ui_session_get, 0 },
+	{ "GET", "/api/v1/ui/stream", ROLE_VIEWER, api_ui_stream, 0 },
 	{ "GET", "/api/v1/nodes", ROLE_VIEWER, api_nodes_list, 0 },
 	{ "POST", "/api/v1/nodes", ROLE_ADMIN, api_nodes_create, 0 },
 	{ "DELETE", "/api/v1/nodes", ROLE_ADMIN, api_nodes_delete_range, 0 },
