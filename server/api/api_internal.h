@@ -160,6 +160,8 @@ void api_agent_pending_delete(struct api_ctx *c);
 void api_agent_identity_list(struct api_ctx *c);
 void api_agent_identity_accept(struct api_ctx *c);
 void api_gpus_list(struct api_ctx *c);
+/* GET /nodes/{name}/history?since=24h: its BMC's and agent's readings (api_history.c). */
+void api_node_history(struct api_ctx *c);
 void api_versions_audit_get(struct api_ctx *c);
 void api_versions_audit_post(struct api_ctx *c);
 void api_report_get(struct api_ctx *c);

@@ -227,12 +227,26 @@ void api_ui_logout(struct api_ctx *c)
 	json_cookie_reply(c, MHD_HTTP_OK, json_pack("{s:s}", "status", "logged out"), cookie);
 }
 
+/* The page asks at its start whether its cookie still holds a session: 200 either way (a
+ * 401 would be a console error on every log-in page), {"session": null} without one. */
 void api_ui_session_get(struct api_ctx *c)
 {
+	const char *cookie = MHD_lookup_connection_value(c->conn, MHD_COOKIE_KIND, API_UI_COOKIE);
+	char msg[256];
+	unsigned status = cookie ? api_ui_authenticate(c, cookie, "GET", msg, sizeof(msg))
+				 : MHD_HTTP_UNAUTHORIZED;
+
+	if (status == MHD_HTTP_UNAUTHORIZED) {
+		api_reply(c, MHD_HTTP_OK, json_pack("{s:n}", "session"));
+		return;
+	}
+	if (status) {
+		api_fail(c, status, NULL, "%s", msg);
+		return;
+	}
 	api_reply(c, MHD_HTTP_OK,
-		  json_pack("{s:s?, s:s, s:s?, s:I}", "name", c->caller.name, "role",
-			    api_role_name((int)c->caller.role), "csrf",
-			    c->ui_session_id > 0 ? c->ui_csrf : NULL, "expires_at",
+		  json_pack("{s:{s:s?, s:s, s:s, s:I}}", "session", "name", c->caller.name, "role",
+			    api_role_name((int)c->caller.role), "csrf", c->ui_csrf, "expires_at",
 			    (json_int_t)c->ui_expires_at));
 }
 

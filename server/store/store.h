@@ -616,6 +616,10 @@ int store_bmc_sample_insert(struct store *st, int64_t node_id, int64_t time, dou
  * (temperature_max_c: the inlet, power_draw_total_w: the system's draw); caller frees. */
 int store_bmc_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
 			   int64_t since, int64_t until);
+/* One node's samples since a time, oldest first, at most limit: its BMC's (inlet, system
+ * draw) when bmc, else its agent's (hottest GPU, GPUs' draw); the caller frees *out. */
+int store_node_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
+			    int64_t node_id, int bmc, int64_t since, size_t limit);
 /* Deletes at most limit BMC samples older than before; *out_deleted may be NULL. */
 int store_bmc_history_prune(struct store *st, int64_t before, int limit, int *out_deleted);
 

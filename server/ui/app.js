@@ -171,6 +171,7 @@ function rowObject(cols, r) {
 
 async function loadRows() {
   const data = await api('GET', '/api/v1/status?form=rows');
+  performance.mark('kiln-rows-arrived'); // the browser test's 10,000-node measure starts here
   state.columns = data.columns;
   state.rows = new Map();
   for (const r of data.rows) { const o = rowObject(data.columns, r); state.rows.set(o.node, o); }
@@ -333,6 +334,7 @@ function renderFleet() {
     el('span', {}, rows.length ? `${state.page * PAGE + 1}–${state.page * PAGE + slice.length} of ${rows.length}` : 'no node matches'),
     el('button', { type: 'button', disabled: state.page >= pages - 1, onclick: () => { state.page++; renderFleet(); } }, 'next ›'));
   document.body.dataset.rendered = String(state.rows.size);
+  performance.mark('kiln-rows-rendered');
 }
 
 // --- actions (operator and admin) --------------------------------------------------------
@@ -421,7 +423,8 @@ function nodePage(view, name) {
   loadInto(consoleBox, async () => {
     try {
       const d = await api('GET', '/api/v1/nodes/' + q + '/console/log?lines=20');
-      return el('pre', {}, typeof d === 'string' ? d : (d.lines || []).join('\n') || 'nothing captured');
+      const lines = (d.lines || []).map((l) => (typeof l === 'string' ? l : l.text || l.line || JSON.stringify(l)));
+      return el('pre', {}, lines.join('\n') || (d.capture ? 'nothing captured yet' : 'console capture is off'));
     } catch (e) { return el('span', { class: 'reasons' }, e.status === 404 ? 'not captured' : e.message); }
   });
   loadInto(audit, async () => {
@@ -495,7 +498,8 @@ document.addEventListener('DOMContentLoaded', async () => {
   window.addEventListener('hashchange', route);
   try {
     const res = await fetch('/api/v1/ui/session', { credentials: 'same-origin' });
-    if (res.ok) { state.session = await res.json(); start(); return; }
+    const d = res.ok ? await res.json() : null;
+    if (d && d.session) { state.session = d.session; start(); return; }
   } catch (e) { /* kilnd unreachable: the log-in form says so on submit */ }
   showLogin('');
 });

@@ -70,7 +70,7 @@ c() {
 }
 same "the session reads /status" "$(c "$T/vjar" GET '/status?form=rows')" 200
 same "the session's own view" "$(c "$T/vjar" GET /ui/session)" 200
-same "it carries the CSRF value" "$(jq -r .csrf "$T/cbody")" "$vcsrf"
+same "it carries the CSRF value" "$(jq -r .session.csrf "$T/cbody")" "$vcsrf"
 same "a viewer's forged power cycle (with its cookie and CSRF value)" \
 	"$(c "$T/vjar" POST /power '{"range":"ui01","action":"cycle"}' "$vcsrf")" 403
 same "no cookie, no token" "$(curl -s -o /dev/null -w '%{http_code}' "$KILN_URL/api/v1/status")" 401
@@ -125,6 +125,8 @@ code=$(curl -s -b "$T/vjar" -D "$T/oh" -o /dev/null -w '%{http_code}' -X POST -H
 same "log-out" "$code" 200
 case "$(h Set-Cookie "$T/oh")" in *Max-Age=0*) pass "log-out clears the cookie" ;; *) fail "log-out cookie: $(h Set-Cookie "$T/oh")" ;; esac
 same "the ended session is refused (server side)" "$(c "$T/vjar" GET /status)" 401
+c "$T/vjar" GET /ui/session >/dev/null
+same "and the page's question finds no session" "$(jq -c .session "$T/cbody")" null
 kiln_api GET '/audit?limit=200' >/dev/null
 same "log-out audited" "$(jq -r '[.[] | select(.action == "session.logout" and .actor == "night-viewer" and .outcome == "ok")] | length' "$KILN_BODY_FILE")" 1
 kiln_api GET /tokens >/dev/null
