@@ -37,6 +37,11 @@ function el(tag, attrs, ...kids) {
 
 function $(id) { return document.getElementById(id); }
 
+// Element.append writes null as the text "null": optional parts go through this.
+function put(parent, ...kids) {
+  parent.append(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
+}
+
 class ApiError extends Error {
   constructor(status, body) {
     super((body && body.error) || ('HTTP ' + status));
@@ -143,16 +148,23 @@ function render(v) {
     if (v.every((x) => x && typeof x === 'object' && !Array.isArray(x))) {
       const keys = [...new Set(v.flatMap((x) => Object.keys(x)))];
       return el('table', {}, el('thead', {}, el('tr', {}, keys.map((k) => el('th', {}, k)))),
-        el('tbody', {}, v.map((x) => el('tr', {}, keys.map((k) => el('td', {}, cell(x[k])))))));
+        el('tbody', {}, v.map((x) => el('tr', {}, keys.map((k) => el('td', {}, cell(x[k], k)))))));
     }
     return el('span', {}, v.map((x) => (typeof x === 'object' ? JSON.stringify(x) : x)).join(', '));
   }
   if (typeof v === 'object') {
-    return el('dl', { class: 'kv' }, Object.entries(v).flatMap(([k, x]) => [el('dt', {}, k), el('dd', {}, cell(x))]));
+    return el('dl', { class: 'kv' }, Object.entries(v).flatMap(([k, x]) => [el('dt', {}, k), el('dd', {}, cell(x, k))]));
   }
   return document.createTextNode(String(v));
 }
-function cell(x) { return x !== null && typeof x === 'object' ? render(x) : (x === null || x === undefined ? '–' : String(x)); }
+// Unix times (a key like time, since, last_seen, *_at) as the reader's local time.
+const TIME_KEY = /(^|_)(time|since|until|last_seen)$|_at$/;
+function cell(x, key) {
+  if (x !== null && typeof x === 'object') return render(x);
+  if (x === null || x === undefined) return '–';
+  if (typeof x === 'number' && key && TIME_KEY.test(key) && x > 1e9) return when(x);
+  return String(x);
+}
 
 function panel(title, ...kids) { return el('section', { class: 'panel' }, el('h2', {}, title), ...kids); }
 
@@ -219,7 +231,7 @@ function scheduleRender() {
 
 function fleetPage(view) {
   const f = (id, node) => { node.id = id; return node; };
-  view.append(
+  put(view,
     el('div', { class: 'counts', id: 'counts' }),
     el('div', { class: 'filters' },
       f('f-search', el('input', { type: 'search', placeholder: 'search name or reason', 'aria-label': 'search', oninput: () => { state.page = 0; scheduleRender(); } })),
@@ -407,10 +419,10 @@ function nodePage(view, name) {
   const consoleBox = el('div', {});
   const audit = el('div', {});
   const results = el('div', { class: 'results' });
-  view.append(el('h1', {}, name), head,
+  put(view, el('h1', {}, name), head,
     isOperator() ? el('div', { class: 'actions' }, ACTIONS.map((a) => el('button', { type: 'button', 'data-action': a.id, onclick: () => act(a, [name], results) }, a.label))) : null,
     results,
-    panel('Status', status), panel('Last day', charts), panel('GPUs', gpus),
+    panel('Status', status), panel('Last day', charts), panel('Versions and GPUs', gpus),
     panel('Events', events), panel('Console', consoleBox), panel('Audit', audit));
   const q = encodeURIComponent(name);
   loadInto(status, async () => {
@@ -418,7 +430,16 @@ function nodePage(view, name) {
     const s = d.nodes[0] || {};
     return render(s);
   });
-  loadInto(gpus, async () => render((await api('GET', '/api/v1/gpus?range=' + q))));
+  loadInto(gpus, async () => {
+    const a = (await api('GET', '/api/v1/gpus?range=' + q))[0] || {};
+    if (a.error) return el('span', { class: 'reasons' }, a.error);
+    const versions = {};
+    for (const k of ['nvidia_status', 'driver_version', 'kernel_module_version', 'cuda_driver_version', 'nvml_version', 'cudnn_version', 'cuda_toolkits', 'report_time']) {
+      if (k in a) versions[k] = a[k];
+    }
+    return el('div', {}, render(versions), el('h3', {}, 'GPUs (ECC, Xid)'), render(a.gpus || []),
+      a.xid_events && a.xid_events.length ? [el('h3', {}, 'Xid events'), render(a.xid_events)] : null);
+  });
   loadInto(events, async () => render(await api('GET', '/api/v1/events?limit=50&range=' + q)));
   loadInto(consoleBox, async () => {
     try {
