@@ -1,5 +1,6 @@
 /* The web dashboard's side of the API: its page and assets (embedded in kilnd), log-in with an
  * API token exchanged for a server-side session cookie, the session's CSRF check, log-out. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,10 +124,17 @@ static void cookie_text(char *out, size_t outlen, struct api_ctx *c, const char 
 		 API_UI_COOKIE, value, max_age, conn_tls(c) ? "; Secure" : "");
 }
 
+/* The last second a refused log-in was written: anyone can try to log in, and a flood of
+ * tries must not flood the audit log (one row a second says enough). */
+static _Atomic int64_t refused_logged_at;
+
 static void login_audit(struct api_ctx *c, const char *actor, const char *target,
 			const char *detail, const char *outcome)
 {
-	int64_t id;
+	int64_t id, now = time(NULL);
+
+	if (strncmp(outcome, "refused", 7) == 0 && atomic_exchange(&refused_logged_at, now) == now)
+		return;
 
 	if (store_audit_begin(c->st, &id, actor, "session.login", target, detail) < 0 ||
 	    store_audit_finish(c->st, id, outcome) < 0)
