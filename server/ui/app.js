@@ -419,12 +419,19 @@ function nodePage(view, name) {
   const consoleBox = el('div', {});
   const audit = el('div', {});
   const results = el('div', { class: 'results' });
+  const sensors = el('div', {});
+  const q = encodeURIComponent(name);
   put(view, el('h1', {}, name), head,
     isOperator() ? el('div', { class: 'actions' }, ACTIONS.map((a) => el('button', { type: 'button', 'data-action': a.id, onclick: () => act(a, [name], results) }, a.label))) : null,
     results,
-    panel('Status', status), panel('Last day', charts), panel('Versions and GPUs', gpus),
+    panel('Status', status),
+    panel('Sensors now', el('button', { type: 'button', id: 'sensors-read', onclick: () => loadInto(sensors, async () => {
+      // a live read: kilnd asks the BMC now (as kiln sensors does) and keeps the answer
+      const r = (await api('GET', '/api/v1/sensors?range=' + q))[0] || {};
+      return r.error ? el('span', { class: 'fail' }, r.error) : render(r.sensors || []);
+    }) }, 'Ask the BMC'), sensors),
+    panel('Last day', charts), panel('Versions and GPUs', gpus),
     panel('Events', events), panel('Console', consoleBox), panel('Audit', audit));
-  const q = encodeURIComponent(name);
   loadInto(status, async () => {
     const d = await api('GET', '/api/v1/status?range=' + q);
     const s = d.nodes[0] || {};

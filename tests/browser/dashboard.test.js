@@ -86,6 +86,7 @@ async function labChecks(browser) {
   }
   const stored_local = await page.evaluate(() => JSON.stringify(localStorage) + JSON.stringify(sessionStorage) + document.cookie);
   check('the token is not kept in the browser (storage, script-visible cookies)', !stored_local.includes(env.VIEWER_TOKEN) && !stored_local.includes('kiln_session'), stored_local);
+  check('no stray "null" or "undefined" text on the fleet page', !/\b(null|undefined)\b/.test(await page.$eval('#view', (v) => v.innerText)));
   check('a viewer sees no action controls', (await page.$$('[data-action], #fleet-body input[type=checkbox]')).length === 0);
   await shot(page, 'fleet-viewer');
 
@@ -135,6 +136,14 @@ async function labChecks(browser) {
     } catch (e) { fail(`the ${name} page: ${e.message}`); }
     await shot(page, 'page-' + name);
   }
+  await page.goto(URL_ + `/#/node/${env.CYCLE_NODE}`, { waitUntil: 'load' });
+  await page.waitForSelector('#sensors-read');
+  await page.click('#sensors-read');
+  try {
+    await page.waitForFunction(() => { const p = document.getElementById('sensors-read').parentElement; return p.querySelector('table, .fail'); }, { timeout: 20000 });
+    const sensorsText = await page.$eval('#sensors-read', (b) => b.parentElement.innerText);
+    check('the node page reads the sensors now', /temperature/.test(sensorsText), sensorsText.slice(0, 200));
+  } catch (e) { fail('the node page\'s sensors: ' + e.message); }
   const canvases = await page.goto(URL_ + `/#/node/${env.CYCLE_NODE}`, { waitUntil: 'load' })
     .then(() => page.waitForSelector('canvas', { timeout: 10000 }).then(() => page.$$('canvas'))).catch(() => []);
   check('the node page draws its charts', canvases.length > 0, canvases.length);
