@@ -86,6 +86,7 @@ kiln_api GET /nodes/ui01 >/dev/null
 same "nothing changed by the refused requests" "$(kiln_api GET '/status?range=ui01' >/dev/null; jq -r '.nodes[0].maintenance' "$KILN_BODY_FILE")" false
 
 # --- the live stream -----------------------------------------------------------------------
+: >"$T/stream"
 curl -s -N -b "$T/vjar" "$KILN_URL/api/v1/ui/stream" >"$T/stream" 2>/dev/null &
 spid=$!
 KILN_TEST_PIDS+=("$spid")
@@ -134,8 +135,20 @@ opid=$(jq -r '.[] | select(.name == "night-op") | .id' "$KILN_BODY_FILE")
 same "revoke the operator's token" "$(kiln_api DELETE "/tokens/$opid")" 200
 same "its session ends with it" "$(c "$T/ojar" GET /status)" 401
 
-# --- over HTTPS the cookie is Secure --------------------------------------------------------
+# --- kilnd stops with a stream open (libmicrohttpd must not stop with it suspended) ---------
+same "log-in again" "$(login "$viewer" "$T/vjar")" 200
+curl -s -N -b "$T/vjar" "$KILN_URL/api/v1/ui/stream" >"$T/stream2" 2>/dev/null &
+spid=$!
+KILN_TEST_PIDS+=("$spid")
+wait_for "the second stream says hello" 5 grep -q '^event: hello' "$T/stream2"
+kill -TERM "$KILND_PID"
+gone() { ! kill -0 "$KILND_PID" 2>/dev/null; }
+wait_for "kilnd stops within 10 s with a stream open" 10 gone
 kiln_test_stop_kilnd || fail "kilnd exited non-zero (sanitizer report?): $(tail -20 "$KILND_LOG")"
+stream_ended() { ! kill -0 "$spid" 2>/dev/null; }
+wait_for "the stream ends with kilnd" 5 stream_ended
+
+# --- over HTTPS the cookie is Secure --------------------------------------------------------
 C=$T/tls
 mkdir -p "$C"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=kilnd-test \
