@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "api/api_internal.h"
+#include "api/api_ui.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"
 #include "kiln/json.h"
@@ -32,6 +33,7 @@ struct api_server {
 	int store_key_made;
 	struct bmc_engine *engine;
 	struct live *live;
+	struct ui_hub *hub;       /* the dashboard's live stream */
 };
 
 /* One request, from its headers to its answer. */
@@ -264,11 +266,14 @@ static int peer_loopback(struct MHD_Connection *conn)
 	return 0;
 }
 
-/* Checks the bearer token against the route's role; 0 to go on, else the status to answer. */
-static unsigned authenticate(struct call *call, char *msg, size_t msglen)
+static unsigned role_check(struct api_ctx *c, char *msg, size_t msglen);
+
+/* Checks the bearer token (or the dashboard's session cookie) against the route's role; 0 to
+ * go on, else the status to answer. */
+static unsigned authenticate(struct call *call, const char *method, char *msg, size_t msglen)
 {
 	struct api_ctx *c = &call->ctx;
-	const char *hdr, *tok;
+	const char *hdr, *tok, *cookie;
 	unsigned char hash[32];
 	int rc;
 
@@ -279,6 +284,13 @@ static unsigned authenticate(struct call *call, char *msg, size_t msglen)
 	if (!hdr && c->route->role == ROLE_METRICS && api_metrics_loopback_open() &&
 	    peer_loopback(c->conn))
 		return 0;
+	cookie = MHD_lookup_connection_value(c->conn, MHD_COOKIE_KIND, API_UI_COOKIE);
+	if (!hdr && cookie && c->route->role >= ROLE_VIEWER && c->route->role <= ROLE_ADMIN) {
+		/* the dashboard: its session stands for the token it logged in with */
+		unsigned status = api_ui_authenticate(c, cookie, method, msg, msglen);
+
+		return status ? status : role_check(c, msg, msglen);
+	}
 	if (!hdr) {
 		snprintf(msg, msglen, "this endpoint needs a token (Authorization: Bearer TOKEN)");
 		return MHD_HTTP_UNAUTHORIZED;
@@ -307,6 +319,12 @@ static unsigned authenticate(struct call *call, char *msg, size_t msglen)
 		snprintf(msg, msglen, "token lookup failed: %s", kiln_error_last());
 		return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
+	return role_check(c, msg, msglen);
+}
+
+/* The caller's role against the route's: 0, or 403 with msg. */
+static unsigned role_check(struct api_ctx *c, char *msg, size_t msglen)
+{
 	if (!api_role_allows((int)c->caller.role, c->route->role)) {
 		snprintf(msg, msglen, "this needs the %s role; token '%s' is %s",
 			 api_role_name(c->route->role), c->caller.name ? c->caller.name : "",
@@ -373,7 +391,7 @@ static enum MHD_Result request_begin(struct call *call, const char *url, const c
 		c->st = thread_store(call->srv);
 		if (!c->st)
 			return store_unavailable(c->conn);
-		status = authenticate(call, msg, sizeof(msg));
+		status = authenticate(call, method, msg, sizeof(msg));
 		if (status == MHD_HTTP_UNAUTHORIZED)
 			return send_error(c->conn, status, NULL, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					  "Bearer", "%s", msg);
@@ -487,6 +505,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		call->ctx.key = &srv->key;
 		call->ctx.engine = srv->engine;
 		call->ctx.live = srv->live;
+		call->ctx.hub = srv->hub;
 		kiln_buf_init(&call->body, API_BODY_MAX);
 		*con_cls = call;
 		return request_begin(call, url, method);
@@ -588,6 +607,8 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 		goto cleanup;
 	}
 	srv->store_key_made = 1;
+	if ((rc = api_ui_hub_start(&srv->hub, opt->db_path)) < 0)
+		goto cleanup;
 	if (opt->ipv6)
 		flags |= MHD_USE_IPv6;
 	/* The logger first, or MHD prints what comes before it itself. */
@@ -635,8 +656,10 @@ void api_server_stop(struct api_server *srv)
 	if (!srv)
 		return;
 	api_node_checks_stop();
+	api_ui_hub_end(srv->hub);
 	if (srv->mhd)
 		MHD_stop_daemon(srv->mhd);
+	api_ui_hub_free(srv->hub);
 	if (srv->store_key_made)
 		pthread_key_delete(srv->store_key);
 	sodium_memzero(&srv->key, sizeof(srv->key));

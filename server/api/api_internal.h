@@ -34,6 +34,10 @@ struct api_ctx {
 	struct bmc_engine *engine;     /* NULL when kilnd runs without one */
 	struct live *live;             /* live BMC calls; NULL without an engine */
 	struct api_token caller;       /* the token's name is the audit actor */
+	int64_t ui_session_id;         /* > 0: authenticated by a dashboard session's cookie */
+	int64_t ui_expires_at;         /* that session's end */
+	char ui_csrf[64];              /* and its CSRF value */
+	struct ui_hub *hub;            /* the dashboard's live stream (api_ui_stream.c) */
 	json_t *body;                  /* parsed request body, or NULL when empty */
 	const char *body_text;         /* that body as received (valid JSON, not NUL-terminated), */
 	size_t body_len;               /* for a handler that stores it as it is; NULL/0 when empty */
@@ -183,6 +187,8 @@ void api_agent_pending_delete(struct api_ctx *c);
 void api_agent_identity_list(struct api_ctx *c);
 void api_agent_identity_accept(struct api_ctx *c);
 void api_gpus_list(struct api_ctx *c);
+/* GET /nodes/{name}/history?since=24h: its BMC's and agent's readings (api_history.c). */
+void api_node_history(struct api_ctx *c);
 void api_versions_audit_get(struct api_ctx *c);
 void api_versions_audit_post(struct api_ctx *c);
 void api_report_get(struct api_ctx *c);
@@ -205,6 +211,29 @@ struct kiln_nodelist;
  */
 int api_range_expand(struct api_ctx *c, struct kiln_nodelist *out, const char *range, int flags);
 int api_fleet_range_has(const struct kiln_nodelist *l, const char *name);
+
+/* The web dashboard (api_ui.c): page and assets, log-in, log-out, the session. */
+void api_ui_index_get(struct api_ctx *c);
+void api_ui_asset_get(struct api_ctx *c);
+void api_ui_login(struct api_ctx *c);
+void api_ui_logout(struct api_ctx *c);
+void api_ui_session_get(struct api_ctx *c);
+/*
+ * Authenticates a request by its dashboard session cookie: fills c->caller and the session's
+ * fields; a state-changing method must carry the session's X-CSRF-Token. 0 to go on, else
+ * the status to answer with msg (401 unknown or ended session, 403 CSRF).
+ */
+unsigned api_ui_authenticate(struct api_ctx *c, const char *cookie, const char *method,
+			     char *msg, size_t msglen);
+/* GET /api/v1/ui/stream: server-sent events of the fleet rows that changed. */
+void api_ui_stream(struct api_ctx *c);
+/* The stream's hub: a thread of its own (and its own store handle) that compares the rows
+ * while someone listens. end closes every stream (before libmicrohttpd stops: it must not
+ * stop with suspended connections); free joins the thread, after libmicrohttpd stopped. */
+struct ui_hub;
+int api_ui_hub_start(struct ui_hub **out, const char *db_path);
+void api_ui_hub_end(struct ui_hub *h);
+void api_ui_hub_free(struct ui_hub *h);
 
 /* Live BMC calls over a noderange (api_bmc.c): a result per node, actions audited. */
 void api_power_get(struct api_ctx *c);

@@ -97,6 +97,26 @@ int store_token_list(struct store *st, struct api_token **out, size_t *out_count
 int store_token_revoke(struct store *st, int64_t id);
 void api_token_clear(struct api_token *t);
 
+/* --- dashboard sessions (a browser's cookie, standing for an API token) -------------- */
+
+struct ui_session {
+	int64_t id;
+	struct api_token token; /* the token the session acts as (its name is the audit actor) */
+	char csrf[64];          /* what its state-changing requests carry in X-CSRF-Token */
+	int64_t expires_at;
+};
+
+/* Stores a session by the hash of its cookie value, for the API token token_id. */
+int store_session_insert(struct store *st, int64_t *out_id, const unsigned char hash[32],
+			 int64_t token_id, const char *csrf, int64_t expires_at);
+/* The live session with that hash: not ended, not expired, its token not revoked;
+ * KILN_ENOTFOUND otherwise. The caller clears out->token with api_token_clear. */
+int store_session_lookup(struct store *st, struct ui_session *out, const unsigned char hash[32]);
+/* Ends a session (log-out); ending one already ended changes nothing. */
+int store_session_end(struct store *st, int64_t id);
+/* Deletes the sessions that ended or expired before cutoff. */
+int store_session_prune(struct store *st, int64_t cutoff);
+
 /* --- agent tokens (one or more per node) -------------------------------------------- */
 
 int store_agent_token_insert(struct store *st, int64_t *out_id, int64_t node_id,
@@ -703,6 +723,10 @@ int store_bmc_sample_insert(struct store *st, int64_t node_id, int64_t time, dou
  * (temperature_max_c: the inlet, power_draw_total_w: the system's draw); caller frees. */
 int store_bmc_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
 			   int64_t since, int64_t until);
+/* One node's samples since a time, oldest first, at most limit: its BMC's (inlet, system
+ * draw) when bmc, else its agent's (hottest GPU, GPUs' draw); the caller frees *out. */
+int store_node_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
+			    int64_t node_id, int bmc, int64_t since, size_t limit);
 /* Deletes at most limit BMC samples older than before; *out_deleted may be NULL. */
 int store_bmc_history_prune(struct store *st, int64_t before, int limit, int *out_deleted);
 

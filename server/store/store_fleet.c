@@ -490,20 +490,14 @@ int store_bmc_sample_insert(struct store *st, int64_t node_id, int64_t time, dou
 	return ret;
 }
 
-int store_bmc_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
-			   int64_t since, int64_t until)
+/* Steps s (node_id, time, temperature, power per row) into *out; what names it in errors. */
+static int samples_collect(struct store *st, sqlite3_stmt *s, struct agent_sample **out,
+			   size_t *out_count, const char *what)
 {
 	struct agent_sample *list = NULL;
 	size_t count = 0, cap = 0;
-	sqlite3_stmt *s = NULL;
-	int rc, ret;
+	int rc, ret = 0;
 
-	if ((ret = store_stmt(st, &s, STMT_BMC_SAMPLES_LIST,
-			      "SELECT node_id, time, inlet_c, power_w FROM bmc_history"
-			      " WHERE time >= ?1 AND time <= ?2 ORDER BY node_id, time")) < 0)
-		return ret;
-	sqlite3_bind_int64(s, 1, since);
-	sqlite3_bind_int64(s, 2, until);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct agent_sample *a;
 
@@ -520,7 +514,7 @@ int store_bmc_samples_list(struct store *st, struct agent_sample **out, size_t *
 						: sqlite3_column_double(s, 3);
 	}
 	if (rc != SQLITE_DONE)
-		ret = store_fail(st, rc, "reading the BMC history");
+		ret = store_fail(st, rc, what);
 cleanup:
 	store_stmt_done(s);
 	if (ret < 0) {
@@ -530,6 +524,45 @@ cleanup:
 	*out = list;
 	*out_count = count;
 	return 0;
+}
+
+int store_bmc_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
+			   int64_t since, int64_t until)
+{
+	sqlite3_stmt *s = NULL;
+	int ret;
+
+	if ((ret = store_stmt(st, &s, STMT_BMC_SAMPLES_LIST,
+			      "SELECT node_id, time, inlet_c, power_w FROM bmc_history"
+			      " WHERE time >= ?1 AND time <= ?2 ORDER BY node_id, time")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, since);
+	sqlite3_bind_int64(s, 2, until);
+	return samples_collect(st, s, out, out_count, "reading the BMC history");
+}
+
+int store_node_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
+			    int64_t node_id, int bmc, int64_t since, size_t limit)
+{
+	sqlite3_stmt *s = NULL;
+	int ret;
+
+	if (bmc)
+		ret = store_stmt(st, &s, STMT_NODE_BMC_SAMPLES,
+				 "SELECT node_id, time, inlet_c, power_w FROM bmc_history"
+				 " WHERE node_id = ?1 AND time >= ?2 ORDER BY time LIMIT ?3");
+	else
+		ret = store_stmt(st, &s, STMT_NODE_AGENT_SAMPLES,
+				 "SELECT node_id, time, temperature_max_c, power_draw_total_w"
+				 " FROM agent_history WHERE node_id = ?1 AND time >= ?2"
+				 " ORDER BY time, id LIMIT ?3");
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	sqlite3_bind_int64(s, 2, since);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)limit);
+	return samples_collect(st, s, out, out_count,
+			       bmc ? "reading the node's BMC history" : "reading the node's agent history");
 }
 
 int store_bmc_history_prune(struct store *st, int64_t before, int limit, int *out_deleted)

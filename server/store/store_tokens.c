@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kiln/error.h"
+#include "kiln/parse.h"
 #include "store/store_internal.h"
 
 /* last_used_at is written at most once a minute per token, not on every request. */
@@ -282,6 +283,109 @@ int store_agent_token_revoke_node(struct store *st, int64_t node_id, int *out_re
 		ret = store_fail(st, rc, "revoking agent tokens");
 	else if (out_revoked)
 		*out_revoked = sqlite3_changes(st->db);
+	store_stmt_done(s);
+	return ret;
+}
+
+/* --- dashboard sessions ---------------------------------------------------------------- */
+
+int store_session_insert(struct store *st, int64_t *out_id, const unsigned char hash[32],
+			 int64_t token_id, const char *csrf, int64_t expires_at)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_SESSION_INSERT,
+			      "INSERT INTO ui_sessions (hash, token_id, csrf, created_at, expires_at)"
+			      " VALUES (?1, ?2, ?3, ?4, ?5)")) < 0)
+		return ret;
+	sqlite3_bind_blob(s, 1, hash, 32, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, token_id);
+	store_bind_text(s, 3, csrf);
+	sqlite3_bind_int64(s, 4, store_now(st));
+	sqlite3_bind_int64(s, 5, expires_at);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "adding a session");
+	else
+		*out_id = sqlite3_last_insert_rowid(st->db);
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_session_lookup(struct store *st, struct ui_session *out, const unsigned char hash[32])
+{
+	struct ui_session u = { 0 };
+	sqlite3_stmt *s = NULL;
+	const unsigned char *csrf;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_SESSION_LOOKUP,
+			      "SELECT s.id, s.csrf, s.expires_at, t.id, t.name, t.role, t.created_at,"
+			      " ifnull(t.last_used_at, 0) FROM ui_sessions s"
+			      " JOIN api_tokens t ON t.id = s.token_id"
+			      " WHERE s.hash = ?1 AND s.ended_at IS NULL AND s.expires_at > ?2"
+			      " AND t.revoked_at IS NULL")) < 0)
+		return ret;
+	sqlite3_bind_blob(s, 1, hash, 32, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, store_now(st));
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE) {
+		ret = kiln_fail(KILN_ENOTFOUND, "no such session, or it ended: log in again");
+		goto cleanup;
+	}
+	if (rc != SQLITE_ROW) {
+		ret = store_fail(st, rc, "looking up a session");
+		goto cleanup;
+	}
+	u.id = sqlite3_column_int64(s, 0);
+	csrf = sqlite3_column_text(s, 1);
+	kiln_strlcpy(u.csrf, csrf ? (const char *)csrf : "", sizeof(u.csrf));
+	u.expires_at = sqlite3_column_int64(s, 2);
+	u.token.id = sqlite3_column_int64(s, 3);
+	u.token.created_at = sqlite3_column_int64(s, 6);
+	u.token.last_used_at = sqlite3_column_int64(s, 7);
+	if ((ret = role_from_text(&u.token.role, sqlite3_column_text(s, 5))) < 0 ||
+	    (ret = store_column_strdup(&u.token.name, s, 4)) < 0)
+		goto cleanup;
+	*out = u;
+	memset(&u, 0, sizeof(u));
+cleanup:
+	store_stmt_done(s);
+	api_token_clear(&u.token);
+	return ret;
+}
+
+int store_session_end(struct store *st, int64_t id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_SESSION_END,
+			      "UPDATE ui_sessions SET ended_at = ?2 WHERE id = ?1 AND ended_at IS NULL")) <
+	    0)
+		return ret;
+	sqlite3_bind_int64(s, 1, id);
+	sqlite3_bind_int64(s, 2, store_now(st));
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "ending a session");
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_session_prune(struct store *st, int64_t cutoff)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_SESSION_PRUNE,
+			      "DELETE FROM ui_sessions WHERE expires_at < ?1 OR ended_at < ?1")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, cutoff);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "pruning sessions");
 	store_stmt_done(s);
 	return ret;
 }

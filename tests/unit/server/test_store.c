@@ -735,6 +735,58 @@ static void test_two_handles(void **state)
 }
 
 /* The WAL file is bounded after checkpoints: journal_size_limit is set on every handle. */
+/* Dashboard sessions: live until expiry, log-out or the token's revocation, then gone. */
+static void test_sessions(void **state)
+{
+	struct fx *f = *state;
+	unsigned char th[32], sh[32], sh2[32], other[32];
+	struct ui_session u = { 0 };
+	int64_t tok = 0, sid = 0, sid2 = 0;
+
+	hash_of(th, 1);
+	hash_of(sh, 2);
+	hash_of(sh2, 3);
+	hash_of(other, 4);
+	assert_int_equal(store_token_insert(f->st, &tok, "phone", ROLE_VIEWER, th), 0);
+	assert_int_equal(store_session_insert(f->st, &sid, sh, tok, "csrf-one", 2000), 0);
+	assert_int_equal(store_session_insert(f->st, &sid2, sh2, tok, "csrf-two", 5000), 0);
+	assert_int_equal(store_session_insert(f->st, &sid2, sh2, tok, "again", 5000), KILN_EEXISTS);
+
+	fake_now = 1999;
+	assert_int_equal(store_session_lookup(f->st, &u, sh), 0);
+	assert_int_equal(u.id, sid);
+	assert_int_equal(u.token.id, tok);
+	assert_string_equal(u.token.name, "phone");
+	assert_int_equal(u.token.role, ROLE_VIEWER);
+	assert_string_equal(u.csrf, "csrf-one");
+	assert_int_equal(u.expires_at, 2000);
+	api_token_clear(&u.token);
+	assert_int_equal(store_session_lookup(f->st, &u, other), KILN_ENOTFOUND);
+
+	fake_now = 2000; /* expired */
+	assert_int_equal(store_session_lookup(f->st, &u, sh), KILN_ENOTFOUND);
+	assert_int_equal(store_session_lookup(f->st, &u, sh2), 0);
+	api_token_clear(&u.token);
+
+	assert_int_equal(store_session_end(f->st, sid2), 0); /* log-out */
+	assert_int_equal(store_session_lookup(f->st, &u, sh2), KILN_ENOTFOUND);
+	assert_int_equal(store_session_end(f->st, sid2), 0);
+
+	/* a revoked token ends its sessions */
+	assert_int_equal(store_session_insert(f->st, &sid, other, tok, "csrf-3", 9000), 0);
+	assert_int_equal(store_session_lookup(f->st, &u, other), 0);
+	api_token_clear(&u.token);
+	assert_int_equal(store_token_revoke(f->st, tok), 0);
+	assert_int_equal(store_session_lookup(f->st, &u, other), KILN_ENOTFOUND);
+
+	/* pruned: the expired one and the ended one, not the one that lives on (by its time) */
+	fake_now = 6000;
+	assert_int_equal(store_session_prune(f->st, 6000), 0);
+	assert_int_equal(store_session_insert(f->st, &sid, sh, tok, "reused", 9000), 0);
+	assert_int_equal(store_session_insert(f->st, &sid, sh2, tok, "reused", 9000), 0);
+	assert_int_equal(store_session_insert(f->st, &sid, other, tok, "kept", 9000), KILN_EEXISTS);
+}
+
 static void test_journal_size_limit(void **state)
 {
 	struct fx *f = *state;
@@ -885,6 +937,7 @@ int main(void)
 		T(test_node_bad_input),
 		T(test_node_list_and_groups),
 		T(test_tokens),
+		T(test_sessions),
 		T(test_agent_tokens),
 		T(test_audit),
 		T(test_audit_interrupt),
