@@ -336,6 +336,12 @@ int main(int argc, char **argv)
 	opt.threads = threads_pick(cfg.http_threads);
 	opt.max_connections = (unsigned)cfg.http_max_connections;
 	opt.connection_timeout = (unsigned)cfg.http_connection_timeout;
+	opt.request_timeout = (unsigned)cfg.http_request_timeout;
+	opt.per_address_connections = (unsigned)cfg.http_per_address_connections;
+	if (!cfg.http_per_address_connections && !listen_at.loopback)
+		opt.per_address_connections = 1024;
+	opt.enroll_rate = cfg.http_enroll_rate;
+	opt.enroll_burst = (unsigned)cfg.http_enroll_burst;
 	opt.tls_cert_pem = tls.cert_pem;
 	opt.tls_key_pem = tls.key_pem;
 	/* One BMC engine for the poller and the actions: one session per BMC. */

@@ -17,6 +17,7 @@
 #include "kiln/json_arena.h"
 #include "kiln/log.h"
 #include "kiln/parse.h"
+#include "ratelimit.h"
 #include "receive_gap.h"
 
 #define TOKEN_MAX 200
@@ -30,6 +31,7 @@ struct api_server {
 	int store_key_made;
 	struct bmc_engine *engine;
 	struct live *live;
+	struct ratelimit *enroll_limit;
 };
 
 /* One request, from its headers to its answer. */
@@ -459,6 +461,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		call->ctx.key = &srv->key;
 		call->ctx.engine = srv->engine;
 		call->ctx.live = srv->live;
+		call->ctx.enroll_limit = srv->enroll_limit;
 		kiln_buf_init(&call->body, API_BODY_MAX);
 		*con_cls = call;
 		return request_begin(call, url, method);
@@ -555,6 +558,9 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 	srv->key = *opt->key;
 	srv->engine = opt->engine;
 	srv->live = opt->live;
+	/* 4,096 addresses remembered: a fleet's NAT gateways and more */
+	if ((rc = ratelimit_new(&srv->enroll_limit, opt->enroll_rate, opt->enroll_burst, 4096)) < 0)
+		goto cleanup;
 	if (pthread_key_create(&srv->store_key, store_destroy) != 0) {
 		rc = kiln_fail(KILN_ERROR, "pthread_key_create failed");
 		goto cleanup;
@@ -611,6 +617,7 @@ void api_server_stop(struct api_server *srv)
 	if (srv->store_key_made)
 		pthread_key_delete(srv->store_key);
 	sodium_memzero(&srv->key, sizeof(srv->key));
+	ratelimit_free(srv->enroll_limit);
 	free(srv->db_path);
 	free(srv);
 }

@@ -45,6 +45,10 @@ struct api_options {
 	const char *tls_key_pem;
 	struct bmc_engine *engine;     /* the BMC engine; NULL: none */
 	struct live *live;             /* live BMC calls (power, sensors, ...); NULL: none */
+	double enroll_rate;            /* enrollments a second per client address; 0: no limit */
+	unsigned enroll_burst;         /* ... and at once */
+	unsigned request_timeout;      /* seconds from accept to the whole request; 0: none */
+	unsigned per_address_connections; /* connections per client address; 0: no limit */
 };
 
 /* Starts serving. The caller stops it with api_server_stop. */

@@ -32,6 +32,7 @@ struct api_ctx {
 	const struct secret_key *key;
 	struct bmc_engine *engine;     /* NULL when kilnd runs without one */
 	struct live *live;             /* live BMC calls; NULL without an engine */
+	struct ratelimit *enroll_limit; /* enrollments per client address; NULL: none */
 	struct api_token caller;       /* the token's name is the audit actor */
 	json_t *body;                  /* parsed request body, or NULL when empty */
 	const char *body_text;         /* that body as received (valid JSON, not NUL-terminated), */
