@@ -11,6 +11,7 @@
 #include <sodium.h>
 
 #include "api/api_internal.h"
+#include "api/conn_guard.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"
 #include "kiln/json.h"
@@ -32,6 +33,7 @@ struct api_server {
 	struct bmc_engine *engine;
 	struct live *live;
 	struct ratelimit *enroll_limit;
+	struct conn_guard *guard;       /* request deadlines; NULL: none */
 };
 
 /* One request, from its headers to its answer. */
@@ -366,12 +368,22 @@ static enum MHD_Result request_begin(struct call *call, const char *url, const c
 
 static enum MHD_Result request_answer(struct call *call, const char *url, const char *method);
 
+/* The connection's guard entry (conn_guard.h), or NULL. */
+static struct conn_entry *guard_entry(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
 /* The last call: the whole body is here; parse it and run the handler, which answers or
  * suspends the connection until its answer is ready (an agent report's commit). */
 static enum MHD_Result request_finish(struct call *call, const char *url, const char *method)
 {
 	struct api_ctx *c = &call->ctx;
 
+	conn_guard_request_done(call->srv->guard, guard_entry(c->conn));
 	if (call->too_big)
 		return send_error(c->conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, NULL, NULL,
 				  "request body exceeds the %d-byte limit", API_BODY_MAX);
@@ -426,7 +438,9 @@ static enum MHD_Result request_answer(struct call *call, const char *url, const 
 	char retry[24];
 
 	if (c->response) {
-		/* the handler's own response (the console's 101 Switching Protocols) */
+		/* the handler's own response (the console's 101 Switching Protocols): a stream
+		 * with no request deadline from now on */
+		conn_guard_upgraded(call->srv->guard, guard_entry(c->conn));
 		ret = MHD_queue_response(c->conn, c->status, c->response);
 		MHD_destroy_response(c->response);
 		c->response = NULL;
@@ -489,10 +503,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
 	struct call *call = *con_cls;
+	struct api_server *srv = cls;
 
-	(void)cls;
-	(void)conn;
 	(void)toe;
+	/* the connection waits for its next request, under the deadline again */
+	conn_guard_request_ended(srv->guard, guard_entry(conn));
 	if (!call)
 		return;
 	if (call->body.data)
@@ -513,24 +528,61 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
 {
-	const struct api_server *srv = cls;
+	struct api_server *srv = cls;
 
-	(void)conn;
-	(void)socket_context;
 	receive_gap_connections(code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1,
 				srv->connections_full, time(NULL));
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		*socket_context = ci ? conn_guard_opened(srv->guard, ci->connect_fd) : NULL;
+	} else {
+		conn_guard_closed(srv->guard, *socket_context);
+		*socket_context = NULL;
+	}
 }
+
+/* libmicrohttpd's own messages come one per connection ("Server reached connection limit"):
+ * a flood of connections would be a flood of lines. At most MHD_LOG_BURST a window; the rest
+ * are counted into the next window's first line. */
+#define MHD_LOG_WINDOW_S 60
+#define MHD_LOG_BURST 5
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static time_t window;
+	static unsigned in_window, held;
 	char line[512], quoted[600];
+	unsigned was_held = 0;
+	time_t now = time(NULL);
 	size_t n;
+	int say;
 
 	(void)cls;
+	pthread_mutex_lock(&lock);
+	if (now - window >= MHD_LOG_WINDOW_S) {
+		window = now;
+		in_window = 0;
+		was_held = held;
+		held = 0;
+	}
+	say = in_window < MHD_LOG_BURST;
+	if (say)
+		in_window++;
+	else
+		held++;
+	pthread_mutex_unlock(&lock);
+	if (!say)
+		return;
 	vsnprintf(line, sizeof(line), fmt, ap);
 	n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
+	if (was_held)
+		log_warn("http: %u more libmicrohttpd messages in the last %d s were not logged",
+			 was_held, MHD_LOG_WINDOW_S);
 	log_warn("http: %s", kiln_log_quote(quoted, sizeof(quoted), line));
 }
 
@@ -539,7 +591,7 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 	struct api_server *srv = NULL;
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE |
 			 MHD_ALLOW_SUSPEND_RESUME;
-	struct MHD_OptionItem ops[13];
+	struct MHD_OptionItem ops[14];
 	size_t n = 0;
 	int rc = 0;
 
@@ -578,6 +630,9 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 					    (intptr_t)opt->connection_timeout, NULL };
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed,
 					    srv };
+	if (opt->per_address_connections)
+		ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+						    (intptr_t)opt->per_address_connections, NULL };
 	/* A pool divides the limit among its threads, and one full thread already refuses: a
 	 * listener this close to the limit counts as full. */
 	srv->connections_full = (long)opt->max_connections -
@@ -595,6 +650,12 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 						    (void *)(uintptr_t)opt->tls_key_pem };
 	}
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	/* Connections still waiting for their request hold at most half of the listener: the
+	 * other half answers whatever slow clients do. */
+	if (opt->request_timeout &&
+	    (rc = conn_guard_start(&srv->guard, opt->request_timeout,
+				   opt->max_connections / 2)) < 0)
+		goto cleanup;
 	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_ARRAY, ops,
 				    MHD_OPTION_END);
 	if (!srv->mhd) {
@@ -614,6 +675,7 @@ void api_server_stop(struct api_server *srv)
 		return;
 	if (srv->mhd)
 		MHD_stop_daemon(srv->mhd);
+	conn_guard_stop(srv->guard); /* after the server: its connections are closed */
 	if (srv->store_key_made)
 		pthread_key_delete(srv->store_key);
 	sodium_memzero(&srv->key, sizeof(srv->key));
