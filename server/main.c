@@ -1,9 +1,11 @@
 /* kilnd: the kiln server's arguments, configuration and lifecycle. */
 #include <getopt.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include "live.h"
 #include "poller.h"
 #include "receive_gap.h"
+#include "secret.h"
 #include "statedir.h"
 #include "store/store.h"
 #include "report.h"
@@ -231,6 +234,17 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 
+	/* A core file holds secret.key's copies in use and the BMC passwords being sent: none
+	 * unless asked for (the IPMI helper forked below inherits this). */
+	if (!cfg.allow_core_dumps && prctl(PR_SET_DUMPABLE, 0) != 0)
+		log_warn("prctl(PR_SET_DUMPABLE, 0): %s: a crash may leave a core file",
+			 strerror(errno));
+
+	if (secret_curl_init() < 0) {
+		ret = die(NULL);
+		goto cleanup;
+	}
+
 	/* Signals are taken by sigwait below: block them before any thread exists. */
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&sigs);
@@ -316,7 +330,7 @@ int main(int argc, char **argv)
 	fd_limit_raise((unsigned)cfg.http_max_connections);
 	{
 		struct console_config ccfg = { .state_dir = sd->path, .db_path = db_path,
-					       .key = &sd->key,
+					       .key = sd->key,
 					       .timeout_ms = (long)cfg.bmc_connect_timeout * 1000 };
 
 		if (console_start(&ccfg) < 0) {
@@ -330,7 +344,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	opt.db_path = db_path;
-	opt.key = &sd->key;
+	opt.key = sd->key;
 	opt.listen_fd = fd;
 	opt.ipv6 = listen_at.addr.ss_family == AF_INET6;
 	opt.threads = threads_pick(cfg.http_threads);
@@ -355,7 +369,7 @@ int main(int argc, char **argv)
 			.redfish_loops = cfg.bmc_redfish_threads,
 			.state_dir = sd->path,
 		};
-		struct poller_options popt = { .db_path = db_path, .key = &sd->key };
+		struct poller_options popt = { .db_path = db_path, .key = sd->key };
 
 		if (bmc_engine_start(&engine, &ecfg) < 0) {
 			ret = die("BMC engine");
@@ -370,7 +384,7 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 		{
-			struct jobs_options jopt = { .db_path = db_path, .key = &sd->key,
+			struct jobs_options jopt = { .db_path = db_path, .key = sd->key,
 						     .engine = engine };
 
 			jobs_options_from(&jopt, &cfg);

@@ -201,7 +201,7 @@ struct completion {
 
 struct poller {
 	struct poller_options opt;
-	struct secret_key key;
+	const struct secret_key *key; /* the state dir's, which outlives the poller */
 	struct store *st;
 	pthread_t thread;
 	int started;
@@ -295,7 +295,7 @@ static int submit(struct poller *p, struct slot *s, const struct bmc_op *op, int
 	char *password = NULL;
 	int rc;
 
-	if ((rc = bmc_target_from_node(&t, &password, n, &p->key)) < 0)
+	if ((rc = bmc_target_from_node(&t, &password, n, p->key)) < 0)
 		return rc;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -1241,7 +1241,7 @@ int poller_start(struct poller **out, const struct poller_options *opt)
 	p->opt = *opt;
 	p->opt.db_path = NULL;
 	if (opt->key)
-		p->key = *opt->key;
+		p->key = opt->key;
 	if (p->opt.cfg.interval_s <= 0)
 		p->opt.cfg.interval_s = 30;
 	pthread_mutex_init(&p->lock, NULL);
@@ -1278,7 +1278,6 @@ void poller_stop(struct poller *p)
 	}
 	free(p->slots);
 	store_close(p->st);
-	explicit_bzero(&p->key, sizeof(p->key));
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);
 	free(p);

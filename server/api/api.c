@@ -26,7 +26,7 @@
 struct api_server {
 	struct MHD_Daemon *mhd;
 	char *db_path;
-	struct secret_key key;
+	const struct secret_key *key; /* the state dir's, which outlives the server */
 	pthread_key_t store_key;  /* each server thread's own store handle */
 	long connections_full;    /* open connections at which the listener counts as full */
 	int store_key_made;
@@ -472,7 +472,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			return MHD_NO;
 		call->srv = srv;
 		call->ctx.conn = conn;
-		call->ctx.key = &srv->key;
+		call->ctx.key = srv->key;
 		call->ctx.engine = srv->engine;
 		call->ctx.live = srv->live;
 		call->ctx.enroll_limit = srv->enroll_limit;
@@ -607,7 +607,7 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
 	}
-	srv->key = *opt->key;
+	srv->key = opt->key;
 	srv->engine = opt->engine;
 	srv->live = opt->live;
 	/* 4,096 addresses remembered: a fleet's NAT gateways and more */
@@ -678,7 +678,6 @@ void api_server_stop(struct api_server *srv)
 	conn_guard_stop(srv->guard); /* after the server: its connections are closed */
 	if (srv->store_key_made)
 		pthread_key_delete(srv->store_key);
-	sodium_memzero(&srv->key, sizeof(srv->key));
 	ratelimit_free(srv->enroll_limit);
 	free(srv->db_path);
 	free(srv);

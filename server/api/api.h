@@ -35,7 +35,7 @@ void api_listen_url(char *out, size_t outlen, const struct api_listen *l, int tl
 
 struct api_options {
 	const char *db_path;            /* every server thread opens its own store on it */
-	const struct secret_key *key;   /* copied */
+	const struct secret_key *key;   /* kept, not copied: it must outlive this */
 	int listen_fd;                  /* from api_listen_open; the server owns it once started */
 	int ipv6;
 	unsigned threads;               /* 1: one epoll thread; more: a pool */
