@@ -48,6 +48,11 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 		  "limit." },
 	KEY("http", "enroll_burst", KILN_CFG_INT, http_enroll_burst, 1, 1000000, NULL, "100",
 	    "Agent enrollments from one client address at once before enroll_rate applies."),
+	KEY("events", "per_node", KILN_CFG_INT, events_per_node, 0, 1000000, NULL, "100",
+	    "Events one node may add a minute (as many at once); beyond it they are held back "
+	    "and summed up in one event (kind events-held) once the node is quiet for 10 s, or "
+	    "a minute on: one agent's burst of Xids is not thousands of events and webhook "
+	    "POSTs. 0: no limit."),
 	KEY("webhook", "urls", KILN_CFG_STRING, webhook_urls, 0, 0, NULL, NULL,
 	    "Comma-separated URLs that each event at or above min_severity is POSTed to as JSON "
 	    "with a Slack-compatible \"text\" field. Empty: no webhooks."),

@@ -22,6 +22,7 @@ struct kilnd_config {
 	double http_enroll_rate;         /* enrollments a second per address; 0: no limit */
 	int http_enroll_burst;
 	bool allow_core_dumps;
+	int events_per_node;     /* events a node may add a minute; 0: no limit */
 	char *webhook_urls;      /* comma-separated URLs events are POSTed to, or NULL */
 	char *webhook_min_severity; /* info|warning|critical */
 	int64_t webhook_timeout; /* seconds per POST */

@@ -17,6 +17,7 @@
 #include "ingest.h"
 #include "jobs.h"
 #include "console.h"
+#include "event_limit.h"
 #include "kiln/error.h"
 #include "kiln/json_arena.h"
 #include "kiln/log.h"
@@ -240,7 +241,7 @@ int main(int argc, char **argv)
 		log_warn("prctl(PR_SET_DUMPABLE, 0): %s: a crash may leave a core file",
 			 strerror(errno));
 
-	if (secret_curl_init() < 0) {
+	if (event_limit_configure(cfg.events_per_node) < 0 || secret_curl_init() < 0) {
 		ret = die(NULL);
 		goto cleanup;
 	}
@@ -473,6 +474,7 @@ cleanup:
 	ipmi_helper_stop(); /* after the engine and the consoles that use it */
 	tlscert_clear(&tls);
 	statedir_close(sd);
+	event_limit_free();
 	kilnd_config_free(&cfg);
 	free(db_path);
 	free(cert_path);

@@ -17,6 +17,7 @@
 #include "kiln/error.h"
 #include "kiln/log.h"
 #include "kiln/parse.h"
+#include "event_limit.h"
 #include "poller.h"
 #include "console.h"
 #include "receive_gap.h"
@@ -279,7 +280,7 @@ static int event_add(struct poller *p, const struct slot *s, enum event_severity
 	ev.kind = (char *)kind;
 	ev.message = msg;
 	ev.dedup_key = (char *)dedup;
-	if (store_event_insert(p->st, &ev, &inserted) < 0) {
+	if (event_add_limited(p->st, &ev, &inserted) < 0) {
 		log_warn("poller: %s: event: %s", s ? s->node->name : "fleet", kiln_error_last());
 		return 0;
 	}
@@ -1191,6 +1192,21 @@ static void history_prune(struct poller *p, int64_t now)
 		}
 }
 
+/* The summaries of the events nodes had held back (event_limit.h), once due. */
+static void events_held_flush(struct poller *p, int64_t now)
+{
+	struct event *due = NULL;
+	size_t n = 0;
+
+	if (event_limit_due(&due, &n, now) < 0)
+		log_warn("poller: held events: %s", kiln_error_last());
+	for (size_t i = 0; i < n; i++)
+		if (store_event_insert(p->st, &due[i], NULL) < 0)
+			log_warn("poller: node id %lld: the summary of its held events: %s",
+				 (long long)due[i].node_id, kiln_error_last());
+	event_list_free(due, n);
+}
+
 static void *poller_main(void *arg)
 {
 	struct poller *p = arg;
@@ -1225,6 +1241,7 @@ static void *poller_main(void *arg)
 			poll_due(p, now);
 		if (now - p->health_at >= p->opt.cfg.health_every_s)
 			health_sweep(p, now);
+		events_held_flush(p, now);
 		if (now - p->pruned_at >= PRUNE_EVERY_S)
 			history_prune(p, now);
 	}

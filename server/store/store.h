@@ -166,6 +166,9 @@ struct event {
 	char *dedup_key;     /* unique per node when non-NULL: an event is stored once */
 };
 
+/* Whether node_id already has the event of dedup_key (*out 1), so that adding it again
+ * changes nothing (and spends no event budget). */
+int store_event_exists(struct store *st, int *out, int64_t node_id, const char *dedup_key);
 /* Inserts unless (node_id, dedup_key) already exists (then *out_inserted = 0). */
 int store_event_insert(struct store *st, const struct event *ev, int *out_inserted);
 int store_event_list(struct store *st, struct event **out, size_t *out_count, int64_t since,
