@@ -67,15 +67,64 @@ static struct store *thread_store(struct api_server *srv)
 	return st;
 }
 
+/* The length of the valid UTF-8 sequence at s (at most left bytes), 0 when there is none
+ * (a stray continuation, an overlong form, a surrogate, past U+10FFFF, cut short). */
+static size_t utf8_seq(const unsigned char *s, size_t left)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+	size_t n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		n = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+	else if (c >= 0xF0 && c <= 0xF4)
+		n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+	else
+		return 0;
+	if (left < n || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xBF)
+			return 0;
+	return n;
+}
+
+/* A JSON string of text that may not be UTF-8 (a path or a value echoed in a message):
+ * each byte of an invalid sequence becomes '?', so that the error is never lost ("{}"). */
+static json_t *json_string_lossy(const char *text)
+{
+	char buf[1024];
+	size_t len = strlen(text), o = 0;
+	const unsigned char *s = (const unsigned char *)text;
+
+	for (size_t i = 0; i < len && o + 4 < sizeof(buf);) {
+		size_t n = utf8_seq(s + i, len - i);
+
+		if (n == 0) {
+			buf[o++] = '?';
+			i++;
+			continue;
+		}
+		memcpy(buf + o, s + i, n);
+		o += n;
+		i += n;
+	}
+	buf[o] = '\0';
+	return json_string(buf);
+}
+
 static json_t *error_object(const char *msg, const char *field, long index)
 {
 	json_t *o = json_object();
 
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "error", json_string(msg));
+	json_object_set_new(o, "error", json_string_lossy(msg));
 	if (field)
-		json_object_set_new(o, "field", json_string(field));
+		json_object_set_new(o, "field", json_string_lossy(field));
 	if (index >= 0)
 		json_object_set_new(o, "index", json_integer(index));
 	return o;

@@ -688,8 +688,9 @@ int store_agent_history_prune(struct store *st, int64_t before, int limit, int *
 			     " WHERE received_at < ?1 ORDER BY received_at LIMIT ?2)",
 			     before, limit, &deleted)) < 0 ||
 	    (ret = prune_one(st, STMT_AGENT_SEEN_PRUNE,
-			     "DELETE FROM agent_reports_seen WHERE report_id IN (SELECT report_id"
-			     " FROM agent_reports_seen WHERE time < ?1 ORDER BY time LIMIT ?2)",
+			     "DELETE FROM agent_reports_seen WHERE (node_id, report_id) IN (SELECT"
+			     " node_id, report_id FROM agent_reports_seen WHERE time < ?1"
+			     " ORDER BY time LIMIT ?2)",
 			     before, limit, &deleted)) < 0)
 		return ret;
 	if (out_deleted)

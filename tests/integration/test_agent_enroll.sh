@@ -20,15 +20,15 @@ if ! command -v sqlite3 >/dev/null 2>&1; then
 	exit 77
 fi
 FAILS=0
-AGENTS=12
+AGENTS=24
 
 T=$KILN_TEST_TMP
-# A small burst so that a dozen agents starting at once meet the limit (the checks before
-# them use 9 of it).
+# A small burst and rate, so that two dozen agents starting at once meet the limit (the
+# checks before them use 9 of the burst).
 cat >"$T/kilnd.conf" <<CONF
 [http]
 enroll_burst = 10
-enroll_rate = 2
+enroll_rate = 1
 CONF
 kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
 DB=$KILND_DIR/kiln.db
@@ -97,8 +97,12 @@ done
 # --- a running reinstall job takes one enrollment by the BMC's serial --------------------
 # (the reinstalled OS lost the token and has a new machine id; tests/integration/
 # test_reinstall.sh runs whole jobs, here the job row is enough)
-sql "INSERT INTO jobs (node_id, image, image_kind, state, step, created_by, created_at, updated_at)
-     VALUES ($(node_id gpu03), 'img', 'pxe', 'running', 'wait_agent', 'test', 0, 0)"
+# a job waiting for the new boot after its power cycle, as kilnd's jobs thread leaves it
+NOW=$(date +%s)
+sql "INSERT INTO jobs (node_id, image, image_kind, state, step, step_started, boot_id_before,
+     cycle_sent_at, cycle_done, created_by, created_at, started_at, updated_at)
+     VALUES ($(node_id gpu03), 'img', 'pxe', 'running', 'wait_boot', $NOW,
+     '$(cat "$T/roots/gpu03/proc/sys/kernel/random/boot_id")', $NOW, 1, 'test', $NOW, $NOW, $NOW)"
 mkroot gpu03-new gpu03 SN-gpu03 "$(printf '%032x' 333)" 33333333-2222-4222-8222-222222222222
 agent gpu03-new --enroll-token-file "$T/enroll.token" ||
 	fail "the reinstalled gpu03 did not enroll: $(tail -3 "$T/agent-gpu03-new.log")"
@@ -122,7 +126,6 @@ same "... then enrolls by it" "$(enroll "$SPARE")" 201
 same "... and leaves the pending list" "$("$KILN" -o json agent pending | jq length)" 0
 
 # --- the rate limit: 429 and Retry-After, which the agents wait out ----------------------
-sleep 5 # the burst refills
 PIDS=()
 for ((i = 1; i <= AGENTS; i++)); do
 	n=$(printf 'gpu%02d' "$i")
@@ -146,6 +149,11 @@ STATUS=$(curl -sk -o /dev/null -D "$T/headers" -w '%{http_code}' -X POST \
 same "a burst is answered 429" "$STATUS" 429
 grep -qi '^Retry-After: [1-9]' "$T/headers" && pass "... with Retry-After" ||
 	fail "no Retry-After: $(cat "$T/headers")"
+
+# An error message that echoes bytes that are not UTF-8 keeps its text ('?' for each), and
+# not "{}" (issue 17, finding 9).
+same "a non-UTF-8 name in a 404" "$(kiln_api GET '/nodes/a%FFb')" 404
+same "... keeps its message" "$(jq -r .error "$KILN_BODY_FILE")" "no node 'a?b'"
 
 kiln_test_stop_kilnd || fail "kilnd exited with status $? (sanitizer report in $KILND_LOG?)"
 [ "$FAILS" -eq 0 ] && echo "all checks passed"

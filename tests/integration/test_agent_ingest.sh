@@ -159,6 +159,12 @@ same "... naming the node it resembles" "$(jq -r .node "$KILN_BODY_FILE")" gpu04
 "$KILN" agent reject "$(jq -r .id "$KILN_BODY_FILE")" >/dev/null || fail "kiln agent reject"
 same "... and the node's token still works" \
 	"$(kiln_api POST /agent/report "$(sql "SELECT report FROM node_agent_state WHERE node_id = $(node_id gpu04)")" "$OLD4")" 200
+# Report ids are unique per node: gpu04's report with the id of gpu01's is gpu04's own.
+ID1=$(sql "SELECT report_id FROM node_agent_state WHERE node_id = $(node_id gpu01)")
+same "another node's report id is no duplicate" \
+	"$(kiln_api POST /agent/report "$(sql "SELECT report FROM node_agent_state WHERE node_id = $(node_id gpu04)" |
+		jq -c --arg id "$ID1" '.report_id = $id')" "$OLD4")" 201
+same "... stored for gpu04" "$(sql "SELECT report_id FROM node_agent_state WHERE node_id = $(node_id gpu04)")" "$ID1"
 
 # Wrong and revoked enrollment tokens are refused; nothing is recorded.
 echo kiln_wrong_enrollment_token_000000000000000000000 >"$T/wrong.token"
