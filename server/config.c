@@ -77,6 +77,9 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	KEY("bmc", "connect_timeout", KILN_CFG_DURATION, bmc_connect_timeout, 1, 300, NULL, "10s",
 	    "A BMC that does not accept the connection within this has failed the request; "
 	    "a serial console (SOL) session that hears nothing from its BMC for this long is lost."),
+	KEY("bmc", "ca_dir", KILN_CFG_STRING, bmc_ca_dir, 0, 0, NULL, "/etc/kiln/ca",
+	    "Folder that a node's tls_ca_file must be in (a CA file elsewhere is refused, so "
+	    "that the API tells nothing of other files); empty: any absolute path."),
 	KEY("bmc", "request_timeout", KILN_CFG_DURATION, bmc_request_timeout, 1, 600, NULL, "30s",
 	    "A BMC request that takes longer has failed."),
 	KEY("bmc", "status_timeout", KILN_CFG_DURATION_MS, bmc_status_timeout, 0, 600000, NULL, "0s",

@@ -32,6 +32,7 @@ struct kilnd_config {
 	char *report_currency;   /* shown with the cost, or NULL */
 	/* [bmc] the engine shared by the poller and the actions */
 	int bmc_fanout;          /* BMC requests in flight at most */
+	char *bmc_ca_dir;        /* nodes' tls_ca_file must be in it; NULL or "": anywhere */
 	int64_t bmc_connect_timeout;
 	int64_t bmc_request_timeout;
 	int64_t bmc_action_timeout;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/node_json.h"
 #include "bmc/bmc.h"
 #include "bmc/ipmi/ipmi.h"
 #include "config.h"
@@ -241,6 +242,7 @@ int main(int argc, char **argv)
 		log_warn("prctl(PR_SET_DUMPABLE, 0): %s: a crash may leave a core file",
 			 strerror(errno));
 
+	node_json_ca_dir_set(cfg.bmc_ca_dir);
 	if (event_limit_configure(cfg.events_per_node) < 0 || secret_curl_init() < 0) {
 		ret = die(NULL);
 		goto cleanup;
