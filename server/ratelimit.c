@@ -16,6 +16,7 @@ struct bucket {
 	char key[KEY_MAX]; /* "" when free */
 	double tokens;
 	double at;         /* when tokens was last brought up to date */
+	double next_slot;  /* the next refused request is told to come back then, or later */
 };
 
 struct ratelimit {
@@ -102,17 +103,33 @@ unsigned ratelimit_take(struct ratelimit *rl, const char *key, double now)
 		return 0;
 	pthread_mutex_lock(&rl->lock);
 	b = slot_for(rl, key, now, &fresh);
+	if (!b) { /* cannot happen: a table has at least one slot to probe */
+		pthread_mutex_unlock(&rl->lock);
+		return 0;
+	}
 	if (fresh) {
 		snprintf(b->key, sizeof(b->key), "%s", key);
 		b->tokens = rl->burst;
+		b->next_slot = 0;
 	} else {
 		b->tokens = level(rl, b, now);
 	}
 	b->at = now;
-	if (b->tokens >= 1)
+	if (b->tokens >= 1) {
 		b->tokens -= 1;
-	else
-		wait = (unsigned)ceil((1 - b->tokens) / rl->rate);
+	} else {
+		/* Each refused request gets a slot of its own after those told before it, so
+		 * that a crowd told to wait comes back spread over the rate, not all at once
+		 * every second. */
+		double slot = now + (1 - b->tokens) / rl->rate;
+
+		if (b->next_slot > slot)
+			slot = b->next_slot;
+		b->next_slot = slot + 1 / rl->rate;
+		wait = (unsigned)ceil(slot - now);
+		if (wait == 0)
+			wait = 1;
+	}
 	pthread_mutex_unlock(&rl->lock);
 	return wait;
 }

@@ -16,7 +16,9 @@ int ratelimit_new(struct ratelimit **out, double rate_per_s, double burst, size_
 void ratelimit_free(struct ratelimit *rl); /* accepts NULL */
 
 /* Takes one request for address key at time now (seconds, monotonic): 0 when allowed,
- * else the whole seconds (at least 1) until one is. Thread-safe. */
+ * else the whole seconds (at least 1) to wait: each refused request is given the next free
+ * slot of the rate after those refused before it (a crowd comes back spread out, not all
+ * in the next second). Thread-safe. */
 unsigned ratelimit_take(struct ratelimit *rl, const char *key, double now);
 
 #endif

@@ -39,11 +39,33 @@ static void test_slow_rate_says_how_long(void **state)
 	assert_int_equal(ratelimit_new(&rl, 0.1, 1, 4), 0);
 	assert_int_equal(ratelimit_take(rl, "a", 0), 0);
 	assert_int_equal(ratelimit_take(rl, "a", 0), 10);
-	assert_int_equal(ratelimit_take(rl, "a", 5), 5);
+	/* the next one refused comes after the first one's slot, not with it */
+	assert_int_equal(ratelimit_take(rl, "a", 5), 15);
+	assert_int_equal(ratelimit_take(rl, "a", 6), 24);
 	ratelimit_free(rl);
 }
 
 /* More addresses than slots: the table stays its size and a refilled bucket is reused. */
+/* A crowd refused at once is told to come back one slot of the rate after another. */
+static void test_crowd_spread(void **state)
+{
+	struct ratelimit *rl = NULL;
+	unsigned last = 0;
+
+	(void)state;
+	assert_int_equal(ratelimit_new(&rl, 5, 100, 16), 0);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(ratelimit_take(rl, "nat", 0), 0);
+	for (int i = 0; i < 900; i++) {
+		unsigned w = ratelimit_take(rl, "nat", 0);
+
+		assert_true(w >= last && w >= 1);
+		last = w;
+	}
+	assert_int_equal(last, 180); /* the 900th of them: 900 / 5 a second */
+	ratelimit_free(rl);
+}
+
 static void test_table_full(void **state)
 {
 	struct ratelimit *rl = NULL;
@@ -77,6 +99,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_burst_then_rate),
 		cmocka_unit_test(test_slow_rate_says_how_long),
+		cmocka_unit_test(test_crowd_spread),
 		cmocka_unit_test(test_table_full),
 		cmocka_unit_test(test_off),
 	};
