@@ -1,6 +1,8 @@
 /* Delivery of reports to kilnd: token, direct send, spool drained oldest first. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "deliver.h"
 #include "enroll.h"
@@ -8,6 +10,19 @@
 #include "kiln/log.h"
 #include "send.h"
 #include "spool.h"
+
+/* How long one delivery waits in all for kilnd's Retry-After before it spools the report
+ * (the next interval asks again). */
+#define ENROLL_WAIT_MAX_S 900
+
+/* Sleeps s seconds plus up to a second of jitter (agents told the same Retry-After do not
+ * come back in step: a spread by pid); 0 when a signal cut it short (the agent is stopping). */
+static int enroll_wait(long s)
+{
+	struct timespec ts = { .tv_sec = s, .tv_nsec = (long)(getpid() % 1000) * 1000000L };
+
+	return nanosleep(&ts, NULL) == 0;
+}
 
 /* Makes sure d->token is set: the token file, the stored enrolled token, or a new enrollment. */
 static int token_ensure(struct delivery *d, json_t *report)
@@ -25,10 +40,20 @@ static int token_ensure(struct delivery *d, json_t *report)
 	rc = kiln_token_read_file(&enroll, d->enroll_token_file);
 	if (rc < 0)
 		return rc;
-	rc = enroll_request(&node, &token, d->server, enroll, &d->trust,
-			    json_string_value(json_object_get(host, "dmi_serial")),
-			    json_string_value(json_object_get(host, "hostname")),
-			    json_string_value(json_object_get(host, "machine_id")));
+	for (long waited = 0;;) {
+		long retry = 0;
+
+		rc = enroll_request(&node, &token, &retry, d->server, enroll, &d->trust,
+				    json_string_value(json_object_get(host, "dmi_serial")),
+				    json_string_value(json_object_get(host, "hostname")),
+				    json_string_value(json_object_get(host, "machine_id")));
+		if (rc != KILN_EBUSY || retry <= 0 || waited + retry > ENROLL_WAIT_MAX_S)
+			break;
+		log_info("%s", kiln_error_last());
+		waited += retry;
+		if (!enroll_wait(retry))
+			break;
+	}
 	explicit_bzero(enroll, strlen(enroll));
 	free(enroll);
 	if (rc < 0)

@@ -16,9 +16,9 @@
 
 #define ENROLL_TIMEOUT_MS 30000
 
-int enroll_request(char **node, char **token, const char *server, const char *enroll_token,
-		   const struct kiln_tls_trust *trust, const char *dmi_serial, const char *hostname,
-		   const char *machine_id)
+int enroll_request(char **node, char **token, long *retry_after_s, const char *server,
+		   const char *enroll_token, const struct kiln_tls_trust *trust,
+		   const char *dmi_serial, const char *hostname, const char *machine_id)
 {
 	struct kiln_http_response resp = { 0 };
 	json_t *req = NULL, *ans = NULL;
@@ -26,6 +26,7 @@ int enroll_request(char **node, char **token, const char *server, const char *en
 	char *url = NULL, *body = NULL;
 	int rc;
 
+	*retry_after_s = 0;
 	req = json_pack("{s:s,s:s?,s:s?,s:s?}", "schema", "kiln.agent.enroll/1", "dmi_serial",
 			dmi_serial, "hostname", hostname, "machine_id", machine_id);
 	body = req ? json_dumps(req, JSON_COMPACT) : NULL;
@@ -40,6 +41,13 @@ int enroll_request(char **node, char **token, const char *server, const char *en
 		goto cleanup;
 	if (resp.status == 202) {
 		rc = kiln_fail(KILN_EBUSY, "enrollment is waiting for an admin (kiln agent pending)");
+		goto cleanup;
+	}
+	if (resp.status == 429 || resp.status == 503) {
+		/* kilnd limits enrollments per address (a fleet booting behind one NAT) */
+		*retry_after_s = resp.retry_after_s > 0 ? resp.retry_after_s : 5;
+		rc = kiln_fail(KILN_EBUSY, "kilnd asks to enroll again in %ld s (HTTP %ld)",
+			       *retry_after_s, resp.status);
 		goto cleanup;
 	}
 	if (resp.status == 401 || resp.status == 403) {

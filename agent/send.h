@@ -6,8 +6,9 @@
 
 #include "kiln/http.h"
 
-/* The largest report the agent sends, and the largest answer it reads. */
-#define SEND_MAX_REPORT (4u << 20)
+/* The largest report the agent sends (kilnd's request body cap, API_BODY_MAX: a larger one
+ * would only be answered 413), and the largest answer it reads. */
+#define SEND_MAX_REPORT (1u << 20)
 #define SEND_MAX_ANSWER 65536
 
 /* Joins the server URL (trailing slashes dropped) and path into a malloc'd string. */

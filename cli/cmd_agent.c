@@ -226,12 +226,15 @@ static int agent_pending(struct cli_ctx *ctx, int argc, char **argv)
 		{ "ATTEMPTS", "attempts", OUT_COL_CELL, 32 },
 		{ "STATUS", "status", OUT_COL_CELL, 32 },
 		{ "NODE", "node", OUT_COL_CELL, 128 },
+		{ "RESEMBLES", "candidate", OUT_COL_CELL, 128 },
+		{ "WHY", "reason", OUT_COL_CELL, 256 },
 	};
 
 	return list_verb(ctx, argc, argv,
-			 "Lists agents that enrolled but matched no node; 'kiln agent accept' "
-			 "binds one to a node.",
-			 "/agent/pending", cols, 8);
+			 "Lists agents whose enrollment waits for an admin: no node matched, only "
+			 "the host name did, or the node already has an agent (enrollment never "
+			 "replaces a token); 'kiln agent accept' binds one to a node.",
+			 "/agent/pending", cols, 10);
 }
 
 static int agent_accept(struct cli_ctx *ctx, int argc, char **argv)

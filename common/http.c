@@ -514,6 +514,12 @@ static int perform(struct kiln_http_response *resp, const char *method, const ch
 	if (sink.mode == SINK_LINES && sink.line.len > 0 && (rc = line_emit(&sink)) < 0)
 		goto cleanup;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+	{
+		curl_off_t ra = 0;
+
+		if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+			resp->retry_after_s = ra > 86400 ? 86400 : (long)ra;
+	}
 	if (curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK && ctype) {
 		resp->content_type = strdup(ctype);
 		if (!resp->content_type) {

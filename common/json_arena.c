@@ -1,8 +1,10 @@
 /* jansson's allocator: blocks from the calling thread's current arena, else from malloc. */
 #include <pthread.h>
 #include <stddef.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include <jansson.h>
@@ -85,10 +87,14 @@ static void *arena_malloc(size_t n)
 	return p;
 }
 
+/* An ordinary block is wiped before it goes: a tree may hold a secret (a BMC password in an
+ * API body or a login body), and jansson frees its strings and dump buffers as they are. */
 static void arena_free(void *p)
 {
-	if (!kiln_json_arena_owns(p))
-		free(p); /* an arena block goes with its arena */
+	if (!p || kiln_json_arena_owns(p))
+		return; /* an arena block goes with its arena */
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
 }
 
 static void install(void)

@@ -239,7 +239,8 @@ add_node() {
 	cp -r "$REPO/tests/fixtures/agent/roots/h100" "$root"
 	printf '%s\n' "$name" >"$root/proc/sys/kernel/hostname"
 	# the serial its BMC reports, as on a real machine: kilnd refuses an agent whose DMI
-	# serial is not its BMC's (the IPMI simulators report none)
+	# serial is not its BMC's, and enrolls an agent by that serial only (the IPMI
+	# simulators report none: their agents get tokens from the admin below)
 	case "$bmc" in
 	redfish*) sim_serial "${bmc##*:}" ;;
 	*) printf 'LAB-%s\n' "$name" ;;
@@ -323,6 +324,14 @@ lab_up() {
 	grep -o 'kiln_[A-Za-z0-9_-]*' "$LAB/enroll.token.out" | head -1 >"$LAB/enroll.token"
 	chmod 600 "$LAB/enroll.token"
 	[ -s "$LAB/enroll.token" ] || die "could not create an enrollment token"
+	# An agent enrolls by itself only with the serial its node's BMC reported (the fleet
+	# token proves nothing); the IPMI simulators report none, so their nodes' agents get
+	# their tokens from the admin, as a site would hand them out for such machines.
+	for name in "${ipmi_nodes[@]}"; do
+		mkdir -p "$LAB/agents/$name"
+		(umask 077 && "$BIN/kiln" agent token "$name" >"$LAB/agents/$name/agent.token") ||
+			die "could not make $name's agent token"
+	done
 
 	say "starting an agent on every powered-on node (simulated GPUs)"
 	for f in "$LAB"/nodes/gpu*.nvml; do

@@ -21,6 +21,9 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "ECDSA P-256 certificate generated into the state dir (tls.crt)."),
 	KEY("", "tls_key", KILN_CFG_STRING, tls_key, 0, 0, NULL, NULL,
 	    "PEM private key matching tls_cert."),
+	KEY("", "allow_core_dumps", KILN_CFG_BOOL, allow_core_dumps, 0, 0, NULL, "no",
+	    "Let kilnd leave a core file when it crashes. A core holds secret.key and the BMC "
+	    "passwords in use: leave it off unless debugging on a machine you trust."),
 	KEY("http", "threads", KILN_CFG_INT, http_threads, 0, 256, NULL, "0",
 	    "Threads serving the REST API (epoll each); 0 means one per CPU, at most 16."),
 	KEY("http", "max_connections", KILN_CFG_INT, http_max_connections, 16, 1000000, NULL,
@@ -28,6 +31,28 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "Most client connections open at once; kilnd raises its open-file limit to match."),
 	KEY("http", "connection_timeout", KILN_CFG_DURATION, http_connection_timeout, 1, 86400,
 	    NULL, "60s", "An idle client connection is closed after this long."),
+	KEY("http", "request_timeout", KILN_CFG_DURATION, http_request_timeout, 1, 3600, NULL,
+	    "10s",
+	    "A request's line, headers and body must arrive within this long from the "
+	    "connection's accept (a client sending a byte now and then is closed at it); an "
+	    "answer and a console stream take as long as they need."),
+	KEY("http", "per_address_connections", KILN_CFG_INT, http_per_address_connections, 0,
+	    1000000, NULL, "0",
+	    "Most connections open at once from one client address; 0: no limit on a loopback "
+	    "listen, 1024 on any other."),
+	{ .section = "http", .name = "enroll_rate", .type = KILN_CFG_DOUBLE,
+	  .offset = offsetof(struct kilnd_config, http_enroll_rate), .dmin = 0, .dmax = 100000,
+	  .def = "5",
+	  .help = "Agent enrollments a second from one client address (beyond enroll_burst at "
+		  "once); more are answered 429 with Retry-After, which the agent waits. 0: no "
+		  "limit." },
+	KEY("http", "enroll_burst", KILN_CFG_INT, http_enroll_burst, 1, 1000000, NULL, "100",
+	    "Agent enrollments from one client address at once before enroll_rate applies."),
+	KEY("events", "per_node", KILN_CFG_INT, events_per_node, 0, 1000000, NULL, "100",
+	    "Events one node may add a minute (as many at once); beyond it they are held back "
+	    "and summed up in one event (kind events-held) once the node is quiet for 10 s, or "
+	    "a minute on: one agent's burst of Xids is not thousands of events and webhook "
+	    "POSTs. 0: no limit."),
 	KEY("webhook", "urls", KILN_CFG_STRING, webhook_urls, 0, 0, NULL, NULL,
 	    "Comma-separated URLs that each event at or above min_severity is POSTed to as JSON "
 	    "with a Slack-compatible \"text\" field. Empty: no webhooks."),
@@ -52,6 +77,9 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	KEY("bmc", "connect_timeout", KILN_CFG_DURATION, bmc_connect_timeout, 1, 300, NULL, "10s",
 	    "A BMC that does not accept the connection within this has failed the request; "
 	    "a serial console (SOL) session that hears nothing from its BMC for this long is lost."),
+	KEY("bmc", "ca_dir", KILN_CFG_STRING, bmc_ca_dir, 0, 0, NULL, "/etc/kiln/ca",
+	    "Folder that a node's tls_ca_file must be in (a CA file elsewhere is refused, so "
+	    "that the API tells nothing of other files); empty: any absolute path."),
 	KEY("bmc", "request_timeout", KILN_CFG_DURATION, bmc_request_timeout, 1, 600, NULL, "30s",
 	    "A BMC request that takes longer has failed."),
 	KEY("bmc", "status_timeout", KILN_CFG_DURATION_MS, bmc_status_timeout, 0, 600000, NULL, "0s",

@@ -17,6 +17,12 @@ struct kilnd_config {
 	int http_threads;        /* MHD thread pool size; 0: one per CPU, at most 16 */
 	int http_max_connections;
 	int64_t http_connection_timeout; /* seconds an idle connection is kept */
+	int64_t http_request_timeout;    /* seconds from accept to the whole request */
+	int http_per_address_connections; /* 0: none on loopback, 1024 elsewhere */
+	double http_enroll_rate;         /* enrollments a second per address; 0: no limit */
+	int http_enroll_burst;
+	bool allow_core_dumps;
+	int events_per_node;     /* events a node may add a minute; 0: no limit */
 	char *webhook_urls;      /* comma-separated URLs events are POSTed to, or NULL */
 	char *webhook_min_severity; /* info|warning|critical */
 	int64_t webhook_timeout; /* seconds per POST */
@@ -26,6 +32,7 @@ struct kilnd_config {
 	char *report_currency;   /* shown with the cost, or NULL */
 	/* [bmc] the engine shared by the poller and the actions */
 	int bmc_fanout;          /* BMC requests in flight at most */
+	char *bmc_ca_dir;        /* nodes' tls_ca_file must be in it; NULL or "": anywhere */
 	int64_t bmc_connect_timeout;
 	int64_t bmc_request_timeout;
 	int64_t bmc_action_timeout;

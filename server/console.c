@@ -79,7 +79,7 @@ static struct {
 	pthread_t thread;
 	char *db_path;
 	char *dir; /* STATE/console */
-	struct secret_key key;
+	const struct secret_key *key; /* the state dir's, which outlives the consoles */
 	long log_max;
 	long timeout_ms;
 	struct cnode *nodes;
@@ -584,7 +584,7 @@ static void capture_tick(struct store *st)
 
 	for (i = 0; i < ndue; i++) {
 		struct console_target *t = NULL;
-		int rc = console_target_load(&t, st, &M.key, due[i]);
+		int rc = console_target_load(&t, st, M.key, due[i]);
 
 		pthread_mutex_lock(&M.lock);
 		n = cnode_get(due[i]);
@@ -679,7 +679,7 @@ int console_start(const struct console_config *cfg)
 	}
 	memcpy(M.dir, cfg->state_dir, strlen(cfg->state_dir));
 	memcpy(M.dir + strlen(cfg->state_dir), "/console", sizeof("/console"));
-	M.key = *cfg->key;
+	M.key = cfg->key;
 	M.log_max = cfg->log_max_bytes > 0 ? cfg->log_max_bytes : LOG_MAX_DEFAULT;
 	M.timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 5000;
 	if (mkdir(M.dir, 0700) < 0 && errno != EEXIST) {
@@ -758,7 +758,6 @@ void console_stop(void)
 	close(M.wake[0]);
 	close(M.wake[1]);
 	M.wake[0] = M.wake[1] = -1;
-	sodium_memzero(&M.key, sizeof(M.key));
 	free(M.db_path);
 	free(M.dir);
 	M.db_path = M.dir = NULL;

@@ -20,7 +20,7 @@
 struct console_config {
 	const char *state_dir;
 	const char *db_path;          /* the manager thread opens its own store handle */
-	const struct secret_key *key; /* copied */
+	const struct secret_key *key; /* kept, not copied: it must outlive this */
 	long log_max_bytes;           /* 0: 1 MiB */
 	long timeout_ms;              /* IPMI session timeout; 0: 5000 */
 };

@@ -97,3 +97,24 @@ void identity_decide(struct identity_decision *out, const struct agent_identity 
 			 "; refused: if the change is genuine (motherboard, reinstall, rename), "
 			 "kiln agent accept-identity %s", f->node ? f->node : "NODE");
 }
+
+void enroll_decide(struct enroll_decision *out, const struct enroll_facts *f)
+{
+	memset(out, 0, sizeof(*out));
+	out->verdict = ENROLL_PENDING;
+	if (!f->node) {
+		snprintf(out->reason, sizeof(out->reason), "no node matches");
+	} else if (!f->by_serial) {
+		snprintf(out->reason, sizeof(out->reason), "host name matches node %.64s, whose BMC "
+			 "does not vouch for this DMI serial: only an admin binds by name", f->node);
+	} else if (!f->has_token) {
+		out->verdict = ENROLL_ISSUE;
+	} else if (f->reinstall_running > 0 && !f->reinstall_enrolled) {
+		out->verdict = ENROLL_REINSTALL;
+	} else {
+		snprintf(out->reason, sizeof(out->reason), "node %.64s already has an agent token "
+			 "(enrollment never replaces one)%s", f->node,
+			 f->reinstall_running > 0 ? "; its reinstall job already took its enrollment"
+						  : "");
+	}
+}

@@ -40,4 +40,33 @@ int identity_serial_useful(const char *s);
 void identity_decide(struct identity_decision *out, const struct agent_identity *f,
 		     const struct identity_report *r);
 
+/* What enrollment knows of the node an enrolling agent resembles (borrowed strings). */
+struct enroll_facts {
+	const char *node;          /* the node it resembles, NULL: none */
+	int by_serial;             /* its DMI serial is that node's BMC serial (the only node's) */
+	int has_token;             /* the node has a live agent token */
+	int64_t reinstall_running; /* the node's running reinstall job, 0: none */
+	int reinstall_enrolled;    /* that job already let its one enrollment in */
+};
+
+enum enroll_verdict {
+	ENROLL_ISSUE = 0,  /* a first agent on the machine the BMC vouches for: a token */
+	ENROLL_REINSTALL,  /* the running reinstall job's one enrollment: a token (the old stays) */
+	ENROLL_PENDING,    /* an admin decides (kiln agent pending / accept) */
+};
+
+struct enroll_decision {
+	enum enroll_verdict verdict;
+	char reason[240];  /* why it waits (ENROLL_PENDING), for the pending list */
+};
+
+/*
+ * Whether an enrollment gets a token by itself. The fleet token is on every node, so what
+ * an agent says of itself proves nothing but a DMI serial equal to the BMC's: only that
+ * takes a node, and only a node without an agent token (or the one enrollment of its
+ * running reinstall job). A match by host name, or a node that already has an agent,
+ * waits for an admin; no enrollment ever replaces or revokes a token.
+ */
+void enroll_decide(struct enroll_decision *out, const struct enroll_facts *f);
+
 #endif

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "event_limit.h"
 #include "identity.h"
 #include "ingest.h"
 #include "metrics/counters.h"
@@ -511,7 +512,7 @@ static int emit(struct ctx *x, enum event_severity sev, const char *kind, const 
 	ev.kind = (char *)kind;
 	ev.message = msg;
 	ev.dedup_key = (char *)dedup;
-	return store_event_insert(x->st, &ev, NULL);
+	return event_add_limited(x->st, &ev, NULL);
 }
 
 /* A small stable hash for dedup keys of lines without a kernel sequence number. */

@@ -266,7 +266,7 @@ struct jobs {
 	pthread_cond_t cond;
 	int stopping;
 	char *db_path;
-	struct secret_key key;
+	const struct secret_key *key; /* the state dir's, which outlives the jobs */
 	struct bmc_engine *engine;
 	struct job_limits limits;
 	int64_t retry_s;
@@ -434,7 +434,7 @@ static int job_submit(struct jobs *js, struct store *st, struct job *j, struct j
 	}
 	if ((rc = store_node_get(st, &n, j->node)) < 0)
 		goto cleanup;
-	if ((rc = bmc_target_from_node(&target, &password, n, &js->key)) < 0)
+	if ((rc = bmc_target_from_node(&target, &password, n, js->key)) < 0)
 		goto cleanup;
 	{
 		json_t *d = json_pack("{s:I, s:s, s:s?}", "job", (json_int_t)j->id, "image", j->image,
@@ -710,7 +710,7 @@ int jobs_start(struct jobs **out, const struct jobs_options *opt)
 	pthread_mutex_init(&js->lock, NULL);
 	pthread_cond_init(&js->cond, NULL);
 	js->db_path = strdup(opt->db_path);
-	js->key = *opt->key;
+	js->key = opt->key;
 	js->engine = opt->engine;
 	js->limits = opt->limits;
 	js->retry_s = opt->retry_s > 0 ? opt->retry_s : 5;
@@ -750,7 +750,6 @@ void jobs_free(struct jobs *js)
 			api_node_busy_release(js->slots[i].node_id);
 	free(js->slots);
 	free(js->db_path);
-	sodium_memzero(&js->key, sizeof(js->key));
 	pthread_cond_destroy(&js->cond);
 	pthread_mutex_destroy(&js->lock);
 	free(js);

@@ -81,7 +81,7 @@ void job_decide(struct job_next *out, const struct job *j, const struct job_fact
 
 struct jobs_options {
 	const char *db_path;          /* the thread opens its own store handle */
-	const struct secret_key *key; /* copied */
+	const struct secret_key *key; /* kept, not copied: it must outlive this */
 	struct bmc_engine *engine;    /* NULL: jobs stay queued */
 	struct job_limits limits;
 	int64_t retry_s;              /* pause before a failed BMC step is sent again */

@@ -1,20 +1,24 @@
 /* kilnd: the kiln server's arguments, configuration and lifecycle. */
 #include <getopt.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/node_json.h"
 #include "bmc/bmc.h"
 #include "bmc/ipmi/ipmi.h"
 #include "config.h"
 #include "ingest.h"
 #include "jobs.h"
 #include "console.h"
+#include "event_limit.h"
 #include "kiln/error.h"
 #include "kiln/json_arena.h"
 #include "kiln/log.h"
@@ -23,6 +27,7 @@
 #include "poller.h"
 #include "receive_gap.h"
 #include "session_keep.h"
+#include "secret.h"
 #include "statedir.h"
 #include "store/store.h"
 #include "report.h"
@@ -233,6 +238,18 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 
+	/* A core file holds secret.key's copies in use and the BMC passwords being sent: none
+	 * unless asked for (the IPMI helper forked below inherits this). */
+	if (!cfg.allow_core_dumps && prctl(PR_SET_DUMPABLE, 0) != 0)
+		log_warn("prctl(PR_SET_DUMPABLE, 0): %s: a crash may leave a core file",
+			 strerror(errno));
+
+	node_json_ca_dir_set(cfg.bmc_ca_dir);
+	if (event_limit_configure(cfg.events_per_node) < 0 || secret_curl_init() < 0) {
+		ret = die(NULL);
+		goto cleanup;
+	}
+
 	/* Signals are taken by sigwait below: block them before any thread exists. */
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&sigs);
@@ -318,7 +335,7 @@ int main(int argc, char **argv)
 	fd_limit_raise((unsigned)cfg.http_max_connections);
 	{
 		struct console_config ccfg = { .state_dir = sd->path, .db_path = db_path,
-					       .key = &sd->key,
+					       .key = sd->key,
 					       .timeout_ms = (long)cfg.bmc_connect_timeout * 1000 };
 
 		if (console_start(&ccfg) < 0) {
@@ -332,12 +349,18 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	opt.db_path = db_path;
-	opt.key = &sd->key;
+	opt.key = sd->key;
 	opt.listen_fd = fd;
 	opt.ipv6 = listen_at.addr.ss_family == AF_INET6;
 	opt.threads = threads_pick(cfg.http_threads);
 	opt.max_connections = (unsigned)cfg.http_max_connections;
 	opt.connection_timeout = (unsigned)cfg.http_connection_timeout;
+	opt.request_timeout = (unsigned)cfg.http_request_timeout;
+	opt.per_address_connections = (unsigned)cfg.http_per_address_connections;
+	if (!cfg.http_per_address_connections && !listen_at.loopback)
+		opt.per_address_connections = 1024;
+	opt.enroll_rate = cfg.http_enroll_rate;
+	opt.enroll_burst = (unsigned)cfg.http_enroll_burst;
 	opt.tls_cert_pem = tls.cert_pem;
 	opt.tls_key_pem = tls.key_pem;
 	/* One BMC engine for the poller and the actions: one session per BMC. */
@@ -353,12 +376,12 @@ int main(int argc, char **argv)
 		};
 
 		/* Redfish sessions outlive a crash in the store: the next start reuses them. */
-		if (session_keep_open(&keep, db_path, &sd->key) < 0) {
+		if (session_keep_open(&keep, db_path, sd->key) < 0) {
 			ret = die("session store");
 			goto cleanup;
 		}
 		ecfg.sessions = session_keep_keeper(keep);
-		struct poller_options popt = { .db_path = db_path, .key = &sd->key };
+		struct poller_options popt = { .db_path = db_path, .key = sd->key };
 
 		if (bmc_engine_start(&engine, &ecfg) < 0) {
 			ret = die("BMC engine");
@@ -373,7 +396,7 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 		{
-			struct jobs_options jopt = { .db_path = db_path, .key = &sd->key,
+			struct jobs_options jopt = { .db_path = db_path, .key = sd->key,
 						     .engine = engine };
 
 			jobs_options_from(&jopt, &cfg);
@@ -467,6 +490,7 @@ cleanup:
 	ipmi_helper_stop(); /* after the engine and the consoles that use it */
 	tlscert_clear(&tls);
 	statedir_close(sd);
+	event_limit_free();
 	kilnd_config_free(&cfg);
 	free(db_path);
 	free(cert_path);

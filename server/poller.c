@@ -18,6 +18,7 @@
 #include "kiln/log.h"
 #include "kiln/parse.h"
 #include "metrics/counters.h"
+#include "event_limit.h"
 #include "poller.h"
 #include "console.h"
 #include "receive_gap.h"
@@ -206,7 +207,7 @@ struct completion {
 
 struct poller {
 	struct poller_options opt;
-	struct secret_key key;
+	const struct secret_key *key; /* the state dir's, which outlives the poller */
 	struct store *st;
 	pthread_t thread;
 	int started;
@@ -286,7 +287,7 @@ static int event_add(struct poller *p, const struct slot *s, enum event_severity
 	ev.kind = (char *)kind;
 	ev.message = msg;
 	ev.dedup_key = (char *)dedup;
-	if (store_event_insert(p->st, &ev, &inserted) < 0) {
+	if (event_add_limited(p->st, &ev, &inserted) < 0) {
 		log_warn("poller: %s: event: %s", s ? s->node->name : "fleet", kiln_error_last());
 		return 0;
 	}
@@ -323,7 +324,7 @@ static int submit(struct poller *p, struct slot *s, const struct bmc_op *op, int
 	char *password = NULL;
 	int rc;
 
-	if ((rc = bmc_target_from_node(&t, &password, n, &p->key)) < 0)
+	if ((rc = bmc_target_from_node(&t, &password, n, p->key)) < 0)
 		return rc;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -1307,6 +1308,21 @@ static void history_prune(struct poller *p, int64_t now)
 		}
 }
 
+/* The summaries of the events nodes had held back (event_limit.h), once due. */
+static void events_held_flush(struct poller *p, int64_t now)
+{
+	struct event *due = NULL;
+	size_t n = 0;
+
+	if (event_limit_due(&due, &n, now) < 0)
+		log_warn("poller: held events: %s", kiln_error_last());
+	for (size_t i = 0; i < n; i++)
+		if (store_event_insert(p->st, &due[i], NULL) < 0)
+			log_warn("poller: node id %lld: the summary of its held events: %s",
+				 (long long)due[i].node_id, kiln_error_last());
+	event_list_free(due, n);
+}
+
 static void *poller_main(void *arg)
 {
 	struct poller *p = arg;
@@ -1341,6 +1357,7 @@ static void *poller_main(void *arg)
 			poll_due(p, now);
 		if (now - p->health_at >= p->opt.cfg.health_every_s)
 			health_sweep(p, now);
+		events_held_flush(p, now);
 		if (now - p->pruned_at >= PRUNE_EVERY_S)
 			history_prune(p, now);
 	}
@@ -1357,7 +1374,7 @@ int poller_start(struct poller **out, const struct poller_options *opt)
 	p->opt = *opt;
 	p->opt.db_path = NULL;
 	if (opt->key)
-		p->key = *opt->key;
+		p->key = opt->key;
 	if (p->opt.cfg.interval_s <= 0)
 		p->opt.cfg.interval_s = 30;
 	pthread_mutex_init(&p->lock, NULL);
@@ -1394,7 +1411,6 @@ void poller_stop(struct poller *p)
 	}
 	free(p->slots);
 	store_close(p->st);
-	explicit_bzero(&p->key, sizeof(p->key));
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);
 	free(p);

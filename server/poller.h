@@ -40,7 +40,7 @@ void poller_config_from(struct poller_config *out, const struct kilnd_config *cf
 
 struct poller_options {
 	const char *db_path;          /* the poller opens its own store handle */
-	const struct secret_key *key; /* decrypts the BMC passwords (copied) */
+	const struct secret_key *key; /* decrypts the BMC passwords (kept, not copied: it must outlive the poller) */
 	struct bmc_engine *engine;    /* NULL: no BMC polling, health only */
 	struct poller_config cfg;
 };

@@ -1,6 +1,7 @@
 /* Secrets at rest: the state dir's key file, AEAD for BMC passwords, bearer tokens. */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <sodium.h>
 
 #include "kiln/error.h"
@@ -34,6 +36,127 @@ static int sodium_ready(void)
 	if (!sodium_ok)
 		return kiln_fail(KILN_ERROR, "secret: libsodium failed to initialise");
 	return 0;
+}
+
+struct secret_key *secret_key_new(void)
+{
+	struct secret_key *k;
+
+	if (sodium_ready() < 0)
+		return NULL;
+	k = sodium_malloc(sizeof(*k));
+	if (k)
+		sodium_memzero(k, sizeof(*k));
+	return k;
+}
+
+void secret_key_free(struct secret_key *k)
+{
+	if (k)
+		sodium_free(k); /* zeroes it */
+}
+
+/* The process's own key for secret_seal and secret_fingerprint, read-only once made. */
+static pthread_once_t proc_key_once = PTHREAD_ONCE_INIT;
+static struct secret_key *proc_key;
+
+static void proc_key_make(void)
+{
+	if (sodium_ready() < 0 || !(proc_key = sodium_malloc(sizeof(*proc_key))))
+		return;
+	randombytes_buf(proc_key->key, sizeof(proc_key->key));
+	sodium_mprotect_readonly(proc_key);
+}
+
+static const struct secret_key *process_key(void)
+{
+	pthread_once(&proc_key_once, proc_key_make);
+	return proc_key;
+}
+
+static void wipe_free(void *p)
+{
+	if (!p)
+		return;
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
+static void *wipe_realloc(void *p, size_t n)
+{
+	size_t old;
+	void *q;
+
+	if (!p)
+		return malloc(n);
+	if (n == 0) {
+		wipe_free(p);
+		return NULL;
+	}
+	old = malloc_usable_size(p);
+	if (!(q = malloc(n)))
+		return NULL;
+	memcpy(q, p, old < n ? old : n);
+	wipe_free(p);
+	return q;
+}
+
+static char *wipe_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+
+	return d ? memcpy(d, s, n) : NULL;
+}
+
+int secret_curl_init(void)
+{
+	if (curl_global_init_mem(CURL_GLOBAL_DEFAULT, malloc, wipe_free, wipe_realloc, wipe_strdup,
+				 calloc) != CURLE_OK)
+		return kiln_fail(KILN_ERROR, "secret: curl_global_init_mem failed");
+	return 0;
+}
+
+int secret_seal(struct secret_sealed *out, const char *plain)
+{
+	const struct secret_key *k = process_key();
+
+	out->ct = NULL;
+	out->len = 0;
+	if (!plain)
+		return 0;
+	if (!k)
+		return kiln_fail(KILN_ERROR, "secret: no process key (out of memory)");
+	return secret_encrypt(&out->ct, &out->len, k, plain, NULL);
+}
+
+int secret_unseal(char **out, const struct secret_sealed *s)
+{
+	const struct secret_key *k = process_key();
+
+	*out = NULL;
+	if (!s->ct)
+		return 0;
+	if (!k)
+		return kiln_fail(KILN_ERROR, "secret: no process key (out of memory)");
+	return secret_decrypt(out, k, s->ct, s->len, NULL);
+}
+
+void secret_sealed_clear(struct secret_sealed *s)
+{
+	free(s->ct);
+	s->ct = NULL;
+	s->len = 0;
+}
+
+void secret_fingerprint(char out[65], const char *s)
+{
+	const struct secret_key *k = process_key();
+	unsigned char h[32];
+
+	crypto_generichash(h, sizeof(h), (const unsigned char *)(s ? s : ""), s ? strlen(s) : 0,
+			   k ? k->key : NULL, k ? sizeof(k->key) : 0);
+	sodium_bin2hex(out, 65, h, sizeof(h));
 }
 
 static int read_key(struct secret_key *out, const char *path)

@@ -124,7 +124,12 @@ int statedir_open(struct statedir **out, const char *path)
 	rc = lock_take(&sd->lock_fd, sd->path, lock_path);
 	if (rc < 0)
 		goto cleanup;
-	rc = secret_key_load_or_create(&sd->key, key_path, &sd->key_created);
+	sd->key = secret_key_new();
+	if (!sd->key) {
+		rc = kiln_fail(KILN_ERROR, "out of memory for the key");
+		goto cleanup;
+	}
+	rc = secret_key_load_or_create(sd->key, key_path, &sd->key_created);
 	if (rc < 0)
 		goto cleanup;
 	*out = sd;
@@ -140,7 +145,7 @@ void statedir_close(struct statedir *sd)
 {
 	if (!sd)
 		return;
-	sodium_memzero(&sd->key, sizeof(sd->key));
+	secret_key_free(sd->key);
 	if (sd->lock_fd >= 0)
 		close(sd->lock_fd);
 	free(sd->path);

@@ -11,7 +11,7 @@ struct store;
 struct statedir {
 	char *path;
 	int lock_fd;            /* holds the write lock on DIR/kilnd.lock while open */
-	struct secret_key key;  /* DIR/secret.key */
+	struct secret_key *key; /* DIR/secret.key, in sodium_malloc'd memory (no core holds it) */
 	int key_created;        /* secret.key was created by this start */
 };
 

@@ -32,6 +32,7 @@ struct kiln_http_response {
 	char *body;           /* NUL-terminated, capped by the max given to the request */
 	size_t body_len;
 	char *content_type;   /* or NULL */
+	long retry_after_s;   /* the answer's Retry-After in seconds, 0 when none */
 	enum kiln_http_failure failure; /* set when the request failed without an answer */
 };
 

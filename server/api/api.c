@@ -14,12 +14,14 @@
 
 #include "api/api_internal.h"
 #include "api/api_ui.h"
+#include "api/conn_guard.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"
 #include "kiln/json.h"
 #include "kiln/json_arena.h"
 #include "kiln/log.h"
 #include "kiln/parse.h"
+#include "ratelimit.h"
 #include "receive_gap.h"
 
 #define TOKEN_MAX 200
@@ -27,13 +29,15 @@
 struct api_server {
 	struct MHD_Daemon *mhd;
 	char *db_path;
-	struct secret_key key;
+	const struct secret_key *key; /* the state dir's, which outlives the server */
 	pthread_key_t store_key;  /* each server thread's own store handle */
 	long connections_full;    /* open connections at which the listener counts as full */
 	int store_key_made;
 	struct bmc_engine *engine;
 	struct live *live;
 	struct ui_hub *hub;       /* the dashboard's live stream */
+	struct ratelimit *enroll_limit;
+	struct conn_guard *guard;       /* request deadlines; NULL: none */
 };
 
 /* One request, from its headers to its answer. */
@@ -67,15 +71,64 @@ static struct store *thread_store(struct api_server *srv)
 	return st;
 }
 
+/* The length of the valid UTF-8 sequence at s (at most left bytes), 0 when there is none
+ * (a stray continuation, an overlong form, a surrogate, past U+10FFFF, cut short). */
+static size_t utf8_seq(const unsigned char *s, size_t left)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+	size_t n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		n = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+	else if (c >= 0xF0 && c <= 0xF4)
+		n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+	else
+		return 0;
+	if (left < n || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xBF)
+			return 0;
+	return n;
+}
+
+/* A JSON string of text that may not be UTF-8 (a path or a value echoed in a message):
+ * each byte of an invalid sequence becomes '?', so that the error is never lost ("{}"). */
+static json_t *json_string_lossy(const char *text)
+{
+	char buf[1024];
+	size_t len = strlen(text), o = 0;
+	const unsigned char *s = (const unsigned char *)text;
+
+	for (size_t i = 0; i < len && o + 4 < sizeof(buf);) {
+		size_t n = utf8_seq(s + i, len - i);
+
+		if (n == 0) {
+			buf[o++] = '?';
+			i++;
+			continue;
+		}
+		memcpy(buf + o, s + i, n);
+		o += n;
+		i += n;
+	}
+	buf[o] = '\0';
+	return json_string(buf);
+}
+
 static json_t *error_object(const char *msg, const char *field, long index)
 {
 	json_t *o = json_object();
 
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "error", json_string(msg));
+	json_object_set_new(o, "error", json_string_lossy(msg));
 	if (field)
-		json_object_set_new(o, "field", json_string(field));
+		json_object_set_new(o, "field", json_string_lossy(field));
 	if (index >= 0)
 		json_object_set_new(o, "index", json_integer(index));
 	return o;
@@ -410,12 +463,22 @@ static enum MHD_Result request_begin(struct call *call, const char *url, const c
 
 static enum MHD_Result request_answer(struct call *call, const char *url, const char *method);
 
+/* The connection's guard entry (conn_guard.h), or NULL. */
+static struct conn_entry *guard_entry(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
 /* The last call: the whole body is here; parse it and run the handler, which answers or
  * suspends the connection until its answer is ready (an agent report's commit). */
 static enum MHD_Result request_finish(struct call *call, const char *url, const char *method)
 {
 	struct api_ctx *c = &call->ctx;
 
+	conn_guard_request_done(call->srv->guard, guard_entry(c->conn));
 	if (call->too_big)
 		return send_error(c->conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, NULL, NULL,
 				  "request body exceeds the %d-byte limit", API_BODY_MAX);
@@ -470,7 +533,9 @@ static enum MHD_Result request_answer(struct call *call, const char *url, const 
 	char retry[24];
 
 	if (c->response) {
-		/* the handler's own response (the console's 101 Switching Protocols) */
+		/* the handler's own response (the console's 101 Switching Protocols): a stream
+		 * with no request deadline from now on */
+		conn_guard_upgraded(call->srv->guard, guard_entry(c->conn));
 		ret = MHD_queue_response(c->conn, c->status, c->response);
 		MHD_destroy_response(c->response);
 		c->response = NULL;
@@ -502,10 +567,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 			return MHD_NO;
 		call->srv = srv;
 		call->ctx.conn = conn;
-		call->ctx.key = &srv->key;
+		call->ctx.key = srv->key;
 		call->ctx.engine = srv->engine;
 		call->ctx.live = srv->live;
 		call->ctx.hub = srv->hub;
+		call->ctx.enroll_limit = srv->enroll_limit;
 		kiln_buf_init(&call->body, API_BODY_MAX);
 		*con_cls = call;
 		return request_begin(call, url, method);
@@ -533,10 +599,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
 	struct call *call = *con_cls;
+	struct api_server *srv = cls;
 
-	(void)cls;
-	(void)conn;
 	(void)toe;
+	/* the connection waits for its next request, under the deadline again */
+	conn_guard_request_ended(srv->guard, guard_entry(conn));
 	if (!call)
 		return;
 	if (call->body.data)
@@ -557,24 +624,61 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
 {
-	const struct api_server *srv = cls;
+	struct api_server *srv = cls;
 
-	(void)conn;
-	(void)socket_context;
 	receive_gap_connections(code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1,
 				srv->connections_full, time(NULL));
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		*socket_context = ci ? conn_guard_opened(srv->guard, ci->connect_fd) : NULL;
+	} else {
+		conn_guard_closed(srv->guard, *socket_context);
+		*socket_context = NULL;
+	}
 }
+
+/* libmicrohttpd's own messages come one per connection ("Server reached connection limit"):
+ * a flood of connections would be a flood of lines. At most MHD_LOG_BURST a window; the rest
+ * are counted into the next window's first line. */
+#define MHD_LOG_WINDOW_S 60
+#define MHD_LOG_BURST 5
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static time_t window;
+	static unsigned in_window, held;
 	char line[512], quoted[600];
+	unsigned was_held = 0;
+	time_t now = time(NULL);
 	size_t n;
+	int say;
 
 	(void)cls;
+	pthread_mutex_lock(&lock);
+	if (now - window >= MHD_LOG_WINDOW_S) {
+		window = now;
+		in_window = 0;
+		was_held = held;
+		held = 0;
+	}
+	say = in_window < MHD_LOG_BURST;
+	if (say)
+		in_window++;
+	else
+		held++;
+	pthread_mutex_unlock(&lock);
+	if (!say)
+		return;
 	vsnprintf(line, sizeof(line), fmt, ap);
 	n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
+	if (was_held)
+		log_warn("http: %u more libmicrohttpd messages in the last %d s were not logged",
+			 was_held, MHD_LOG_WINDOW_S);
 	log_warn("http: %s", kiln_log_quote(quoted, sizeof(quoted), line));
 }
 
@@ -583,7 +687,7 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 	struct api_server *srv = NULL;
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE |
 			 MHD_ALLOW_SUSPEND_RESUME;
-	struct MHD_OptionItem ops[13];
+	struct MHD_OptionItem ops[14];
 	size_t n = 0;
 	int rc = 0;
 
@@ -599,9 +703,12 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
 	}
-	srv->key = *opt->key;
+	srv->key = opt->key;
 	srv->engine = opt->engine;
 	srv->live = opt->live;
+	/* 4,096 addresses remembered: a fleet's NAT gateways and more */
+	if ((rc = ratelimit_new(&srv->enroll_limit, opt->enroll_rate, opt->enroll_burst, 4096)) < 0)
+		goto cleanup;
 	if (pthread_key_create(&srv->store_key, store_destroy) != 0) {
 		rc = kiln_fail(KILN_ERROR, "pthread_key_create failed");
 		goto cleanup;
@@ -621,6 +728,9 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 					    (intptr_t)opt->connection_timeout, NULL };
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed,
 					    srv };
+	if (opt->per_address_connections)
+		ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+						    (intptr_t)opt->per_address_connections, NULL };
 	/* A pool divides the limit among its threads, and one full thread already refuses: a
 	 * listener this close to the limit counts as full. */
 	srv->connections_full = (long)opt->max_connections -
@@ -638,6 +748,12 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 						    (void *)(uintptr_t)opt->tls_key_pem };
 	}
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	/* Connections still waiting for their request hold at most half of the listener: the
+	 * other half answers whatever slow clients do. */
+	if (opt->request_timeout &&
+	    (rc = conn_guard_start(&srv->guard, opt->request_timeout,
+				   opt->max_connections / 2)) < 0)
+		goto cleanup;
 	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_ARRAY, ops,
 				    MHD_OPTION_END);
 	if (!srv->mhd) {
@@ -660,9 +776,10 @@ void api_server_stop(struct api_server *srv)
 	if (srv->mhd)
 		MHD_stop_daemon(srv->mhd);
 	api_ui_hub_free(srv->hub);
+	conn_guard_stop(srv->guard); /* after the server: its connections are closed */
 	if (srv->store_key_made)
 		pthread_key_delete(srv->store_key);
-	sodium_memzero(&srv->key, sizeof(srv->key));
+	ratelimit_free(srv->enroll_limit);
 	free(srv->db_path);
 	free(srv);
 }

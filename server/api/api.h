@@ -35,7 +35,7 @@ void api_listen_url(char *out, size_t outlen, const struct api_listen *l, int tl
 
 struct api_options {
 	const char *db_path;            /* every server thread opens its own store on it */
-	const struct secret_key *key;   /* copied */
+	const struct secret_key *key;   /* kept, not copied: it must outlive this */
 	int listen_fd;                  /* from api_listen_open; the server owns it once started */
 	int ipv6;
 	unsigned threads;               /* 1: one epoll thread; more: a pool */
@@ -45,6 +45,10 @@ struct api_options {
 	const char *tls_key_pem;
 	struct bmc_engine *engine;     /* the BMC engine; NULL: none */
 	struct live *live;             /* live BMC calls (power, sensors, ...); NULL: none */
+	double enroll_rate;            /* enrollments a second per client address; 0: no limit */
+	unsigned enroll_burst;         /* ... and at once */
+	unsigned request_timeout;      /* seconds from accept to the whole request; 0: none */
+	unsigned per_address_connections; /* connections per client address; 0: no limit */
 };
 
 /* Starts serving. The caller stops it with api_server_stop. */

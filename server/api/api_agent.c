@@ -3,7 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sodium.h>
 
 #include "api/api_internal.h"
@@ -12,8 +15,10 @@
 #include "ingest.h"
 #include "kiln/error.h"
 #include "kiln/json.h"
+#include "kiln/log.h"
 #include "kiln/noderange.h"
 #include "kiln/parse.h"
+#include "ratelimit.h"
 
 #define ENROLL_FIELD_MAX 255
 #define PENDING_MAX 10000
@@ -163,10 +168,51 @@ void api_agent_report(struct api_ctx *c)
 
 /* --- tokens -------------------------------------------------------------------------- */
 
-/* Makes a new agent token for node_id, revoking the node's older ones, in one transaction.
- * *out_revoked says how many were revoked. token receives the bare token. */
+/* The enrollment decision over a node's facts as they are now. */
+static int enroll_judge(struct api_ctx *c, struct enroll_decision *out, int64_t node_id,
+			const char *name, int by_serial, int64_t *out_job)
+{
+	struct enroll_facts f = { .node = name, .by_serial = by_serial };
+	int rc;
+
+	*out_job = 0;
+	if (node_id && (rc = store_agent_enroll_facts(c->st, &f.has_token, &f.reinstall_running,
+						      &f.reinstall_enrolled, node_id)) < 0)
+		return rc;
+	enroll_decide(out, &f);
+	*out_job = f.reinstall_running;
+	return 0;
+}
+
+/* What an enrollment decided outside the transaction, judged again inside it. */
+struct enroll_recheck {
+	struct enroll_decision *d;
+	const char *name;
+	int by_serial;
+};
+
+/* Inside the token's transaction: another enrollment may have just taken the node. KILN_EEXISTS
+ * when the verdict changed (re->d is the new one); a reinstall's one enrollment is used. */
+static int enroll_recheck(struct api_ctx *c, const struct enroll_recheck *re, int64_t node_id)
+{
+	enum enroll_verdict was = re->d->verdict;
+	int64_t job = 0;
+	int rc;
+
+	if ((rc = enroll_judge(c, re->d, node_id, re->name, re->by_serial, &job)) < 0)
+		return rc;
+	if (re->d->verdict != was)
+		return kiln_fail(KILN_EEXISTS, "%s", re->d->reason);
+	return re->d->verdict == ENROLL_REINSTALL ? store_job_enroll_take(c->st, job) : 0;
+}
+
+/* Makes a new agent token for node_id in one transaction, revoking the node's older ones when
+ * revoke says so (an admin's new token; an enrollment never revokes): *out_revoked says how
+ * many were. A pending agent's row (pending_id > 0) goes with it; an enrollment's decision
+ * (re, or NULL) is checked again inside. token receives the bare token. */
 static int agent_token_issue(struct api_ctx *c, char token[64], int *out_revoked,
-			     int64_t node_id, int64_t pending_id)
+			     int64_t node_id, int64_t pending_id, int revoke,
+			     const struct enroll_recheck *re)
 {
 	unsigned char hash[32];
 	int64_t id = 0;
@@ -177,7 +223,8 @@ static int agent_token_issue(struct api_ctx *c, char token[64], int *out_revoked
 	secret_token_hash(hash, token);
 	if ((rc = store_begin(c->st)) < 0)
 		goto cleanup;
-	if ((rc = store_agent_token_revoke_node(c->st, node_id, out_revoked)) < 0 ||
+	if ((re && (rc = enroll_recheck(c, re, node_id)) < 0) ||
+	    (revoke && (rc = store_agent_token_revoke_node(c->st, node_id, out_revoked)) < 0) ||
 	    (rc = store_agent_token_insert(c->st, &id, node_id, hash)) < 0 ||
 	    (pending_id > 0 && (rc = store_pending_agent_delete(c->st, pending_id)) < 0) ||
 	    (rc = store_commit(c->st)) < 0)
@@ -228,7 +275,7 @@ void api_agent_token_create(struct api_ctx *c)
 		return;
 	if (api_audit_begin(c, &audit_id, "agent.token", n->name, NULL) < 0)
 		goto cleanup;
-	rc = agent_token_issue(c, token, &revoked, n->id, 0);
+	rc = agent_token_issue(c, token, &revoked, n->id, 0, 1, NULL);
 	api_audit_finish(c, audit_id, rc);
 	if (rc < 0) {
 		api_fail_code(c, rc, NULL);
@@ -386,16 +433,84 @@ static int pending_node_name(struct store *st, char **out, int64_t pending_id)
 	return rc;
 }
 
+static double monotonic_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The client's address as text, the rate limit's key ("?" when unknown). */
+static void client_address(char *buf, size_t len, struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	snprintf(buf, len, "?");
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
+			  (socklen_t)len);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, buf,
+			  (socklen_t)len);
+}
+
+/*
+ * The node an enrollment resembles: the only node whose BMC reports this DMI serial (the
+ * BMC vouches for the machine), else the node named after its host name or the name's
+ * first label. *out_id stays 0 when none; *out_name is the caller's to free.
+ */
+static int enroll_match(struct store *st, int64_t *out_id, char **out_name, int *out_by_serial,
+			const char *serial, const char *hostname)
+{
+	struct node *n = NULL;
+	int rc = KILN_ENOTFOUND;
+
+	*out_id = 0;
+	*out_name = NULL;
+	*out_by_serial = 0;
+	if (identity_serial_useful(serial)) {
+		rc = store_node_find_by_serial(st, out_id, out_name, serial);
+		if (rc == 0) {
+			*out_by_serial = 1;
+			return 0;
+		}
+		if (rc != KILN_ENOTFOUND && rc != KILN_EEXISTS)
+			return rc;
+	}
+	rc = node_by_hostname(st, &n, hostname);
+	if (rc == KILN_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
+	*out_id = n->id;
+	*out_name = strdup(n->name);
+	node_free(n);
+	return *out_name ? 0 : kiln_fail(KILN_ERROR, "out of memory");
+}
+
 void api_agent_enroll(struct api_ctx *c)
 {
 	static const char *const keys[] = { "schema", "dmi_serial", "hostname", "machine_id", NULL };
 	static const char *const fields[] = { "dmi_serial", "hostname", "machine_id", "schema" };
 	const char *val[4] = { NULL, NULL, NULL, NULL }, *field = NULL, *how = NULL;
-	struct node *n = NULL;
-	char *name = NULL, token[64] = "";
-	int64_t node_id = 0, pending_id = 0, audit_id;
-	int revoked = 0, rc;
+	struct enroll_decision d;
+	char *name = NULL, token[64] = "", addr[64];
+	int64_t node_id = 0, pending_id = 0, accepted_id = 0, job, audit_id;
+	int by_serial = 0, revoked = 0, rc;
+	unsigned wait;
 
+	/* Per address, before anything is read or written: a flood of enrollments fills
+	 * neither the pending list nor the write lock. */
+	client_address(addr, sizeof(addr), c->conn);
+	if ((wait = ratelimit_take(c->enroll_limit, addr, monotonic_s())) > 0) {
+		c->retry_after_s = wait;
+		api_fail(c, MHD_HTTP_TOO_MANY_REQUESTS, NULL,
+			 "too many enrollments from %s; try again in %u s", addr, wait);
+		return;
+	}
 	if (!api_body_require(c))
 		return;
 	if (kiln_json_check_keys(c->body, keys, &field) < 0) {
@@ -418,58 +533,61 @@ void api_agent_enroll(struct api_ctx *c)
 			 "an enrollment needs a 'dmi_serial' or a 'hostname'");
 		return;
 	}
-	/* The BMC's serial for the system first: a reinstalled node may have a new name. */
-	rc = KILN_ENOTFOUND;
-	if (identity_serial_useful(val[0])) {
-		rc = store_node_find_by_serial(c->st, &node_id, &name, val[0]);
-		how = "serial";
-		if (rc == KILN_EEXISTS)
-			rc = KILN_ENOTFOUND; /* ambiguous: try the name */
-	}
-	if (rc == KILN_ENOTFOUND) {
-		rc = node_by_hostname(c->st, &n, val[1]);
-		how = "hostname";
-		if (rc == 0) {
-			node_id = n->id;
-			name = strdup(n->name);
-			if (!name)
-				rc = kiln_fail(KILN_ERROR, "out of memory");
-		}
-	}
-	if (rc == KILN_ENOTFOUND) {
-		/* No match: an admin decides (kiln agent pending / accept). */
-		rc = store_pending_agent_record(c->st, &pending_id, &node_id, val[0], val[1], val[2],
-						c->enroll_token_id, PENDING_MAX);
-		how = "accepted";
-		if (rc == 0 && node_id == 0) {
-			api_reply(c, MHD_HTTP_ACCEPTED,
-				  json_pack("{s:s, s:I, s:s}", "status", "pending", "id",
-					    (json_int_t)pending_id, "message",
-					    "no node matches; an admin must accept this agent"));
+	if ((rc = enroll_match(c->st, &node_id, &name, &by_serial, val[0], val[1])) < 0 ||
+	    (rc = enroll_judge(c, &d, node_id, name, by_serial, &job)) < 0)
+		goto fail;
+	if (d.verdict != ENROLL_PENDING) {
+		struct enroll_recheck re = { &d, name, by_serial };
+
+		how = d.verdict == ENROLL_REINSTALL ? "reinstall" : "serial";
+		if (api_audit_begin(c, &audit_id, "agent.enroll", name,
+				    json_pack("{s:s, s:s?, s:s?}", "matched_by", how, "dmi_serial",
+					      val[0], "hostname", val[1])) < 0)
 			goto cleanup;
+		rc = agent_token_issue(c, token, &revoked, node_id, 0, 0, &re);
+		api_audit_finish(c, audit_id, rc);
+		if (rc == 0) {
+			/* it may have waited before its BMC's serial was known */
+			if (store_pending_agent_forget(c->st, val[0], val[1], val[2]) < 0)
+				log_warn("api: forgetting %s's pending enrollment: %s", name,
+					 kiln_error_last());
+			goto issued;
 		}
-		if (rc == 0)
-			rc = pending_node_name(c->st, &name, pending_id);
+		if (rc != KILN_EEXISTS || d.verdict != ENROLL_PENDING)
+			goto fail;
 	}
-	if (rc < 0) {
-		api_fail_code(c, rc, NULL);
+	/* An admin decides; one who already accepted this agent as a node lets it in now. */
+	rc = store_pending_agent_record(c->st, &pending_id, &accepted_id, val[0], val[1], val[2],
+					c->enroll_token_id, node_id, d.reason, PENDING_MAX);
+	if (rc < 0)
+		goto fail;
+	if (accepted_id == 0) {
+		api_reply(c, MHD_HTTP_ACCEPTED,
+			  json_pack("{s:s, s:I, s:s?, s:s}", "status", "pending", "id",
+				    (json_int_t)pending_id, "node", name, "message", d.reason));
 		goto cleanup;
 	}
+	free(name);
+	name = NULL;
+	how = "accepted";
+	if ((rc = pending_node_name(c->st, &name, pending_id)) < 0)
+		goto fail;
 	if (api_audit_begin(c, &audit_id, "agent.enroll", name,
 			    json_pack("{s:s, s:s?, s:s?}", "matched_by", how, "dmi_serial", val[0],
 				      "hostname", val[1])) < 0)
 		goto cleanup;
-	rc = agent_token_issue(c, token, &revoked, node_id, how[0] == 'a' ? pending_id : 0);
+	rc = agent_token_issue(c, token, &revoked, accepted_id, pending_id, 0, NULL);
 	api_audit_finish(c, audit_id, rc);
-	if (rc < 0) {
-		api_fail_code(c, rc, NULL);
-		goto cleanup;
-	}
+	if (rc < 0)
+		goto fail;
+issued:
 	api_reply(c, MHD_HTTP_CREATED, json_pack("{s:s, s:s, s:s}", "node", name, "token", token,
 						 "matched_by", how));
+	goto cleanup;
+fail:
+	api_fail_code(c, rc, NULL);
 cleanup:
 	sodium_memzero(token, sizeof(token));
-	node_free(n);
 	free(name);
 }
 
@@ -488,14 +606,17 @@ void api_agent_pending_list(struct api_ctx *c)
 	}
 	arr = json_array();
 	for (size_t i = 0; arr && i < n; i++)
-		json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:s?, s:s}",
+		json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:s?, s:s,"
+						     " s:s?, s:s?}",
 						     "id", (json_int_t)p[i].id, "dmi_serial",
 						     p[i].dmi_serial, "hostname", p[i].hostname,
 						     "machine_id", p[i].machine_id, "first_seen",
 						     (json_int_t)p[i].first_seen, "last_seen",
 						     (json_int_t)p[i].last_seen, "attempts",
 						     (json_int_t)p[i].attempts, "node", p[i].node,
-						     "status", p[i].node_id ? "accepted" : "pending"));
+						     "status", p[i].node_id ? "accepted" : "pending",
+						     "candidate", p[i].candidate, "reason",
+						     p[i].reason));
 	pending_agent_list_free(p, n);
 	api_reply(c, MHD_HTTP_OK, arr);
 }
@@ -515,7 +636,15 @@ void api_agent_pending_accept(struct api_ctx *c)
 	if (api_audit_begin(c, &audit_id, "agent.accept", n->name,
 			    json_pack("{s:I}", "pending_id", (json_int_t)id)) < 0)
 		goto cleanup;
-	rc = store_pending_agent_accept(c->st, id, n->id);
+	/* The admin says this agent is the node: its first report's host identity binds (the
+	 * identity check would refuse a new machine id or host name otherwise). */
+	if ((rc = store_begin(c->st)) == 0) {
+		if ((rc = store_pending_agent_accept(c->st, id, n->id)) < 0 ||
+		    (rc = store_agent_identity_accept(c->st, n->id, c->caller.name ? c->caller.name
+										  : "?")) < 0 ||
+		    (rc = store_commit(c->st)) < 0)
+			store_rollback(c->st);
+	}
 	api_audit_finish(c, audit_id, rc);
 	if (rc < 0) {
 		api_fail_code(c, rc, "id");

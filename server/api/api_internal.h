@@ -33,6 +33,7 @@ struct api_ctx {
 	const struct secret_key *key;
 	struct bmc_engine *engine;     /* NULL when kilnd runs without one */
 	struct live *live;             /* live BMC calls; NULL without an engine */
+	struct ratelimit *enroll_limit; /* enrollments per client address; NULL: none */
 	struct api_token caller;       /* the token's name is the audit actor */
 	int64_t ui_session_id;         /* > 0: authenticated by a dashboard session's cookie */
 	int64_t ui_expires_at;         /* that session's end */

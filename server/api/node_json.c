@@ -63,6 +63,38 @@ static int bad(const char **out_field, const char *field, const char *fmt, ...)
 	return kiln_fail(KILN_EINVAL, "%s", msg);
 }
 
+/* The folder nodes' CA files must be in ([bmc] ca_dir); "" allows any absolute path. Set
+ * once at start, before the server threads. */
+static char ca_dir[PATH_MAX_LEN];
+
+void node_json_ca_dir_set(const char *dir)
+{
+	size_t n;
+
+	snprintf(ca_dir, sizeof(ca_dir), "%s", dir ? dir : "");
+	n = strlen(ca_dir);
+	while (n > 1 && ca_dir[n - 1] == '/')
+		ca_dir[--n] = '\0';
+}
+
+/* Whether path lies in ca_dir, judged from the text alone: kilnd does not look at the file
+ * here, so the API tells nothing of files outside the folder. */
+static int ca_path_allowed(const char *path)
+{
+	size_t n = strlen(ca_dir);
+	const char *p;
+
+	if (!ca_dir[0])
+		return 1;
+	if (strncmp(path, ca_dir, n) != 0 || path[n] != '/' || !path[n + 1])
+		return 0;
+	for (p = path + n; *p; p++) /* no "." or ".." segment leads out of it */
+		if (p[0] == '/' && p[1] == '.' &&
+		    (p[2] == '/' || !p[2] || (p[2] == '.' && (p[3] == '/' || !p[3]))))
+			return 0;
+	return 1;
+}
+
 /* Printable text of 1..max bytes (UTF-8 allowed, no control characters). */
 static bool text_valid(const char *s, size_t len, size_t max)
 {
@@ -447,6 +479,9 @@ static int field_apply(struct node *n, struct apply *a, const char *k, json_t *v
 			return rc;
 		if (s && s[0] != '/')
 			return bad(out_field, k, "field 'tls_ca_file' must be an absolute path");
+		if (s && !ca_path_allowed(s))
+			return bad(out_field, k, "field 'tls_ca_file' must name a file in %s ([bmc] ca_dir), "
+				   "without . or .. segments", ca_dir);
 		a->ca_given = 1;
 		return set_str(&n->tls_ca_file, s);
 	}

@@ -19,6 +19,10 @@ json_t *node_json_from(const struct node *n);
  * returns KILN_EINVAL (or KILN_ERROR) with a message, and *out_field names the field at
  * fault (or NULL). The caller frees *out with node_free.
  */
+/* The folder a node's tls_ca_file must be in ([bmc] ca_dir; NULL or "": any absolute path).
+ * Call once before any request. */
+void node_json_ca_dir_set(const char *dir);
+
 int node_json_create(struct node **out, json_t *obj, const struct secret_key *key,
 		     const char **out_field);
 

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "secret.h"
 #include "bmc/bmc.h"
 #include "bmc/ipmi/ipmi.h"
 #include "bmc/redfish/redfish.h"
@@ -105,13 +106,17 @@ static int target_copy(struct bmc_target *dst, const struct bmc_target *src)
 	return 0;
 }
 
-/* Everything the driver state depends on; a change rebuilds it (and drops the session). */
+/* Everything the driver state depends on; a change rebuilds it (and drops the session). The
+ * node keeps it for its life: the password is in it as a keyed hash, not in clear. */
 static char *target_key(const struct bmc_target *t)
 {
 	struct kiln_buf b;
+	char pw[65];
+
+	secret_fingerprint(pw, t->password);
 	kiln_buf_init(&b, 0);
 	kiln_buf_printf(&b, "%d|%s|%d|%s|%s|%d|%s|%s|%s|%lld", t->protocol, t->host ? t->host : "",
-			t->port, t->user ? t->user : "", t->password ? t->password : "",
+			t->port, t->user ? t->user : "", pw,
 			t->tls_mode, t->tls_ca_file ? t->tls_ca_file : "",
 			t->tls_fingerprint ? t->tls_fingerprint : "",
 			t->bmc_system ? t->bmc_system : "", (long long)t->credentials_version);

@@ -212,6 +212,9 @@ struct event {
 	int64_t bmc_time;    /* a BMC log entry's own time (its clock), 0: none */
 };
 
+/* Whether node_id already has the event of dedup_key (*out 1), so that adding it again
+ * changes nothing (and spends no event budget). */
+int store_event_exists(struct store *st, int *out, int64_t node_id, const char *dedup_key);
 /* Inserts unless (node_id, dedup_key) already exists (then *out_inserted = 0). */
 int store_event_insert(struct store *st, const struct event *ev, int *out_inserted);
 int store_event_list(struct store *st, struct event **out, size_t *out_count, int64_t since,
@@ -384,6 +387,13 @@ int store_node_bmc_serial_set(struct store *st, const char *name, const char *se
  * KILN_ENOTFOUND when none, KILN_EEXISTS when several nodes share it. */
 int store_node_find_by_serial(struct store *st, int64_t *out_id, char **out_name,
 			      const char *serial);
+/* What enrollment needs of a node: whether it has a live agent token, its running reinstall
+ * job (0: none) and whether that job already let its one enrollment in. */
+int store_agent_enroll_facts(struct store *st, int *out_has_token, int64_t *out_job,
+			     int *out_job_enrolled, int64_t node_id);
+/* Marks the running job's one enrollment used; KILN_EEXISTS when it already was (or the
+ * job no longer runs). */
+int store_job_enroll_take(struct store *st, int64_t job_id);
 
 /* --- an agent bound to its node (store_identity.c) ---------------------------------- */
 
@@ -472,17 +482,24 @@ struct pending_agent {
 	int64_t attempts;
 	int64_t node_id;      /* 0 until accepted */
 	char *node;           /* the accepted node's name, or NULL */
+	char *candidate;      /* the node it resembles (host name, BMC serial), or NULL */
+	char *reason;         /* why it waits, or NULL */
 };
 
 /*
- * Records an enrollment attempt that matched no node (identity: serial, hostname,
- * machine id; NULL is ""). *out_id is the row; *out_node_id the node an admin accepted
- * it as (0 while pending). More than max_rows pending rows: KILN_EBUSY.
+ * Records an enrollment attempt that waits for an admin (identity: serial, hostname,
+ * machine id; NULL is ""), with the node it resembles (candidate_id, 0: none) and why it
+ * waits. *out_id is the row; *out_node_id the node an admin accepted it as (0 while
+ * pending). More than max_rows pending rows: KILN_EBUSY.
  */
 int store_pending_agent_record(struct store *st, int64_t *out_id, int64_t *out_node_id,
 			       const char *dmi_serial, const char *hostname,
-			       const char *machine_id, int64_t enroll_token_id, int max_rows);
+			       const char *machine_id, int64_t enroll_token_id,
+			       int64_t candidate_id, const char *reason, int max_rows);
 int store_pending_agent_list(struct store *st, struct pending_agent **out, size_t *out_count);
+/* Deletes the pending row of this identity (NULL is ""), if any: the agent got its token. */
+int store_pending_agent_forget(struct store *st, const char *dmi_serial, const char *hostname,
+			       const char *machine_id);
 /* Binds a pending agent to a node; KILN_ENOTFOUND for an unknown id. */
 int store_pending_agent_accept(struct store *st, int64_t id, int64_t node_id);
 int store_pending_agent_delete(struct store *st, int64_t id);

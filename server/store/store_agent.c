@@ -688,8 +688,9 @@ int store_agent_history_prune(struct store *st, int64_t before, int limit, int *
 			     " WHERE received_at < ?1 ORDER BY received_at LIMIT ?2)",
 			     before, limit, &deleted)) < 0 ||
 	    (ret = prune_one(st, STMT_AGENT_SEEN_PRUNE,
-			     "DELETE FROM agent_reports_seen WHERE report_id IN (SELECT report_id"
-			     " FROM agent_reports_seen WHERE time < ?1 ORDER BY time LIMIT ?2)",
+			     "DELETE FROM agent_reports_seen WHERE (node_id, report_id) IN (SELECT"
+			     " node_id, report_id FROM agent_reports_seen WHERE time < ?1"
+			     " ORDER BY time LIMIT ?2)",
 			     before, limit, &deleted)) < 0)
 		return ret;
 	if (out_deleted)
@@ -810,6 +811,52 @@ cleanup:
 	*out_id = id;
 	*out_name = name;
 	return 0;
+}
+
+int store_agent_enroll_facts(struct store *st, int *out_has_token, int64_t *out_job,
+			     int *out_job_enrolled, int64_t node_id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_ENROLL_FACTS,
+			      "SELECT EXISTS (SELECT 1 FROM agent_tokens WHERE node_id = ?1"
+			      " AND revoked_at IS NULL), ifnull(j.id, 0), ifnull(j.enrolled_at, 0)"
+			      " FROM (SELECT 1) LEFT JOIN jobs j ON j.node_id = ?1"
+			      " AND j.state = 'running'")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*out_has_token = sqlite3_column_int(s, 0);
+		*out_job = sqlite3_column_int64(s, 1);
+		*out_job_enrolled = sqlite3_column_int64(s, 2) > 0;
+	} else {
+		ret = store_fail(st, rc, "reading a node's enrollment facts");
+	}
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_job_enroll_take(struct store *st, int64_t job_id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_JOB_ENROLL_TAKE,
+			      "UPDATE jobs SET enrolled_at = ?2 WHERE id = ?1 AND enrolled_at = 0"
+			      " AND state = 'running'")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, job_id);
+	sqlite3_bind_int64(s, 2, store_now(st));
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "using a reinstall job's enrollment");
+	else if (sqlite3_changes(st->db) == 0)
+		ret = kiln_fail(KILN_EEXISTS, "job %lld already took its enrollment",
+				(long long)job_id);
+	store_stmt_done(s);
+	return ret;
 }
 
 /* --- enrollment tokens --------------------------------------------------------------- */
@@ -950,6 +997,8 @@ void pending_agent_list_free(struct pending_agent *list, size_t count)
 		free(list[i].hostname);
 		free(list[i].machine_id);
 		free(list[i].node);
+		free(list[i].candidate);
+		free(list[i].reason);
 	}
 	free(list);
 }
@@ -972,7 +1021,8 @@ static int pending_count(struct store *st, int64_t *out)
 
 int store_pending_agent_record(struct store *st, int64_t *out_id, int64_t *out_node_id,
 			       const char *dmi_serial, const char *hostname,
-			       const char *machine_id, int64_t enroll_token_id, int max_rows)
+			       const char *machine_id, int64_t enroll_token_id,
+			       int64_t candidate_id, const char *reason, int max_rows)
 {
 	sqlite3_stmt *s = NULL;
 	int64_t rows = 0, id = 0, node_id = 0;
@@ -983,12 +1033,13 @@ int store_pending_agent_record(struct store *st, int64_t *out_id, int64_t *out_n
 	/* The upsert below either updates an existing row or adds one; refuse only the adding. */
 	if ((ret = store_stmt(st, &s, STMT_PENDING_UPSERT,
 			      "INSERT INTO pending_agents (dmi_serial, hostname, machine_id,"
-			      " enroll_token_id, first_seen, last_seen)"
-			      " SELECT ?1, ?2, ?3, ?4, ?5, ?5 WHERE ?6 OR EXISTS (SELECT 1 FROM"
+			      " enroll_token_id, first_seen, last_seen, candidate_id, reason)"
+			      " SELECT ?1, ?2, ?3, ?4, ?5, ?5, ?7, ?8 WHERE ?6 OR EXISTS (SELECT 1 FROM"
 			      " pending_agents WHERE dmi_serial = ?1 AND hostname = ?2 AND machine_id = ?3)"
 			      " ON CONFLICT (dmi_serial, hostname, machine_id) DO UPDATE SET"
 			      " last_seen = excluded.last_seen, attempts = attempts + 1,"
-			      " enroll_token_id = excluded.enroll_token_id"
+			      " enroll_token_id = excluded.enroll_token_id,"
+			      " candidate_id = excluded.candidate_id, reason = excluded.reason"
 			      " RETURNING id, ifnull(node_id, 0)")) < 0)
 		return ret;
 	store_bind_text(s, 1, dmi_serial ? dmi_serial : "");
@@ -998,6 +1049,9 @@ int store_pending_agent_record(struct store *st, int64_t *out_id, int64_t *out_n
 		sqlite3_bind_int64(s, 4, enroll_token_id);
 	sqlite3_bind_int64(s, 5, store_now(st));
 	sqlite3_bind_int(s, 6, rows < max_rows);
+	if (candidate_id > 0)
+		sqlite3_bind_int64(s, 7, candidate_id);
+	store_bind_text(s, 8, reason);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
 		id = sqlite3_column_int64(s, 0);
@@ -1027,8 +1081,9 @@ int store_pending_agent_list(struct store *st, struct pending_agent **out, size_
 
 	if ((ret = store_stmt(st, &s, STMT_PENDING_LIST,
 			      "SELECT p.id, p.dmi_serial, p.hostname, p.machine_id, p.first_seen,"
-			      " p.last_seen, p.attempts, ifnull(p.node_id, 0), n.name"
+			      " p.last_seen, p.attempts, ifnull(p.node_id, 0), n.name, c.name, p.reason"
 			      " FROM pending_agents p LEFT JOIN nodes n ON n.id = p.node_id"
+			      " LEFT JOIN nodes c ON c.id = p.candidate_id"
 			      " ORDER BY p.id")) < 0)
 		return ret;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -1045,7 +1100,9 @@ int store_pending_agent_list(struct store *st, struct pending_agent **out, size_
 		if ((ret = store_column_strdup(&p->dmi_serial, s, 1)) < 0 ||
 		    (ret = store_column_strdup(&p->hostname, s, 2)) < 0 ||
 		    (ret = store_column_strdup(&p->machine_id, s, 3)) < 0 ||
-		    (ret = store_column_strdup(&p->node, s, 8)) < 0)
+		    (ret = store_column_strdup(&p->node, s, 8)) < 0 ||
+		    (ret = store_column_strdup(&p->candidate, s, 9)) < 0 ||
+		    (ret = store_column_strdup(&p->reason, s, 10)) < 0)
 			goto cleanup;
 	}
 	if (rc != SQLITE_DONE)
@@ -1077,6 +1134,26 @@ int store_pending_agent_accept(struct store *st, int64_t id, int64_t node_id)
 		ret = store_fail(st, rc, "accepting a pending agent");
 	else if (sqlite3_changes(st->db) == 0)
 		ret = kiln_fail(KILN_ENOTFOUND, "no pending agent %lld", (long long)id);
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_pending_agent_forget(struct store *st, const char *dmi_serial, const char *hostname,
+			       const char *machine_id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_PENDING_FORGET,
+			      "DELETE FROM pending_agents WHERE dmi_serial = ?1 AND hostname = ?2"
+			      " AND machine_id = ?3")) < 0)
+		return ret;
+	store_bind_text(s, 1, dmi_serial ? dmi_serial : "");
+	store_bind_text(s, 2, hostname ? hostname : "");
+	store_bind_text(s, 3, machine_id ? machine_id : "");
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "forgetting a pending agent");
 	store_stmt_done(s);
 	return ret;
 }

@@ -5,6 +5,27 @@
 #include "kiln/error.h"
 #include "store/store_internal.h"
 
+int store_event_exists(struct store *st, int *out, int64_t node_id, const char *dedup_key)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_EVENT_EXISTS,
+			      "SELECT EXISTS (SELECT 1 FROM events WHERE node_id IS ?1"
+			      " AND dedup_key = ?2)")) < 0)
+		return ret;
+	if (node_id)
+		sqlite3_bind_int64(s, 1, node_id);
+	store_bind_text(s, 2, dedup_key);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int(s, 0);
+	else
+		ret = store_fail(st, rc, "looking an event up");
+	store_stmt_done(s);
+	return ret;
+}
+
 int store_event_insert(struct store *st, const struct event *ev, int *out_inserted)
 {
 	sqlite3_stmt *s = NULL;

@@ -1,5 +1,5 @@
 # Integration: kiln-agent (fake NVML, --root fixtures) -> kilnd: per-node tokens, enrollment
-# by serial and by name, refused and revoked enrollment tokens, pending agents, reports made
+# by serial and by name (an admin accepts), refused and revoked enrollment tokens, pending agents, reports made
 # while kilnd is down arriving exactly once, a lost acknowledgement, Xids once, kiln gpus.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -140,16 +140,31 @@ same "enrolled by serial as gpu03" \
 	"$(sql "SELECT hostname FROM node_agent_state WHERE node_id = $(node_id gpu03)")" reinstalled-host
 [ -s "$T/agent-reinstalled/agent.token" ] && pass "the agent stored its node token" ||
 	fail "no agent.token in the agent's state dir"
-# By name ("gpu04.lab.example" -> gpu04); the placeholder serial matches nothing.
+# By name ("gpu04.lab.example" -> gpu04; the placeholder serial matches nothing) an agent
+# waits for an admin: the fleet token is on every node and a name proves nothing
+# (test_agent_enroll.sh).
+agent gpu04 --once --enroll-token-file "$T/enroll.token" && fail "enrolled by name without an admin"
+"$KILN" -o json agent pending >"$T/pending.json" || fail "kiln agent pending"
+same "the agent enrolling by name waits, named after gpu04" \
+	"$(jq -r '.[0].candidate' "$T/pending.json")" gpu04
+"$KILN" agent accept "$(jq -r '.[0].id' "$T/pending.json")" gpu04 >/dev/null ||
+	fail "kiln agent accept (gpu04)"
 agent gpu04 --once --enroll-token-file "$T/enroll.token" ||
-	fail "enrollment by name: $(tail -3 "$T/agent-gpu04.log")"
-same "enrolled by name as gpu04" "$(history_rows gpu04)" 1
-# Enrolling again gives a new token and revokes the previous one.
+	fail "enrollment by name once accepted: $(tail -3 "$T/agent-gpu04.log")"
+same "enrolled by name as gpu04 once accepted" "$(history_rows gpu04)" 2
+# Enrolling again waits too: the node's token is neither replaced nor revoked.
 OLD4=$(cat "$T/agent-gpu04/agent.token")
-same "enrolling again" "$(kiln_api POST /agent/enroll '{"hostname":"gpu04","dmi_serial":"x"}' "$(cat "$T/enroll.token")")" 201
-same "... names the node" "$(jq -r .node "$KILN_BODY_FILE")" gpu04
-same "... and revokes the previous token" \
-	"$(kiln_api POST /agent/report "$(sql "SELECT report FROM node_agent_state LIMIT 1")" "$OLD4")" 401
+same "enrolling again waits for an admin" "$(kiln_api POST /agent/enroll '{"hostname":"gpu04","dmi_serial":"x"}' "$(cat "$T/enroll.token")")" 202
+same "... naming the node it resembles" "$(jq -r .node "$KILN_BODY_FILE")" gpu04
+"$KILN" agent reject "$(jq -r .id "$KILN_BODY_FILE")" >/dev/null || fail "kiln agent reject"
+same "... and the node's token still works" \
+	"$(kiln_api POST /agent/report "$(sql "SELECT report FROM node_agent_state WHERE node_id = $(node_id gpu04)")" "$OLD4")" 200
+# Report ids are unique per node: gpu04's report with the id of gpu01's is gpu04's own.
+ID1=$(sql "SELECT report_id FROM node_agent_state WHERE node_id = $(node_id gpu01)")
+same "another node's report id is no duplicate" \
+	"$(kiln_api POST /agent/report "$(sql "SELECT report FROM node_agent_state WHERE node_id = $(node_id gpu04)" |
+		jq -c --arg id "$ID1" '.report_id = $id')" "$OLD4")" 201
+same "... stored for gpu04" "$(sql "SELECT report_id FROM node_agent_state WHERE node_id = $(node_id gpu04)")" "$ID1"
 
 # Wrong and revoked enrollment tokens are refused; nothing is recorded.
 echo kiln_wrong_enrollment_token_000000000000000000000 >"$T/wrong.token"

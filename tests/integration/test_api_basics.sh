@@ -93,6 +93,8 @@ unknown workaround|{"name":"v1","ipmi_workarounds":"opensesspriv,frobnicate"}|ip
 tls mode|{"name":"v1","bmc":"redfish://h","tls":"maybe"}|tls
 tls ca without a file|{"name":"v1","bmc":"redfish://h","tls":"ca"}|tls_ca_file
 relative ca file|{"name":"v1","bmc":"redfish://h","tls_ca_file":"ca.pem"}|tls_ca_file
+ca file outside [bmc] ca_dir|{"name":"v1","bmc":"redfish://h","tls":"ca","tls_ca_file":"/etc/shadow"}|tls_ca_file
+ca file out of ca_dir by ..|{"name":"v1","bmc":"redfish://h","tls":"ca","tls_ca_file":"/etc/kiln/ca/../../shadow"}|tls_ca_file
 short fingerprint|{"name":"v1","bmc":"redfish://h","tls_fingerprint":"abcd"}|tls_fingerprint
 fingerprint with tls insecure|{"name":"v1","bmc":"redfish://h","tls":"insecure","tls_fingerprint":"AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89"}|tls_fingerprint
 sol over redfish|{"name":"v1","bmc":"redfish://h","sol":"redfish://h2"}|sol

@@ -373,8 +373,13 @@ int rf_request_start(struct rf_op *op, struct rf_step *step)
 			req->headers = curl_slist_append(req->headers, hdr.data);
 		} else if (b->user) {
 			curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+			char *password = NULL;
+
+			/* curl keeps its own copy in the handle for the request */
 			curl_easy_setopt(h, CURLOPT_USERNAME, b->user);
-			curl_easy_setopt(h, CURLOPT_PASSWORD, b->password ? b->password : "");
+			if (secret_unseal(&password, &b->password) == 0)
+				curl_easy_setopt(h, CURLOPT_PASSWORD, password ? password : "");
+			secret_free_string(password);
 		}
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, req->headers);

@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "secret.h"
 #include "bmc/bmc.h"
 #include "bmc/redfish/redfish.h"
 #include "kiln/buf.h"
@@ -39,7 +40,8 @@ struct redfish_bmc {
 	int64_t cred_version;                  /* the target's credentials_version */
 	char *name;
 	char *base_url;                        /* "https://host:port" */
-	char *user, *password;
+	char *user;
+	struct secret_sealed password; /* unsealed only to build a login or a Basic request */
 	int tls_insecure, plain_http;
 	int ip_literal;                        /* host is an address: its DNS entry is kept */
 	int shard;                             /* the curl multi handle its requests go to */

@@ -487,10 +487,7 @@ static void bmc_free(struct redfish_bmc *b)
 	free(b->name);
 	free(b->base_url);
 	free(b->user);
-	if (b->password) {
-		explicit_bzero(b->password, strlen(b->password));
-		free(b->password);
-	}
+	secret_sealed_clear(&b->password);
 	free(b->ca_file);
 	free(b->fingerprint);
 	free(b->want_system);
@@ -962,7 +959,10 @@ int redfish_bmc_new(struct redfish *rf, struct redfish_bmc **out, const struct b
 	b->name = xstrdup(t->node_name ? t->node_name : t->host);
 	b->base_url = xstrdup(base);
 	b->user = xstrdup(t->user);
-	b->password = xstrdup(t->password);
+	if (secret_seal(&b->password, t->password) < 0) {
+		bmc_free(b);
+		return kiln_fail_prefix(KILN_ERROR, "redfish: %s", t->node_name);
+	}
 	b->plain_http = plain;
 	unsigned char addr[16];
 	b->ip_literal = inet_pton(AF_INET, t->host, addr) == 1 || inet_pton(AF_INET6, t->host, addr) == 1;

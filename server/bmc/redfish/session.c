@@ -104,9 +104,15 @@ int rf_session_recall(struct rf_op *op)
 void rf_push_login(struct rf_op *op)
 {
 	const struct redfish_bmc *b = op->bmc;
-	json_t *body = json_pack("{s:s, s:s}", "UserName", b->user, "Password",
-				 b->password ? b->password : "");
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	char *password = NULL, *text = NULL;
+	json_t *body = NULL;
+
+	/* the password exists in clear only while this body is built and sent */
+	if (secret_unseal(&password, &b->password) == 0)
+		body = json_pack("{s:s, s:s}", "UserName", b->user, "Password",
+				 password ? password : "");
+	secret_free_string(password);
+	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	rf_push(op, "POST", b->sessions, text, RF_LOGIN | RF_ALLOW_ERROR, NULL);
 	if (text) {
 		explicit_bzero(text, strlen(text));

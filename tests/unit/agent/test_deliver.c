@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -30,6 +31,8 @@ static struct {
 	enum mode mode;
 	char stored[64][40]; /* report ids stored, in arrival order */
 	int nstored, nrequests;
+	int enroll_busy;     /* answer this many enrollments 429 Retry-After: 1 */
+	int nenroll;         /* enrollments asked */
 	char last_auth[128];
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -40,7 +43,8 @@ static void reply(int c, int status, const char *body)
 	char head[256];
 	int n = snprintf(head, sizeof head,
 			 "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-			 "Connection: close\r\n\r\n", status, strlen(body));
+			 "%sConnection: close\r\n\r\n", status, strlen(body),
+			 status == 429 ? "Retry-After: 1\r\n" : "");
 
 	if (write(c, head, (size_t)n) < 0 || write(c, body, strlen(body)) < 0)
 		return;
@@ -75,8 +79,11 @@ static void handle(int c)
 	if (auth)
 		sscanf(auth + 22, "%127[^\r]", srv.last_auth);
 	if (strncmp(req, "POST /api/v1/agent/enroll ", 26) == 0) {
+		srv.nenroll++;
 		if (strcmp(srv.last_auth, "fleet-secret") != 0)
 			reply(c, 401, "{\"error\":\"bad enrollment token\"}");
+		else if (srv.enroll_busy > 0 && srv.enroll_busy--)
+			reply(c, 429, "{\"error\":\"too many enrollments\"}");
 		else if (!strstr(body, "\"dmi_serial\":\"SN-1\""))
 			reply(c, 202, "{\"status\":\"pending\"}");
 		else
@@ -292,18 +299,30 @@ static void test_enroll(void **state)
 	struct delivery d = { 0 };
 	char server[64], dir[64], path[128], cmd[128], *node = NULL, *tok = NULL, *stored = NULL;
 	struct stat st;
+	time_t t0;
+	long retry = -1;
 	FILE *f;
 
 	(void)state;
 	url(server, sizeof server);
-	assert_int_equal(enroll_request(&node, &tok, server, "fleet-secret", NULL, "SN-1", "h1", NULL), 0);
+	assert_int_equal(enroll_request(&node, &tok, &retry, server, "fleet-secret", NULL, "SN-1",
+					"h1", NULL), 0);
 	assert_string_equal(node, "n1");
 	assert_string_equal(tok, "tok-n1");
 	free(node);
 	free(tok);
-	assert_int_equal(enroll_request(&node, &tok, server, "wrong", NULL, "SN-1", "h1", NULL), KILN_EAUTH);
-	assert_int_equal(enroll_request(&node, &tok, server, "fleet-secret", NULL, "SN-unknown", "h1",
-					NULL), KILN_EBUSY);
+	assert_int_equal(enroll_request(&node, &tok, &retry, server, "wrong", NULL, "SN-1", "h1",
+					NULL), KILN_EAUTH);
+	assert_int_equal(enroll_request(&node, &tok, &retry, server, "fleet-secret", NULL,
+					"SN-unknown", "h1", NULL), KILN_EBUSY);
+	assert_int_equal(retry, 0); /* pending: nothing to wait for */
+	/* kilnd's rate limit: 429 with Retry-After */
+	pthread_mutex_lock(&srv.lock);
+	srv.enroll_busy = 1;
+	pthread_mutex_unlock(&srv.lock);
+	assert_int_equal(enroll_request(&node, &tok, &retry, server, "fleet-secret", NULL, "SN-1",
+					"h1", NULL), KILN_EBUSY);
+	assert_int_equal(retry, 1);
 
 	/* through delivery: enrolls on first use, stores the token 0600, reports with it */
 	snprintf(dir, sizeof dir, "/tmp/kiln-enroll-XXXXXX");
@@ -318,6 +337,12 @@ static void test_enroll(void **state)
 	d.enroll_token_file = path;
 	d.state_dir = dir;
 	set_mode(UP);
+	/* two answers 429 Retry-After: 1: the delivery waits them out, then enrolls */
+	pthread_mutex_lock(&srv.lock);
+	srv.enroll_busy = 2;
+	srv.nenroll = 0;
+	pthread_mutex_unlock(&srv.lock);
+	t0 = time(NULL);
 	{
 		const char *text = "{\"report_id\":\"0000000000000000000000000000abcd\","
 				   "\"host\":{\"dmi_serial\":\"SN-1\",\"hostname\":\"h1\"}}";
@@ -327,6 +352,8 @@ static void test_enroll(void **state)
 		json_decref(r);
 	}
 	assert_string_equal(srv.last_auth, "tok-n1");
+	assert_int_equal(srv.nenroll, 3);
+	assert_true(time(NULL) - t0 >= 2);
 	assert_int_equal(enroll_token_load(&stored, dir), 0);
 	assert_string_equal(stored, "tok-n1");
 	free(stored);

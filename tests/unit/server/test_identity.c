@@ -154,10 +154,51 @@ static void test_serial_useful(void **state)
 	assert_false(identity_serial_useful("0"));
 }
 
+/* Enrollment: the fleet token is on every node, so only the BMC's serial takes a node, and
+ * only one without an agent (or a running reinstall job's one enrollment). */
+struct enroll_row {
+	const char *name;
+	struct enroll_facts f;
+	enum enroll_verdict verdict;
+	const char *reason; /* a part of the reason, NULL: none expected */
+};
+
+static const struct enroll_row enroll_rows[] = {
+	{ "no node matches", { NULL, 0, 0, 0, 0 }, ENROLL_PENDING, "no node matches" },
+	{ "the BMC's serial, no agent yet", { "gpu03", 1, 0, 0, 0 }, ENROLL_ISSUE, NULL },
+	{ "the BMC's serial, the node has an agent", { "gpu03", 1, 1, 0, 0 }, ENROLL_PENDING,
+	  "node gpu03 already has an agent token" },
+	{ "host name only, no agent yet", { "gpu03", 0, 0, 0, 0 }, ENROLL_PENDING,
+	  "host name matches node gpu03" },
+	{ "host name only, the node has an agent", { "gpu03", 0, 1, 0, 0 }, ENROLL_PENDING,
+	  "only an admin binds by name" },
+	{ "host name only, during a reinstall", { "gpu03", 0, 1, 7, 0 }, ENROLL_PENDING,
+	  "host name matches" },
+	{ "the BMC's serial during a reinstall", { "gpu03", 1, 1, 7, 0 }, ENROLL_REINSTALL, NULL },
+	{ "the reinstall's one enrollment is spent", { "gpu03", 1, 1, 7, 1 }, ENROLL_PENDING,
+	  "already took its enrollment" },
+	{ "a reinstall, no agent yet", { "gpu03", 1, 0, 7, 0 }, ENROLL_ISSUE, NULL },
+};
+
+static void test_enroll_decide(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(enroll_rows) / sizeof(enroll_rows[0]); i++) {
+		const struct enroll_row *w = &enroll_rows[i];
+		struct enroll_decision d;
+
+		enroll_decide(&d, &w->f);
+		if (d.verdict != w->verdict || (w->reason && !strstr(d.reason, w->reason)) ||
+		    (!w->reason && d.reason[0]))
+			fail_msg("%s: got verdict %d reason '%s'", w->name, d.verdict, d.reason);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_enroll_decide),
 		cmocka_unit_test(test_serial_useful),
 	};
 

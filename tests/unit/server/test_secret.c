@@ -230,6 +230,56 @@ static void test_token_hash(void **state)
 	assert_memory_not_equal(h, h2, 32);
 }
 
+/* A sealed secret opens again in this process; NULL stays none. */
+static void test_seal(void **state)
+{
+	struct secret_sealed s = { 0 }, none = { 0 };
+	char *back = NULL;
+
+	(void)state;
+	assert_int_equal(secret_seal(&s, "hunter2"), 0);
+	assert_non_null(s.ct);
+	assert_null(memmem(s.ct, s.len, "hunter2", 7));
+	assert_int_equal(secret_unseal(&back, &s), 0);
+	assert_string_equal(back, "hunter2");
+	secret_free_string(back);
+	secret_sealed_clear(&s);
+	assert_null(s.ct);
+	assert_int_equal(secret_seal(&none, NULL), 0);
+	assert_null(none.ct);
+	assert_int_equal(secret_unseal(&back, &none), 0);
+	assert_null(back);
+}
+
+/* Equal secrets give one fingerprint, others another; the text is not in it. */
+static void test_fingerprint(void **state)
+{
+	char a[65], b[65], c[65], n[65];
+
+	(void)state;
+	secret_fingerprint(a, "hunter2");
+	secret_fingerprint(b, "hunter2");
+	secret_fingerprint(c, "hunter3");
+	secret_fingerprint(n, NULL);
+	assert_string_equal(a, b);
+	assert_string_not_equal(a, c);
+	assert_string_not_equal(a, n);
+	assert_int_equal(strlen(a), 64);
+}
+
+/* The state dir's key lives in sodium_malloc'd memory, zeroed at first. */
+static void test_key_memory(void **state)
+{
+	struct secret_key *k = secret_key_new();
+
+	(void)state;
+	assert_non_null(k);
+	for (size_t i = 0; i < sizeof(k->key); i++)
+		assert_int_equal(k->key[i], 0);
+	secret_key_free(k);
+	secret_key_free(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +290,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_key_refused, tmp_setup, tmp_teardown),
 		cmocka_unit_test(test_token),
 		cmocka_unit_test(test_token_hash),
+		cmocka_unit_test(test_seal),
+		cmocka_unit_test(test_fingerprint),
+		cmocka_unit_test(test_key_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
