@@ -820,8 +820,14 @@ static void history_fill(struct agent_history_row *h, char **gpus_json,
 	for (size_t i = 0; i < r->ngpus; i++) {
 		const struct agent_gpu *g = &r->gpus[i];
 
-		if (g->ecc_volatile_uncorrected >= 0)
-			ecc = (ecc < 0 ? 0 : ecc) + g->ecc_volatile_uncorrected;
+		/* saturating: counts near INT64_MAX would overflow the sum */
+		if (g->ecc_volatile_uncorrected >= 0) {
+			if (ecc < 0)
+				ecc = 0;
+			ecc = g->ecc_volatile_uncorrected > INT64_MAX - ecc
+				      ? INT64_MAX
+				      : ecc + g->ecc_volatile_uncorrected;
+		}
 		if (arr) {
 			/* at most 2 + 20 + 3 * (1 + 39) + 1 < 96 bytes */
 			used += (size_t)snprintf(arr + used, cap - used, "%s[%lld,", i ? "," : "",

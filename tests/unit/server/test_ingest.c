@@ -688,6 +688,27 @@ static void test_history_pruned(void **state)
 	assert_int_equal(store_wal_checkpoint(f->st), 0);
 }
 
+/* ECC counts at the top of their range (issue 17, finding 6): the history row's sum
+ * saturates instead of overflowing (UBSan aborted here: signed integer overflow). */
+static void test_ecc_sum_saturates(void **state)
+{
+	struct fx *f = *state;
+	json_t *r = mkreport("r1", 2);
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+
+	json_object_set_new(gpu(r, 0), "ecc_volatile_uncorrected", json_integer(INT64_MAX));
+	json_object_set_new(gpu(r, 1), "ecc_volatile_uncorrected", json_integer(INT64_MAX));
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT ecc_uncorrected FROM agent_history", -1,
+					    &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_true(sqlite3_column_int64(s, 0) == INT64_MAX);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+}
+
 /* Several threads queue reports for the writer at once, each waiting for its answer. */
 struct submitter {
 	int64_t node;
@@ -1374,6 +1395,7 @@ int main(void)
 		T(test_older_report_keeps_state),
 		T(test_batch_items_independent),
 		T(test_history_pruned),
+		T(test_ecc_sum_saturates),
 		T(test_submit_concurrent),
 		T(test_text_kept_and_gpus_in_place),
 		T(test_writer_commits),
