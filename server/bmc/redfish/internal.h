@@ -90,6 +90,7 @@ struct rf_reply {
 	const char *body;
 	size_t body_len;
 	json_t *json;                          /* parsed body, or NULL (empty body or error status) */
+	size_t parse_cost;                     /* of json, taken from the parse budget (budget.h) */
 	const char *location;
 	const char *etag;
 	const char *token;
@@ -107,6 +108,7 @@ enum {
 	RF_ALLOW_ERROR = 2,  /* pass 4xx/5xx to the handler instead of failing */
 	RF_LOGIN = 4,        /* internal: POST Sessions */
 	RF_NO_RETRY = 8,     /* never retry this one as transient */
+	RF_LOG_PAGE = 16,    /* a page of log entries: RF_BODY_LOG_MAX, not a resource's cap */
 };
 
 struct rf_step {

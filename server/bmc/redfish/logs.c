@@ -130,7 +130,7 @@ static int on_entries(struct rf_op *op, const struct rf_reply *r)
 	const char *next = json_string_value(json_object_get(r->json, "Members@odata.nextLink"));
 	/* pages whose entries we have all seen end the walk (a BMC that ignores $skip) */
 	if (next && added > 0 && op->index++ < LOG_PAGES_MAX)
-		rf_push(op, "GET", next, NULL, RF_ALLOW_ERROR, on_entries);
+		rf_push(op, "GET", next, NULL, RF_ALLOW_ERROR | RF_LOG_PAGE, on_entries);
 	return 0;
 }
 
@@ -138,7 +138,7 @@ static int on_service(struct rf_op *op, const struct rf_reply *r)
 {
 	const char *entries = rf_link(r->json, "Entries");
 	if (entries)
-		rf_push(op, "GET", entries, NULL, RF_ALLOW_ERROR, on_entries);
+		rf_push(op, "GET", entries, NULL, RF_ALLOW_ERROR | RF_LOG_PAGE, on_entries);
 	return 0;
 }
 
