@@ -1,12 +1,15 @@
 # Integration: an agent's report with hostile values (issue 17, findings 4-6). One node with a
-# BMC simulator and remediation on. A report whose GPU reads 1.7e308 degC, whose version
-# strings carry terminal escapes, a bidi override and a forged table line, and whose ECC
-# counts sit at INT64_MAX is stored with those fields null and listed in rejected_fields: the
-# node stays in GET /status (as many as the summary counts), its rack keeps power_peak_w in
-# GET /report, the node warns of the refused fields and `kiln status` prints no control
-# byte. Then every report it sends is refused whole (no gpus list): each answers 400 naming
-# the field, the node shows it, and past the hung threshold it is never judged hung nor
-# power-cycled (its agent is alive, only unreadable).
+# BMC simulator (its System's model hostile too) and remediation on. A report whose GPU reads
+# 1.7e308 degC, whose version strings carry terminal escapes, a bidi override and a forged
+# table line, and whose ECC counts sit at INT64_MAX is stored with those fields null and
+# listed in rejected_fields: the node stays in GET /status (as many as the summary counts),
+# its rack keeps power_peak_w in GET /report, the node warns of the refused fields, and no
+# kiln table (status, gpus, inventory, sel, report, events) prints a control byte, a C1
+# control or a bidi override from the agent's GPU name, the BMC's model or its log entry:
+# each is shown escaped, and kilnd's log carries none either. Then every report it sends is
+# refused whole (no gpus list): each answers 400 naming the field, the node shows it, and
+# past the hung threshold it is never judged hung nor power-cycled (its agent is alive, only
+# unreadable).
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
@@ -31,6 +34,7 @@ T=$KILN_TEST_TMP
 cat >"$T/kilnd.conf" <<EOF
 [poller]
 interval = 5s
+sel_every = 1
 health_every = 1s
 [health]
 agent_interval = 2s
@@ -46,7 +50,11 @@ on_exit() {
 }
 trap on_exit EXIT
 
-bmcsim_start "$T/sim" "$FIX" || exit 1
+# the BMC's own strings are hostile too: its System's model
+cp -r "$FIX" "$T/mock"
+sysdoc=$T/mock/Systems/$(jq -r '.Members[0]."@odata.id"' "$FIX/Systems/index.json" | sed 's|.*/||')/index.json
+jq '.Model = "XE9680\u001b]0;pwned\u0007\u009b2J\u202eevil"' "$sysdoc" >"$T/sys.json" && mv "$T/sys.json" "$sysdoc"
+bmcsim_start "$T/sim" "$T/mock" || exit 1
 kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
 printf 'password\n' >"$T/bmc.pw"
 "$KILN" node add gpu01 --bmc "redfish+http://127.0.0.1:$BMCSIM_PORT" --bmc-user admin \
@@ -75,7 +83,7 @@ on_now() { [ "$(field power)" = on ]; }
 wait_for "the BMC's power is read" 30 on_now || exit 1
 
 same "a clean report is stored" "$(post .)" 201
-hostile='.gpus[0].temperature_c = 1.7e308
+hostile='.gpus[0].temperature_c = 1.7e308 | .gpus[3].name = "H100\u001b[2J\u009b31m\u202e\u2066x"
 	| .gpus[1].ecc_volatile_uncorrected = "ECCMAX" | .gpus[2].ecc_volatile_uncorrected = "ECCMAX"
 	| .nvidia.driver_version = "550.54.15\u001b[2J\u001b]0;pwned\u0007"
 	| .nvidia.cuda_driver_version = "12.4\u202e"
@@ -104,9 +112,24 @@ warned() {
 	field 'reasons[]' | grep -q '^agent reports fields kiln refused: nvidia.driver_version, nvidia.kernel_module_version, nvidia.cuda_driver_version, gpus\[0\].temperature_c$'
 }
 wait_for "the node warns of the refused fields" 10 warned
-"$KILN" status >"$T/status.txt" 2>&1
-LC_ALL=C grep -q $'\x1b\|\xc2\x9b\|\xe2\x80\xae\|\x07' "$T/status.txt"
-same "kiln status prints no control byte" $? 1
+# a BMC log entry with a forged line and a title sequence: the node's health quotes it
+curl -s -o /dev/null -X POST "$BMCSIM_URL/_sim/inject" \
+	-d '{"log":{"message":"PSU lost\u001b]0;pwned\u0007\r\ngpu07  on  ok \u009b2J","severity":"Critical"}}'
+quoted() { post "$hostile" >/dev/null; field 'reasons[]' | grep -q '^bmc log: .*PSU lost'; }
+wait_for "the node's health quotes the BMC's log entry" 20 quoted || { field reasons; "$KILN" sel gpu01 -o json | tail -c 600; } >&2
+# no control byte, C1 control (U+009B) or bidi override (U+202E, U+2066) on the terminal
+hostile_bytes() { LC_ALL=C grep -c $'\x1b\|\x07\|\r\|\xc2\x9b\|\xe2\x80\xae\|\xe2\x81\xa6' "$1"; }
+for cmd in "status" "gpus gpu01" "inventory gpu01" "sel gpu01" "report --since 1h" \
+	"events gpu01 --since 1h"; do
+	# shellcheck disable=SC2086
+	"$KILN" $cmd >"$T/out.txt" 2>&1
+	same "kiln $cmd prints no control byte" "$(hostile_bytes "$T/out.txt")" 0
+done
+grep -q 'XE9680\\x1b\]0;pwned\\x07\\u009b2J\\u202eevil' "$T/out.txt" ||
+	"$KILN" inventory gpu01 | grep -q 'XE9680\\x1b\]0;pwned\\x07\\u009b2J\\u202eevil'
+check "the BMC's model is shown escaped" $? "$("$KILN" inventory gpu01 2>&1)"
+grep -q 'pwned' "$KILND_LOG" && LC_ALL=C grep -q $'\x1b]0;pwned' "$KILND_LOG"
+same "kilnd's log carries no escape sequence" $? 1
 
 # Every report refused whole from now on: the agent is alive, not silent.
 same "a report without its gpus list is refused" "$(post 'del(.gpus)')" 400
