@@ -97,8 +97,13 @@ same "the node's agent object lists them too" \
 	"$(jq -r '.agent.rejected_fields | length' "$KILN_BODY_FILE" 2>/dev/null)" 4
 same "the refused driver version is stored as null" "$(jq -r '.agent.driver_version' "$KILN_BODY_FILE")" null
 
+# a node whose agent never reported (the GPU list's lookup had nothing to search)
+"$KILN" node add gpu02 >/dev/null || fail "node add gpu02"
+same "GET /gpus on a node that never reported answers" "$(kiln_api GET '/gpus?range=gpu02')" 200
+same "it says so" "$(jq -r '.[0].error' "$KILN_BODY_FILE")" "no agent report yet"
 kiln_api GET /status >/dev/null
 same "the node stays in GET /status" "$(jq -r '[.nodes[] | select(.name == "gpu01" or .node == "gpu01")] | length' "$KILN_BODY_FILE")" 1
+same "beside the one that never reported" "$(jq -r '.summary.nodes' "$KILN_BODY_FILE")" 2
 same "the list has every node the summary counts" \
 	"$(jq -r '(.nodes | length) == .summary.nodes' "$KILN_BODY_FILE")" true
 kiln_api GET "/report?since=3600" >/dev/null
