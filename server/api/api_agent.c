@@ -84,7 +84,7 @@ static void report_answer(struct api_ctx *c, const struct ingest_item *it,
 			 it->error[0] ? it->error : kiln_error_name(it->rc));
 		return;
 	}
-	/* the agent learns which fields were refused (its log says so) */
+	/* whoever sent it learns which fields were refused (curl, a debugging admin) */
 	api_reply(c, it->duplicate ? MHD_HTTP_OK : MHD_HTTP_CREATED,
 		  json_pack("{s:s, s:s, s:O?}", "report_id", ingest_report_id(r), "status",
 			    it->duplicate ? "duplicate" : "stored", "rejected_fields",
