@@ -472,6 +472,13 @@ static int gpu_parse(struct check *c, struct agent_gpu *g, json_t *o, size_t i)
 	return 0;
 }
 
+/* An Xid's own fields beside its number (which is what the event is). */
+static const struct leaf_rule xid_rules[] = {
+	LR_INT("seq", 0, INT64_MAX),
+	LR_INT("time_us", 0, INT64_MAX),
+	LR_INT("gpu_index", 0, 1023),
+};
+
 static int xid_check(struct check *c, json_t *o, size_t i)
 {
 	char pre[40];
@@ -482,6 +489,8 @@ static int xid_check(struct check *c, json_t *o, size_t i)
 	snprintf(pre, sizeof(pre), "xid_events[%zu]", i);
 	if (!json_is_object(o))
 		return bad(c, pre, "must be an object");
+	if ((rc = LEAVES(c, o, pre, xid_rules)) < 0)
+		return rc;
 	if ((rc = opt_int(c, &v, o, pre, "xid", 0, 100000)) < 0)
 		return rc;
 	if (v < 0) {

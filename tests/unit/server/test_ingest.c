@@ -363,6 +363,7 @@ static void test_fields_rejected(void **state)
 		{ "gpus0", "remapped_rows_uncorrected", "-1", "gpus[0].remapped_rows_uncorrected" },
 		{ "host", "cpu_threads", "0", "host.cpu_threads" },
 		{ NULL, "cudnn_version", "\"9\\u009b31m\"", "cudnn_version" },
+		{ "xid0", "gpu_index", "5000", "xid_events[0].gpu_index" },
 	};
 	struct fx *f = *state;
 
@@ -376,8 +377,11 @@ static void test_fields_rejected(void **state)
 
 		snprintf(id, sizeof(id), "r%zu", i);
 		set_path(r, NULL, "report_id", json_string(id));
+		add_xid(r, 13, 4, "00000000:18:00.0", "Graphics SM Warp Exception");
 		if (c->obj && strcmp(c->obj, "gpus0") == 0)
 			target = gpu(r, 0);
+		else if (c->obj && strcmp(c->obj, "xid0") == 0)
+			target = json_array_get(json_object_get(r, "xid_events"), 0);
 		else if (c->obj)
 			target = json_object_get(r, c->obj);
 		v = json_loads(c->value, JSON_DECODE_ANY, &err);
