@@ -10,6 +10,7 @@
 
 #include <kiln/buf.h>
 #include <kiln/error.h>
+#include <kiln/escape.h>
 #include <kiln/noderange.h>
 #include <kiln/parse.h>
 
@@ -175,7 +176,9 @@ void bmc_cli_row_error(struct bmc_cli_rows *r, const json_t *obj)
 		return;
 	progress_clear(r);
 	fflush(stdout);
-	fprintf(stderr, "kiln: %s: %s\n", node ? node : "?", err);
+	char safe[1024];
+
+	fprintf(stderr, "kiln: %s: %s\n", node ? node : "?", kiln_escape(safe, sizeof(safe), err, 0));
 }
 
 void bmc_cli_row_none(struct bmc_cli_rows *r, const json_t *obj, const char *fallback)

@@ -12,6 +12,7 @@
 
 #include <kiln/buf.h>
 #include <kiln/error.h>
+#include <kiln/escape.h>
 #include <kiln/http.h>
 #include <kiln/parse.h>
 
@@ -540,8 +541,11 @@ static int console_capture_range(struct cli_ctx *ctx, const char *range, int on)
 		const char *node = json_string_value(json_object_get(e, "node"));
 		const char *err = json_string_value(json_object_get(e, "error"));
 
+		char safe[1024];
+
 		if (err)
-			fprintf(stderr, "kiln: %s: %s\n", node ? node : "?", err);
+			fprintf(stderr, "kiln: %s: %s\n", node ? node : "?",
+				kiln_escape(safe, sizeof(safe), err, 0));
 		else
 			printf("console capture %s for %s\n", on ? "on" : "off", node ? node : "?");
 	}

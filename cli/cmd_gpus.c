@@ -6,6 +6,7 @@
 
 #include <kiln/buf.h>
 #include <kiln/error.h>
+#include <kiln/escape.h>
 
 #include "cli.h"
 #include "client.h"
@@ -116,8 +117,11 @@ static int gpus_run(struct cli_ctx *ctx, int argc, char **argv)
 		json_int_t had = json_integer_value(json_object_get(n, "gpu_count_max"));
 
 		if (err) {
+			char safe[1024];
+
 			fprintf(stderr, "kiln: %s: %s\n",
-				json_string_value(json_object_get(n, "node")), err);
+				json_string_value(json_object_get(n, "node")),
+				kiln_escape(safe, sizeof(safe), err, 0));
 			continue;
 		}
 		if (have < had)

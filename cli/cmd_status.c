@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <kiln/error.h>
+#include <kiln/escape.h>
 #include <kiln/json_arena.h>
 #include <kiln/parse.h>
 
@@ -237,9 +238,15 @@ static void fill_row(struct cell cells[NCOLS], const struct line *l)
 			cell_str(&cells[8], "; ");
 		cell_str(&cells[8], str_or(r, ""));
 	}
-	for (char *p = cells[8].s; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
+	/* agent and BMC text (versions, reasons quoting a BMC's log) reaches the terminal
+	 * with nothing that steers it (kiln_escape) */
+	for (int c = 0; c < NCOLS; c++) {
+		char safe[CELL];
+
+		kiln_escape(safe, sizeof(safe), cells[c].s, 0);
+		cells[c].len = strlen(safe);
+		memcpy(cells[c].s, safe, cells[c].len + 1);
+	}
 }
 
 static const char *colour_of(const char *health, int maintenance)

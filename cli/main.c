@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 
 #include <kiln/error.h>
+#include <kiln/escape.h>
 #include <kiln/json_arena.h>
 #include <kiln/version.h>
 
@@ -79,6 +80,9 @@ int main(int argc, char **argv)
 		return 0;
 	if (rc == CLI_EPARTIAL)
 		return 3;
-	fprintf(stderr, "kiln: %s\n", kiln_error_last());
+	/* the message may carry kilnd's, a BMC's or an agent's words */
+	char safe[2048];
+
+	fprintf(stderr, "kiln: %s\n", kiln_escape(safe, sizeof(safe), kiln_error_last(), 0));
 	return rc == CLI_EUSAGE ? 2 : 1;
 }

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <kiln/error.h>
+#include <kiln/escape.h>
 #include <kiln/parse.h>
 
 #include "cli.h"
@@ -31,7 +32,8 @@ int out_table_add(struct out_table *t, const char *const *cells)
 		t->cap = ncap;
 	}
 	for (i = 0; i < t->ncols; i++) {
-		char *c = strdup(cells[i] ? cells[i] : "-");
+		/* stored escaped: widths and every printer (tables, markdown) see what is shown */
+		char *c = kiln_escape_dup(cells[i] ? cells[i] : "-", 0);
 
 		if (!c) {
 			while (i-- > 0)
@@ -59,8 +61,7 @@ static void cell_print(FILE *f, const char *s, size_t width, int last)
 {
 	size_t w = text_width(s);
 
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+	fputs(s, f);
 	if (!last)
 		for (; w < width + 2; w++)
 			fputc(' ', f);
@@ -68,8 +69,12 @@ static void cell_print(FILE *f, const char *s, size_t width, int last)
 
 void out_row_print(FILE *f, const char *const *cells, const size_t *widths, size_t ncols)
 {
-	for (size_t c = 0; c < ncols; c++)
-		cell_print(f, cells[c] ? cells[c] : "-", widths[c], c + 1 == ncols);
+	for (size_t c = 0; c < ncols; c++) {
+		char safe[1024];
+
+		cell_print(f, kiln_escape(safe, sizeof(safe), cells[c] ? cells[c] : "-", 0),
+			   widths[c], c + 1 == ncols);
+	}
 	fputc('\n', f);
 }
 

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "kiln/error.h"
+#include "kiln/escape.h"
 #include "kiln/log.h"
 
 static enum kiln_log_level current_level = KILN_LOG_INFO;
@@ -39,7 +40,7 @@ void kiln_log_set_ident(const char *name)
 
 void kiln_log(enum kiln_log_level level, const char *fmt, ...)
 {
-	char line[2048], stamp[32];
+	char line[2048], safe[4096], stamp[32];
 	struct timespec ts;
 	struct tm tm;
 	va_list ap;
@@ -52,25 +53,14 @@ void kiln_log(enum kiln_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	/* One fprintf per line so concurrent threads do not interleave within a line. */
+	/* Whatever untrusted text a line carries (a BMC's message, an agent's string) reaches
+	 * the journal or a terminal as one line with nothing that steers it. One fprintf per
+	 * line so concurrent threads do not interleave within a line. */
 	fprintf(stderr, "%s.%03ldZ %s %s: %s\n", stamp, ts.tv_nsec / 1000000L, ident,
-		level_names[level], line);
+		level_names[level], kiln_escape(safe, sizeof(safe), line, 0));
 }
 
 char *kiln_log_quote(char *out, size_t outlen, const char *untrusted)
 {
-	size_t o = 0;
-
-	if (outlen == 0)
-		return out;
-	for (const unsigned char *p = (const unsigned char *)(untrusted ? untrusted : "(null)");
-	     *p && o + 5 < outlen; p++) {
-		if (*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\') {
-			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", *p);
-		} else {
-			out[o++] = (char)*p;
-		}
-	}
-	out[o] = '\0';
-	return out;
+	return kiln_escape(out, outlen, untrusted, KILN_ESC_QUOTE);
 }

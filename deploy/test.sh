@@ -10,5 +10,23 @@ build=${KILN_TEST_BUILD_DIR:-build-test}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DKILN_WERROR=ON \
 	-DKILN_SANITIZE=address,undefined -DKILN_TESTS=ON
 cmake --build "$build" -j"$(nproc)"
-cd "$build"
-ctest --output-on-failure -j"$(nproc)" "$@"
+(cd "$build" && ctest --output-on-failure -j"$(nproc)" "$@")
+
+# The libFuzzer harnesses of tests/fuzz, each for about 10 s from its seeds (a longer run:
+# tests/fuzz/README.md). Their corpus replays ran above with the unit tests.
+if command -v clang >/dev/null 2>&1; then
+	fuzz=${KILN_FUZZ_BUILD_DIR:-build-fuzz}
+	CC=clang cmake -S . -B "$fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON >/dev/null
+	mapfile -t harnesses < <(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//')
+	cmake --build "$fuzz" -j"$(nproc)" --target "${harnesses[@]}"
+	for h in "${harnesses[@]}"; do
+		work=$(mktemp -d)
+		cp "tests/fuzz/corpus/${h#fuzz_}/"* "$work/"
+		echo "fuzzing $h for 10 s"
+		"$fuzz/fuzz/$h" -max_total_time=10 -timeout=10 -artifact_prefix="$fuzz/" "$work" \
+			>"$fuzz/$h.log" 2>&1 || { tail -40 "$fuzz/$h.log"; rm -rf "$work"; exit 1; }
+		rm -rf "$work"
+	done
+else
+	echo "clang is not installed: the fuzz harnesses ran as corpus replays only"
+fi

@@ -19,12 +19,15 @@
 #define INGEST_QUEUE_BYTES_MAX (64 * 1024 * 1024) /* and the memory they hold (item.bytes) */
 #define INGEST_RETENTION_DEFAULT_S (30 * 86400)
 #define INGEST_FIELD_MAX 96
+#define INGEST_REJECTED_MAX 64          /* fields a report's rejected_fields lists at most */
 
 struct ingest_report; /* a validated report */
 
 /*
  * Validates a report (schema, report_id, host, nvidia, gpus, xid_events, types and sizes)
- * and keeps a reference to it. On failure returns KILN_EINVAL (KILN_ETOOBIG when too big)
+ * and keeps a reference to it. A leaf field out of its range, of the wrong type or not of
+ * its version pattern is set to null and listed in the report's "rejected_fields" (what
+ * gets stored); only a report without its shape is refused. On failure returns KILN_EINVAL (KILN_ETOOBIG when too big)
  * with a message naming the field, and copies the field's path ("gpus[2].index") into
  * field (may be NULL). The caller frees *out with ingest_report_free.
  */
@@ -40,6 +43,9 @@ int ingest_report_parse_text(struct ingest_report **out, json_t *report, const c
 void ingest_report_free(struct ingest_report *r);
 /* The report's id (borrowed from the report). */
 const char *ingest_report_id(const struct ingest_report *r);
+/* The paths of the fields refused (stored as null): an array borrowed from the report, or
+ * NULL when every field was taken. */
+json_t *ingest_report_rejected(const struct ingest_report *r);
 
 /*
  * Stores one report for node_id: a report whose host identity is not the node's

@@ -337,9 +337,10 @@ static int cmp_rack(const void *a, const void *b)
 
 static json_t *num_or_null(double v, int digits)
 {
-	double f = pow(10, digits);
+	double f = pow(10, digits), r = round(v * f) / f;
 
-	return isnan(v) ? json_null() : json_real(round(v * f) / f);
+	/* json_real refuses inf (1.7e308 * 10): NULL would fail the object it goes into */
+	return isfinite(r) ? json_real(r) : json_null();
 }
 
 static void peak(double *best, const char **best_node, int64_t *best_time, double v,

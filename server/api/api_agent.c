@@ -90,9 +90,11 @@ static void report_answer(struct api_ctx *c, const struct ingest_item *it,
 			 it->error[0] ? it->error : kiln_error_name(it->rc));
 		return;
 	}
+	/* whoever sent it learns which fields were refused (curl, a debugging admin) */
 	api_reply(c, it->duplicate ? MHD_HTTP_OK : MHD_HTTP_CREATED,
-		  json_pack("{s:s, s:s}", "report_id", ingest_report_id(r), "status",
-			    it->duplicate ? "duplicate" : "stored"));
+		  json_pack("{s:s, s:s, s:O?}", "report_id", ingest_report_id(r), "status",
+			    it->duplicate ? "duplicate" : "stored", "rejected_fields",
+			    it->duplicate ? NULL : ingest_report_rejected(r)));
 }
 
 /* Runs on the connection's thread once the writer resumed it. */
@@ -134,6 +136,15 @@ void api_agent_report(struct api_ctx *c)
 				      sizeof(field));
 	if (rc < 0) {
 		metrics_ingest_count(METRICS_INGEST_INVALID);
+		/* Noted on the node: an agent whose every report is refused is alive, and its
+		 * node must not be taken for hung (and cycled) for its silence. */
+		if (rc == KILN_EINVAL || rc == KILN_ETOOBIG) {
+			char why[256];
+
+			snprintf(why, sizeof(why), "%s", kiln_error_last());
+			if (store_agent_refusal_note(c->st, c->agent_node_id, why) < 0)
+				kiln_fail(rc, "%s", why);
+		}
 		api_fail_code(c, rc, field[0] ? field : NULL);
 		if (c->agent_token_touch)
 			store_agent_token_touch(c->st, c->agent_token_touch);
@@ -734,12 +745,13 @@ static json_t *str_or_null(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
-/* The GPU objects of the node's latest report (the report a's GPU rows come from); NULL
- * with kiln_fail() set. */
-static json_t *agent_gpus_json(struct store *st, const struct agent_state *a)
+/* The GPU objects of the node's latest report (the report a's GPU rows come from), and in
+ * *rejected the fields ingest refused of it (an array, empty when none); NULL with
+ * kiln_fail() set. */
+static json_t *agent_gpus_json(json_t **rejected, struct store *st, const struct agent_state *a)
 {
 	char *text = NULL;
-	json_t *report, *gpus;
+	json_t *report, *gpus, *rej;
 
 	if (!a->report && store_agent_report_get(st, &text, a->node_id) < 0)
 		return NULL;
@@ -747,22 +759,28 @@ static json_t *agent_gpus_json(struct store *st, const struct agent_state *a)
 	free(text);
 	gpus = json_object_get(report, "gpus");
 	gpus = json_is_array(gpus) ? json_incref(gpus) : json_array();
+	rej = json_object_get(report, "rejected_fields");
+	*rejected = json_is_array(rej) ? json_incref(rej) : json_array();
 	json_decref(report);
-	if (!gpus)
+	if (!gpus || !*rejected) {
+		json_decref(gpus);
+		json_decref(*rejected);
 		kiln_fail(KILN_ERROR, "out of memory");
+		return NULL;
+	}
 	return gpus;
 }
 
 /* A node's agent state and GPUs as JSON (no "node" key); NULL with kiln_fail() set. */
 static json_t *agent_json(struct store *st, const struct agent_state *a)
 {
-	json_t *o = NULL, *gpus;
+	json_t *o = NULL, *gpus, *rejected = NULL;
 	int64_t now = store_now(st);
 
-	if (!(gpus = agent_gpus_json(st, a)))
+	if (!(gpus = agent_gpus_json(&rejected, st, a)))
 		return NULL;
 	o = json_pack("{s:s?, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
-		      " s:o, s:o, s:I, s:I, s:o}",
+		      " s:o, s:o, s:I, s:I, s:o, s:o}",
 		      "report_id", a->report_id, "last_seen", (json_int_t)a->last_seen, "age_s",
 		      (json_int_t)(now - a->last_seen), "report_time", (json_int_t)a->report_time,
 		      "nvidia_status", str_or_null(a->nvidia_status), "driver_version",
@@ -774,7 +792,7 @@ static json_t *agent_json(struct store *st, const struct agent_state *a)
 		      str_or_null(a->dmi_serial), "machine_id", str_or_null(a->machine_id),
 		      "agent_version", str_or_null(a->agent_version), "gpu_count",
 		      (json_int_t)a->gpu_count, "gpu_count_max", (json_int_t)a->gpu_count_max, "gpus",
-		      gpus);
+		      gpus, "rejected_fields", rejected);
 	if (!o)
 		kiln_fail(KILN_ERROR, "out of memory");
 	return o;

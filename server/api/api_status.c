@@ -135,7 +135,10 @@ static const struct agent_gpu_summary *gpus_of(const struct fleet *f, int64_t id
 
 static json_t *real_or_null(double v)
 {
-	return isnan(v) ? json_null() : json_real(round(v * 10) / 10);
+	double r = round(v * 10) / 10;
+
+	/* json_real refuses inf (1.7e308 * 10): NULL would fail the node's json_pack */
+	return isfinite(r) ? json_real(r) : json_null();
 }
 
 static json_t *age_or_null(int64_t t, int64_t now)
@@ -581,8 +584,13 @@ void api_status_get(struct api_ctx *c)
 		count(summary, pk);
 		if (only_problems && !m && !is_problem(health, s))
 			continue;
-		json_array_append_new(arr, node_status(gpus_of(&f, n->id), n, s, agent_of(&f, n->id),
-						       m, now));
+		json_t *o = node_status(gpus_of(&f, n->id), n, s, agent_of(&f, n->id), m, now);
+
+		/* a node the summary counts is never left out of the list unsaid */
+		if (!o)
+			o = json_pack("{s:s, s:s}", "name", n->name, "error",
+				      "kilnd could not encode this node's status");
+		json_array_append_new(arr, o);
 	}
 	if (arr && summary)
 		api_reply(c, MHD_HTTP_OK, json_pack("{s:o, s:o}", "nodes", arr, "summary", summary));

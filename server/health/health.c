@@ -142,6 +142,13 @@ static int identity_elsewhere(const struct health_facts *f, const struct health_
 	return f->identity_elsewhere && agent_window(f, cfg, f->identity_elsewhere_last);
 }
 
+/* Reports arrive but are refused whole: refused since the last one stored, lately. */
+static int reports_refused(const struct health_facts *f, const struct health_config *cfg)
+{
+	return f->refused_reason && f->refused_last >= f->agent_last_seen &&
+	       agent_window(f, cfg, f->refused_last);
+}
+
 /* A power reading young enough to say the node is on now. A busy BMC answered without a
  * power state: the last one it gave says nothing of now either. */
 static int power_fresh(const struct health_facts *f, const struct health_config *cfg)
@@ -165,7 +172,7 @@ int health_is_hung(const struct health_facts *f, const struct health_config *cfg
 		return 0;
 	/* Reports arrive but are refused, or this node's agent speaks with another node's
 	 * token: the silence is no hang, and a cycle would hit a working machine. */
-	if (identity_refused(f, cfg) || identity_elsewhere(f, cfg))
+	if (identity_refused(f, cfg) || identity_elsewhere(f, cfg) || reports_refused(f, cfg))
 		return 0;
 	/* "on" read before the BMC went quiet says nothing now (a switch or PDU that took the
 	 * BMC and the agent away together is not a hung node to cycle) */
@@ -437,6 +444,18 @@ static void rule_identity(struct health_result *r, const struct health_facts *f,
 	if (identity_elsewhere(f, cfg))
 		add(r, HEALTH_CRITICAL, "agent identity mismatch: this node's agent reports with "
 		    "node %s's token", f->identity_elsewhere);
+}
+
+/* What ingest refused: whole reports (the agent speaks, kiln cannot read it: critical, the
+ * node is not watched meanwhile) or fields of the stored one (a warning). */
+static void rule_refused(struct health_result *r, const struct health_facts *f,
+			 const struct health_config *cfg)
+{
+	if (reports_refused(f, cfg))
+		add(r, HEALTH_CRITICAL, "agent reports refused: %.300s", f->refused_reason);
+	if (f->rejected_fields)
+		add(r, HEALTH_WARNING, "agent reports fields kiln refused: %.300s",
+		    f->rejected_fields);
 }
 
 static void rule_gpus(struct health_result *r, const struct health_facts *f)
@@ -762,6 +781,7 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 	rule_hung(out, f, cfg);
 	rule_power_off(out, f);
 	rule_identity(out, f, cfg);
+	rule_refused(out, f, cfg);
 	rule_gpus(out, f);
 	rule_xid(out, f);
 	rule_ecc(out, f);

@@ -107,6 +107,12 @@ struct health_facts {
 	const char *identity_node;      /* this node's name, for the command in the reason */
 	const char *identity_elsewhere; /* the node whose token this node's agent uses, or NULL */
 	int64_t identity_elsewhere_last; /* when that was last seen */
+	/* Reports on the node's token refused whole (400: no shape of a report): the agent is
+	 * alive, so a refusal since the last stored report, within hung_intervals agent
+	 * intervals, explains a silence as a refused identity does. */
+	const char *refused_reason;     /* the last refusal's message, or NULL */
+	int64_t refused_last;           /* when (0: never) */
+	const char *rejected_fields;    /* fields the latest stored report had refused, or NULL */
 	int starved_now;            /* the latest report alone looks starved */
 	int64_t starved_since;      /* start of the current starved run (0: none) */
 	/* The stored GPUs of the latest report, by index. With any, the per-GPU memory rule

@@ -17,6 +17,7 @@ void health_sources_clear(struct health_sources *src)
 	agent_gpu_list_free(src->gpus, src->ngpus);
 	json_decref(src->report);
 	agent_identity_clear(&src->identity);
+	agent_refusal_clear(&src->refusal);
 	memset(src, 0, sizeof(*src));
 }
 
@@ -319,6 +320,10 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 	f->identity_elsewhere_last = src->identity.elsewhere_last;
 	if (f->has_bmc && (rc = bmc_log_facts(f, st, n->id, now - cfg->bmc_log_window_s)) < 0)
 		return rc;
+	if ((rc = store_agent_refusal_get(st, &src->refusal, n->id)) < 0)
+		return rc;
+	f->refused_reason = src->refusal.reason;
+	f->refused_last = src->refusal.last_at;
 	rc = store_agent_state_get(st, &src->agent, n->id, 0);
 	if (rc == KILN_ENOTFOUND)
 		return 0;
@@ -326,6 +331,7 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 		return rc;
 	src->have_agent = 1;
 	f->agent_last_seen = src->agent.last_seen;
+	f->rejected_fields = src->agent.rejected_fields;
 	if (src->agent.health_facts) {
 		/* Cut out of the report at ingest: no report to parse. */
 		if (src->agent.interval_s > 0)

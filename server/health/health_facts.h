@@ -18,6 +18,7 @@ struct health_sources {
 	size_t ngpus;
 	json_t *report;
 	struct agent_identity identity;
+	struct agent_refusal refusal;
 };
 
 void health_sources_clear(struct health_sources *src);

@@ -256,10 +256,24 @@ struct agent_state {
 	int health_facts;
 	int64_t interval_s;          /* -1 when the report has none */
 	double cpu_iowait_pct;       /* NAN when the report has none */
+	char *rejected_fields;       /* the fields ingest refused, "a, b", or NULL: none */
 };
 
 void agent_state_clear(struct agent_state *s); /* frees the strings; accepts NULL */
 void agent_state_list_free(struct agent_state *list, size_t count);
+
+/* Reports of a node refused whole (a 400 on the node's agent token): the last reason. */
+struct agent_refusal {
+	char *reason;
+	int64_t refused;             /* since first_at */
+	int64_t first_at, last_at;
+};
+
+/* Notes that a report on node_id's token was refused (reason: its one-line error). */
+int store_agent_refusal_note(struct store *st, int64_t node_id, const char *reason);
+/* The node's refusals; all zero / NULL (and 0 returned) when it has none. */
+int store_agent_refusal_get(struct store *st, struct agent_refusal *out, int64_t node_id);
+void agent_refusal_clear(struct agent_refusal *r); /* accepts NULL */
 
 /* One GPU of a report (ingest) or of node_gpus. Unknown numbers: -1 for integers, NAN for
  * reals. node_gpus keeps what the GPU is and its error counts; the telemetry (memory used,

@@ -77,6 +77,7 @@ void agent_state_clear(struct agent_state *s)
 	free(s->nvml_version);
 	free(s->report);
 	free(s->audit_facts);
+	free(s->rejected_fields);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -175,7 +176,7 @@ int store_agent_state_get(struct store *st, struct agent_state *out, int64_t nod
 	if ((ret = store_stmt(st, &s, STMT_AGENT_STATE_GET,
 			      "SELECT " STATE_COLUMNS ", a.report, a.health_facts, a.interval_s,"
 			      " a.cpu_iowait_pct, m.gpu_hottest_c, m.gpu_power_w,"
-			      " m.gpu_utilization_avg_pct FROM node_agent_state a"
+			      " m.gpu_utilization_avg_pct, a.rejected_fields FROM node_agent_state a"
 			      " JOIN nodes n ON n.id = a.node_id"
 			      " LEFT JOIN node_agent_summary m ON m.node_id = a.node_id"
 			      " WHERE a.node_id = ?1")) < 0)
@@ -195,6 +196,8 @@ int store_agent_state_get(struct store *st, struct agent_state *out, int64_t nod
 		o.gpu_hottest_c = store_column_real_or_nan(s, 23);
 		o.gpu_power_w = store_column_real_or_nan(s, 24);
 		o.gpu_utilization_avg_pct = store_column_real_or_nan(s, 25);
+		if (ret == 0)
+			ret = store_column_strdup(&o.rejected_fields, s, 26);
 	}
 	store_stmt_done(s);
 	if (ret < 0) {
@@ -217,9 +220,9 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 			      " report_time, boot_id, hostname, machine_id, os, kernel, dmi_serial,"
 			      " agent_version, nvidia_status, driver_version, kernel_module_version,"
 			      " cuda_driver_version, nvml_version, gpu_count, gpu_count_max, report,"
-			      " audit_facts, health_facts, interval_s, cpu_iowait_pct)"
+			      " audit_facts, health_facts, interval_s, cpu_iowait_pct, rejected_fields)"
 			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-			      " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)")) < 0)
+			      " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, a->node_id);
 	store_bind_text(s, 2, a->report_id);
@@ -245,6 +248,7 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 	sqlite3_bind_int(s, 21, a->health_facts != 0);
 	bind_int_or_null(s, 22, a->health_facts ? a->interval_s : -1);
 	bind_real_or_null(s, 23, a->health_facts ? a->cpu_iowait_pct : NAN);
+	store_bind_text(s, 24, a->rejected_fields);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE) {
 		ret = store_fail(st, rc, "storing agent state");
@@ -1173,4 +1177,63 @@ int store_pending_agent_delete(struct store *st, int64_t id)
 		ret = kiln_fail(KILN_ENOTFOUND, "no pending agent %lld", (long long)id);
 	store_stmt_done(s);
 	return ret;
+}
+
+/* --- reports refused whole ------------------------------------------------------------ */
+
+void agent_refusal_clear(struct agent_refusal *r)
+{
+	if (!r)
+		return;
+	free(r->reason);
+	memset(r, 0, sizeof(*r));
+}
+
+int store_agent_refusal_note(struct store *st, int64_t node_id, const char *reason)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_REFUSAL_NOTE,
+			      "INSERT INTO agent_refusals (node_id, reason, refused, first_at, last_at)"
+			      " VALUES (?1, ?2, 1, ?3, ?3) ON CONFLICT (node_id) DO UPDATE SET"
+			      " reason = ?2, refused = refused + 1, last_at = ?3")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	store_bind_text(s, 2, reason);
+	sqlite3_bind_int64(s, 3, store_now(st));
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		ret = store_fail(st, rc, "noting a refused agent report");
+	store_stmt_done(s);
+	return ret;
+}
+
+int store_agent_refusal_get(struct store *st, struct agent_refusal *out, int64_t node_id)
+{
+	struct agent_refusal o = { 0 };
+	sqlite3_stmt *s = NULL;
+	int rc, ret;
+
+	if ((ret = store_stmt(st, &s, STMT_AGENT_REFUSAL_GET,
+			      "SELECT reason, refused, first_at, last_at FROM agent_refusals"
+			      " WHERE node_id = ?1")) < 0)
+		return ret;
+	sqlite3_bind_int64(s, 1, node_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		ret = store_column_strdup(&o.reason, s, 0);
+		o.refused = sqlite3_column_int64(s, 1);
+		o.first_at = sqlite3_column_int64(s, 2);
+		o.last_at = sqlite3_column_int64(s, 3);
+	} else if (rc != SQLITE_DONE) {
+		ret = store_fail(st, rc, "reading refused agent reports");
+	}
+	store_stmt_done(s);
+	if (ret < 0) {
+		agent_refusal_clear(&o);
+		return ret;
+	}
+	*out = o;
+	return 0;
 }

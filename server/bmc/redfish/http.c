@@ -1,5 +1,6 @@
 /* The Redfish driver's event loop: one thread, one curl multi handle, every BMC's requests. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -9,6 +10,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 
+#include "bmc/redfish/budget.h"
 #include "bmc/redfish/internal.h"
 #include "kiln/error.h"
 #include "kiln/http.h"
@@ -32,6 +34,7 @@ struct rf_request {
 	CURLM *multi;                 /* the shard's multi handle it was added to, or NULL */
 	struct curl_slist *headers;
 	struct kiln_buf body;
+	size_t cap;                   /* the body's cap: its kind's, within the driver's max_body */
 	int too_big;
 	char errbuf[CURL_ERROR_SIZE];
 	char *location, *etag, *token;
@@ -281,6 +284,15 @@ static int url_build(struct kiln_buf *out, const struct redfish_bmc *b, const ch
 	return 0;
 }
 
+/* What a step's answer may hold: a log page more than a resource (budget.h), and never more
+ * than the driver's max_body. A hostile BMC's 100 MB or endless body ends there. */
+static size_t body_cap(const struct redfish *rf, const struct rf_step *step)
+{
+	size_t cap = step->flags & RF_LOG_PAGE ? RF_BODY_LOG_MAX : RF_BODY_RESOURCE_MAX;
+
+	return rf->cfg.max_body < cap ? rf->cfg.max_body : cap;
+}
+
 int rf_request_start(struct rf_op *op, struct rf_step *step)
 {
 	struct redfish *rf = op->rf;
@@ -297,7 +309,8 @@ int rf_request_start(struct rf_op *op, struct rf_step *step)
 	req->op = op;
 	req->step = step;
 	req->retry_after_s = -1;
-	kiln_buf_init(&req->body, rf->cfg.max_body);
+	req->cap = body_cap(rf, step);
+	kiln_buf_init(&req->body, req->cap);
 	req->easy = curl_easy_init();
 	if (!req->easy)
 		goto cleanup;
@@ -330,6 +343,8 @@ int rf_request_start(struct rf_op *op, struct rf_step *step)
 		timeout = rf->cfg.status_timeout_ms;
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	/* a Content-Length over the cap ends the transfer before any of it is read */
+	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)req->cap);
 	/* libcurl (7.88) prunes its DNS cache, one entry per host:port, at the end of every
 	 * transfer by walking all of it: over 10,000 BMCs that walk took most of kilnd's CPU
 	 * (perf). An address never resolves differently: cached for good, nothing to prune. */
@@ -427,10 +442,10 @@ void rf_loop_complete(struct redfish *rf, CURLMsg *msg)
 		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &r.status);
 	op->bmc->answered_ms = r.status != 0 ? rf_now_ms() : 0; /* curl keeps its connection */
 	op->bmc->timed_out = msg->data.result == CURLE_OPERATION_TIMEDOUT;
-	if (req->too_big) {
+	if (req->too_big || msg->data.result == CURLE_FILESIZE_EXCEEDED) {
 		r.status = 0;
-		snprintf(cerr, sizeof(cerr), "response body over the %zu-byte cap",
-			 rf->cfg.max_body);
+		snprintf(cerr, sizeof(cerr), "response body over the %zu-byte cap for %s",
+			 req->cap, step->flags & RF_LOG_PAGE ? "a log page" : "a resource");
 		r.curl_error = cerr;
 	} else if (msg->data.result != CURLE_OK && req->pin.mismatch) {
 		char want[65];
@@ -458,8 +473,13 @@ void rf_loop_complete(struct redfish *rf, CURLMsg *msg)
 	r.token = req->token;
 
 	int rc = rf_reply_process(op, step, &r);
+	/* a body near its cap (a hostile BMC's, most likely) leaves its memory to the system */
+	int trim = req->body.len >= RF_BODY_RESOURCE_MAX;
 	json_decref(r.json);
+	rf_json_release(r.parse_cost);
 	rf_request_free(req);
+	if (trim && r.parse_cost < RF_TRIM_AFTER)
+		malloc_trim(0);
 	if (rc < 0) {
 		rf_op_fail(op, rc, kiln_error_last());
 		return;

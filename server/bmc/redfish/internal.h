@@ -102,6 +102,7 @@ struct rf_reply {
 	const char *body;
 	size_t body_len;
 	json_t *json;                          /* parsed body, or NULL (empty body or error status) */
+	size_t parse_cost;                     /* of json, taken from the parse budget (budget.h) */
 	const char *location;
 	const char *etag;
 	const char *token;
@@ -120,6 +121,7 @@ enum {
 	RF_LOGIN = 4,        /* internal: POST Sessions */
 	RF_NO_RETRY = 8,     /* never retry this one as transient */
 	RF_SESSION_CHECK = 16, /* internal: GET (or DELETE) of a session kept across a restart */
+	RF_LOG_PAGE = 32,    /* a page of log entries: RF_BODY_LOG_MAX, not a resource's cap */
 };
 
 /* Why a BMC with a SessionService is reached with HTTP Basic (which Redfish requires every

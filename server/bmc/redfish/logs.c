@@ -135,7 +135,7 @@ static int on_entries(struct rf_op *op, const struct rf_reply *r)
 	/* pages whose entries we have all seen end the walk (a BMC that ignores $skip); a page
 	 * of entries older than since goes on: oldest first, the new ones are on the last */
 	if (next && json_object_size(op->scratch) > seen_before && op->index++ < LOG_PAGES_MAX)
-		rf_push(op, "GET", next, NULL, RF_ALLOW_ERROR, on_entries);
+		rf_push(op, "GET", next, NULL, RF_ALLOW_ERROR | RF_LOG_PAGE, on_entries);
 	return 0;
 }
 
@@ -157,7 +157,7 @@ static int on_service(struct rf_op *op, const struct rf_reply *r)
 {
 	const char *entries = rf_link(r->json, "Entries");
 	if (entries)
-		rf_push(op, "GET", entries, NULL, RF_ALLOW_ERROR, on_entries_first);
+		rf_push(op, "GET", entries, NULL, RF_ALLOW_ERROR | RF_LOG_PAGE, on_entries_first);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "bmc/redfish/budget.h"
 #include "bmc/redfish/internal.h"
 #include "kiln/error.h"
 #include "kiln/parse.h"
@@ -197,7 +198,8 @@ int rf_fail_reply(const char *method, const char *path, const struct rf_reply *r
 	char text[400];
 	json_t *body = r->json;
 	json_t *parsed = NULL;
-	if (!body && r->body_len)
+	/* an error's message is short: a huge error body is not parsed for it */
+	if (!body && r->body_len && r->body_len <= RF_BODY_ERROR_PARSE_MAX)
 		body = parsed = json_loadb(r->body, r->body_len, 0, NULL);
 	rf_error_text(text, sizeof(text), body);
 	json_decref(parsed);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bmc/redfish/budget.h"
 #include "bmc/redfish/internal.h"
 #include "kiln/error.h"
 #include "kiln/json.h"
@@ -392,7 +393,11 @@ int rf_reply_process(struct rf_op *op, struct rf_step *step, struct rf_reply *r)
 		b->auth_failures = 0; /* Basic worked */
 	if (r->body_len) {
 		json_error_t jerr;
-		r->json = json_loadb(r->body, r->body_len, 0, &jerr);
+		r->json = rf_json_load(r->body, r->body_len, &r->parse_cost, &jerr);
+		if (!r->json && r->status < 300 && strcmp(step->method, "GET") == 0 &&
+		    jerr.line == 0) /* not parsed: too costly (budget.h) */
+			return kiln_fail(KILN_ETOOBIG, "%s %s: %s", step->method, step->path,
+					 jerr.text);
 		if (!r->json && r->status < 300 && strcmp(step->method, "GET") == 0)
 			return kiln_fail(KILN_EPROTO, "%s %s: malformed JSON (line %d: %s)",
 					 step->method, step->path, jerr.line, jerr.text);

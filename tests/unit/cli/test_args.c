@@ -165,11 +165,15 @@ static void test_table(void **state)
 	out_table_init(&t, headers, 3);
 	assert_int_equal(out_table_add(&t, (const char *[]){ "gpu01", "a,b", "1" }), 0);
 	assert_int_equal(out_table_add(&t, (const char *[]){ "g\xC3\xA9", NULL, "bad\ttab" }), 0);
+	/* agent or BMC text: a CSI as a C1 control, a bidi override, a clear screen */
+	assert_int_equal(out_table_add(&t, (const char *[]){ "x", "\xC2\x9B" "2J", "\xE2\x80\xAE\x1b[2J" }),
+			 0);
 	out_table_print(&t, f);
 	fclose(f);
-	assert_string_equal(text, "NAME   GROUPS  X\n"
-				  "gpu01  a,b     1\n"
-				  "g\xC3\xA9     -       bad?tab\n");
+	assert_string_equal(text, "NAME   GROUPS    X\n"
+				  "gpu01  a,b       1\n"
+				  "g\xC3\xA9     -         bad\\x09tab\n"
+				  "x      \\u009b2J  \\u202e\\x1b[2J\n");
 	out_table_free(&t);
 	out_table_free(&t);
 	free(text);

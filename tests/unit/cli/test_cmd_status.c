@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "kiln/escape.h"
 #include <kiln/error.h>
 
 #include "cmd_status.h"
@@ -113,9 +114,12 @@ static void old_fill_row(char cells[NCOLS][CELL], const json_t *n)
 			len += (size_t)snprintf(cells[8] + len, CELL - len, "%s%s", len ? "; " : "",
 						old_str_or(r, ""));
 	}
-	for (char *p = cells[8]; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
+	/* since issue 17 every cell is escaped (kiln_escape), not just the reasons' controls */
+	for (int c = 0; c < NCOLS; c++) {
+		char safe[CELL];
+
+		snprintf(cells[c], CELL, "%s", kiln_escape(safe, sizeof(safe), cells[c], 0));
+	}
 }
 
 static void old_print_table(FILE *out, const json_t *nodes, const json_t *summary, int colour)

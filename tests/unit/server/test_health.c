@@ -191,6 +191,31 @@ static void set_elsewhere_over(struct health_facts *f)
 	f->identity_elsewhere_last = NOW - 91;
 }
 
+/* Every report on the node's token refused whole (issue 17, finding 5): its agent is
+ * alive, the node is critical for it and never judged hung (nor cycled). */
+static void set_refused_silent(struct health_facts *f)
+{
+	set_silent(f);
+	f->refused_reason = "report: field 'gpus' is required";
+	f->refused_last = NOW - 2;
+}
+/* the refusals stopped 3 intervals ago: its silence is its own again */
+static void set_refused_over(struct health_facts *f)
+{
+	set_refused_silent(f);
+	f->refused_last = NOW - 91;
+}
+/* a refusal older than the last stored report says nothing now */
+static void set_refused_before_report(struct health_facts *f)
+{
+	f->refused_reason = "report: field 'gpus' is required";
+	f->refused_last = f->agent_last_seen - 1;
+}
+static void set_rejected_fields(struct health_facts *f)
+{
+	f->rejected_fields = "gpus[0].temperature_c";
+}
+
 /* Eight clean GPUs as the store gives them; gpu 3 is the one the GPU rows change. */
 static struct health_gpu *gpus8(struct health_facts *f)
 {
@@ -454,6 +479,13 @@ static const struct row rows[] = {
 	  "agent identity mismatch: " },
 	{ "reported elsewhere long ago: hung as usual", set_elsewhere_over, HEALTH_CRITICAL, 1,
 	  "hung: " },
+	{ "reports refused, silent: not hung", set_refused_silent, HEALTH_CRITICAL, 0,
+	  "agent reports refused: report: field 'gpus' is required" },
+	{ "reports refused long ago: hung as usual", set_refused_over, HEALTH_CRITICAL, 1,
+	  "hung: " },
+	{ "refused before the last report: ok", set_refused_before_report, HEALTH_OK, 0, NULL },
+	{ "fields refused: a warning", set_rejected_fields, HEALTH_WARNING, 0,
+	  "agent reports fields kiln refused: gpus[0].temperature_c" },
 };
 
 /* The GPU memory and NVML rows: each names its reasons' count and the first exactly. */

@@ -293,7 +293,6 @@ static void test_invalid_fields_named(void **state)
 		{ NULL, "nvidia", NULL, "nvidia" },
 		{ "nvidia", "status", NULL, "nvidia.status" },
 		{ "nvidia", "status", "\"fine\"", "nvidia.status" },
-		{ "nvidia", "driver_version", "550", "nvidia.driver_version" },
 		{ NULL, "gpus", NULL, "gpus" },
 		{ NULL, "gpus", "{}", "gpus" },
 		{ NULL, "gpus", "[1]", "gpus[0]" },
@@ -301,13 +300,6 @@ static void test_invalid_fields_named(void **state)
 		{ "gpus0", "index", "-1", "gpus[0].index" },
 		{ "gpus0", "index", "\"0\"", "gpus[0].index" },
 		{ "gpus0", "index", "1", "gpus[1].index" }, /* a repeated index */
-		{ "gpus0", "memory_total_bytes", "-5", "gpus[0].memory_total_bytes" },
-		{ "gpus0", "temperature_c", "\"hot\"", "gpus[0].temperature_c" },
-		{ "gpus0", "ecc_aggregate_uncorrected", "1.5", "gpus[0].ecc_aggregate_uncorrected" },
-		{ "gpus0", "remapped_rows_failure", "1", "gpus[0].remapped_rows_failure" },
-		{ "gpus0", "retired_pages_pending", "1", "gpus[0].retired_pages_pending" },
-		{ "gpus0", "remapped_rows_pending", "\"yes\"", "gpus[0].remapped_rows_pending" },
-		{ "gpus0", "remapped_rows_uncorrected", "-1", "gpus[0].remapped_rows_uncorrected" },
 		{ NULL, "xid_events", "{}", "xid_events" },
 		{ "xid0", "xid", NULL, "xid_events[0].xid" },
 		{ "xid0", "xid", "\"79\"", "xid_events[0].xid" },
@@ -347,6 +339,92 @@ static void test_invalid_fields_named(void **state)
 		/* The message names the field too. */
 		assert_non_null(strstr(kiln_error_last(), c->field));
 		assert_null(ir);
+	}
+}
+
+/* Leaf fields kiln refuses one by one (issue 17, findings 4 and 5): each is stored as null
+ * and listed in the stored report's rejected_fields; the rest of the report is stored. */
+static void test_fields_rejected(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ "nvidia", "driver_version", "550", "nvidia.driver_version" },
+		{ "nvidia", "kernel_module_version", "\"550.54.15\\u001b[2J\\u001b]0;pwned\\u0007\"",
+		  "nvidia.kernel_module_version" },
+		{ "nvidia", "cuda_driver_version", "\"12.4\\u202e\"", "nvidia.cuda_driver_version" },
+		{ "nvidia", "nvml_version", "\"12.550.54.15 | gpu99 | ok\"", "nvidia.nvml_version" },
+		{ "gpus0", "memory_total_bytes", "-5", "gpus[0].memory_total_bytes" },
+		{ "gpus0", "temperature_c", "\"hot\"", "gpus[0].temperature_c" },
+		{ "gpus0", "temperature_c", "1.7e308", "gpus[0].temperature_c" },
+		{ "gpus0", "power_draw_w", "-3", "gpus[0].power_draw_w" },
+		{ "gpus0", "utilization_gpu_pct", "250", "gpus[0].utilization_gpu_pct" },
+		{ "gpus0", "ecc_aggregate_uncorrected", "1.5", "gpus[0].ecc_aggregate_uncorrected" },
+		{ "gpus0", "remapped_rows_failure", "1", "gpus[0].remapped_rows_failure" },
+		{ "gpus0", "retired_pages_pending", "1", "gpus[0].retired_pages_pending" },
+		{ "gpus0", "remapped_rows_pending", "\"yes\"", "gpus[0].remapped_rows_pending" },
+		{ "gpus0", "remapped_rows_uncorrected", "-1", "gpus[0].remapped_rows_uncorrected" },
+		{ "host", "cpu_threads", "0", "host.cpu_threads" },
+		{ NULL, "cudnn_version", "\"9\\u009b31m\"", "cudnn_version" },
+		{ "xid0", "gpu_index", "5000", "xid_events[0].gpu_index" },
+	};
+	struct fx *f = *state;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct bad_case *c = &cases[i];
+		struct agent_state st = { 0 };
+		json_t *r = mkreport("r0", 2), *target = r, *stored, *rej, *v;
+		json_error_t err;
+		char id[16];
+		int dup = -1;
+
+		snprintf(id, sizeof(id), "r%zu", i);
+		set_path(r, NULL, "report_id", json_string(id));
+		add_xid(r, 13, 4, "00000000:18:00.0", "Graphics SM Warp Exception");
+		if (c->obj && strcmp(c->obj, "gpus0") == 0)
+			target = gpu(r, 0);
+		else if (c->obj && strcmp(c->obj, "xid0") == 0)
+			target = json_array_get(json_object_get(r, "xid_events"), 0);
+		else if (c->obj)
+			target = json_object_get(r, c->obj);
+		v = json_loads(c->value, JSON_DECODE_ANY, &err);
+		assert_non_null(v);
+		json_object_set_new(target, c->key, v);
+		if (ingest(f, f->node, r, &dup) != 0)
+			fail_msg("case %zu (%s): %s", i, c->field, kiln_error_last());
+		assert_int_equal(dup, 0);
+		assert_int_equal(store_agent_state_get(f->st, &st, f->node, 1), 0);
+		stored = json_loads(st.report, 0, &err);
+		assert_non_null(stored);
+		rej = json_object_get(stored, "rejected_fields");
+		if (json_array_size(rej) != 1 ||
+		    strcmp(json_string_value(json_array_get(rej, 0)), c->field) != 0)
+			fail_msg("case %zu: rejected_fields %s, want [%s]", i, st.report, c->field);
+		/* the rest is stored: the other GPU, the node's versions but the refused one */
+		assert_int_equal(st.gpu_count, 2);
+		if (strcmp(c->field, "nvidia.driver_version") == 0)
+			assert_null(st.driver_version);
+		else
+			assert_string_equal(st.driver_version, "550.54.15");
+		if (strcmp(c->field, "nvidia.cuda_driver_version") == 0)
+			assert_null(st.cuda_driver_version);
+		json_decref(stored);
+		agent_state_clear(&st);
+		/* the hottest GPU is the other one: 1.7e308 is no reading */
+		assert_int_equal(store_agent_state_get(f->st, &st, f->node, 0), 0);
+		if (strncmp(c->field, "gpus[0].temperature_c", 21) == 0)
+			assert_true(st.gpu_hottest_c > 40.9 && st.gpu_hottest_c < 41.1);
+		agent_state_clear(&st);
+		fake_now += 30;
+	}
+	/* an agent cannot say itself what kilnd refused */
+	{
+		struct agent_state st = { 0 };
+		json_t *r = mkreport("rclean", 1);
+
+		set_path(r, NULL, "rejected_fields", json_pack("[s]", "gpus[0].temperature_c"));
+		assert_int_equal(ingest(f, f->node, r, NULL), 0);
+		assert_int_equal(store_agent_state_get(f->st, &st, f->node, 1), 0);
+		assert_null(strstr(st.report, "rejected_fields"));
+		agent_state_clear(&st);
 	}
 }
 
@@ -687,6 +765,27 @@ static void test_history_pruned(void **state)
 	assert_int_equal(ingest_prune(f->st, &deleted), 0);
 	assert_int_equal(deleted, 0);
 	assert_int_equal(store_wal_checkpoint(f->st), 0);
+}
+
+/* ECC counts at the top of their range (issue 17, finding 6): the history row's sum
+ * saturates instead of overflowing (UBSan aborted here: signed integer overflow). */
+static void test_ecc_sum_saturates(void **state)
+{
+	struct fx *f = *state;
+	json_t *r = mkreport("r1", 2);
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+
+	json_object_set_new(gpu(r, 0), "ecc_volatile_uncorrected", json_integer(INT64_MAX));
+	json_object_set_new(gpu(r, 1), "ecc_volatile_uncorrected", json_integer(INT64_MAX));
+	assert_int_equal(ingest(f, f->node, r, NULL), 0);
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT ecc_uncorrected FROM agent_history", -1,
+					    &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_true(sqlite3_column_int64(s, 0) == INT64_MAX);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
 }
 
 /* Several threads queue reports for the writer at once, each waiting for its answer. */
@@ -1367,6 +1466,7 @@ int main(void)
 		T(test_duplicate_ignored),
 		T(test_invalid_fields_named),
 		T(test_too_big_refused),
+		T(test_fields_rejected),
 		T(test_xid_event_once),
 		T(test_fewer_gpus),
 		T(test_mismatch_and_versions),
@@ -1375,6 +1475,7 @@ int main(void)
 		T(test_older_report_keeps_state),
 		T(test_batch_items_independent),
 		T(test_history_pruned),
+		T(test_ecc_sum_saturates),
 		T(test_submit_concurrent),
 		T(test_text_kept_and_gpus_in_place),
 		T(test_writer_commits),

@@ -7,6 +7,9 @@
 
 #include <cmocka.h>
 
+#include <stdlib.h>
+
+#include "bmc/redfish/budget.h"
 #include "bmc/redfish/internal.h"
 
 static json_t *load(const char *name)
@@ -362,10 +365,56 @@ static void test_paths_and_errors(void **state)
 	json_decref(ilo);
 }
 
+/* The parse budget (issue 17, finding 3): an answer's tree is estimated before it is
+ * built; "{}," costs far more than its text, strings little; what is taken comes back. */
+static void test_parse_budget(void **state)
+{
+	static const char system[] = "{\"@odata.id\":\"/redfish/v1/Systems/1\",\"PowerState\":"
+				     "\"On\",\"Name\":\"a {quoted} [name], \\\"x\\\"\"}";
+	size_t n = 340000, cost = 1;
+	char *flood = malloc(3 * n + 2);
+	json_error_t err;
+	json_t *j;
+
+	(void)state;
+	assert_true(rf_json_cost(system, strlen(system)) < 1024);
+	/* one object, 3 members (2 commas, 3 colons); what is inside the strings, escaped
+	 * quote included, counts for nothing */
+	assert_int_equal(rf_json_cost(system, strlen(system)), strlen(system) + 224 + 6 * 64);
+	assert_non_null(flood);
+	flood[0] = '[';
+	for (size_t i = 0; i < n; i++)
+		memcpy(flood + 1 + 3 * i, "{},", 3);
+	flood[3 * n] = ']';
+	flood[3 * n + 1] = '\0';
+	/* a 1 MB page of "{}," (a ~75 MB tree) is refused unparsed, nothing taken */
+	assert_true(rf_json_cost(flood, 3 * n + 1) > RF_PARSE_ONE_MAX);
+	assert_null(rf_json_load(flood, 3 * n + 1, &cost, &err));
+	assert_int_equal(err.line, 0);
+	assert_non_null(strstr(err.text, "to parse"));
+	assert_int_equal(cost, 0);
+	/* 300 kB of it goes through the budget, which is whole again once released */
+	n = 100000;
+	flood[3 * n] = ']';
+	j = rf_json_load(flood, 3 * n + 1, &cost, &err);
+	assert_non_null(j);
+	assert_true(cost > RF_PARSE_FREE);
+	assert_int_equal(rf_json_budget_used(), cost);
+	json_decref(j);
+	rf_json_release(cost);
+	assert_int_equal(rf_json_budget_used(), 0);
+	/* malformed text takes nothing either */
+	assert_null(rf_json_load(flood, 3 * n, &cost, &err));
+	assert_int_equal(cost, 0);
+	assert_int_equal(rf_json_budget_used(), 0);
+	free(flood);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_thermal),
+		cmocka_unit_test(test_parse_budget),
 		cmocka_unit_test(test_power),
 		cmocka_unit_test(test_power_redundancy),
 		cmocka_unit_test(test_newer_schemas),
