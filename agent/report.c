@@ -7,6 +7,7 @@
 #include "kiln/error.h"
 #include "kiln/version.h"
 #include "nvml.h"
+#include "procs.h"
 #include "report.h"
 #include "xid.h"
 
@@ -86,6 +87,7 @@ int report_build(json_t **out, struct report_ctx *ctx)
 	rc = nvml_collect(ctx->nvml, nvidia, gpus, xids);
 	if (rc < 0)
 		goto cleanup;
+	procs_annotate(gpus, ctx->root);
 	versions_kernel_module_collect(nvidia, ctx->root);
 	versions_fabric_manager_collect(nvidia, &ctx->fm, ctx->root);
 	drv = json_string_value(json_object_get(nvidia, "driver_version"));

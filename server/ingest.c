@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "identity.h"
+#include "work.h"
 #include "ingest.h"
 #include "receive_gap.h"
 #include "versions_audit.h"
@@ -1089,6 +1090,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 					    : cur.gpu_count;
 		cur.report = r->text;
 		cur.audit_facts = vaudit_facts_extract(r->json);
+		cur.gpu_processes = work_procs_extract(r->json);
 		cur.gpu_hottest_c = totals.hottest_c;
 		cur.gpu_power_w = totals.power_w;
 		cur.gpu_utilization_avg_pct = totals.utilization_avg_pct;
@@ -1122,6 +1124,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 cleanup:
 	free(gpus_json);
 	free(cur.audit_facts);
+	free(cur.gpu_processes);
 	agent_gpu_list_free(pgpus, npgpus);
 	agent_state_clear(&prev);
 	return rc;

@@ -8,6 +8,7 @@
 
 #include "api/api_internal.h"
 #include "api/api_status.h"
+#include "work.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "poller.h"
@@ -45,7 +46,7 @@ static void fleet_free(struct fleet *f)
 	free(f->state_ix);
 	free(f->agent_ix);
 	free(f->maint_ix);
-	free(f->gpus);
+	agent_gpu_summary_list_free(f->gpus, f->ngpus);
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -163,6 +164,21 @@ static const char *bmc_word(int has_state, int reachable, int busy)
 	return !reachable ? "unreachable" : busy ? "busy" : "ok";
 }
 
+/* The WORK cell: the GPU processes of the stored summary ("2 procs", "-"), null without an
+ * agent. Slurm's part is asked only by the guard, off the HTTP threads. */
+static json_t *work_cell_json(const struct agent_gpu_summary *g, const struct agent_state *a,
+			      int64_t now)
+{
+	struct node_work w;
+	char cell[64];
+
+	if (!a)
+		return json_null();
+	work_from_summary(&w, g ? g->gpu_processes : NULL, now - a->last_seen);
+	work_cell(cell, sizeof(cell), &w);
+	return json_string(cell);
+}
+
 /* One node's status object; *out_health is its health word. */
 static json_t *node_status(const struct agent_gpu_summary *g, const struct node *n,
 			   const struct fleet_state *s, const struct agent_state *a,
@@ -203,6 +219,8 @@ static json_t *node_status(const struct agent_gpu_summary *g, const struct node 
 	if (o && s)
 		json_object_set_new(o, "bmc", json_string(bmc_word(1, s->reachable,
 								   poller_state_busy(s))));
+	if (o)
+		json_object_set_new(o, "work", work_cell_json(a ? g : NULL, a, now));
 	return o;
 }
 
@@ -460,6 +478,17 @@ static int row_put(void *ud, const struct status_row *r)
 	jw_reasons(w, r->has_state ? r->reasons : NULL);
 	JW_LIT(w, ",");
 	jw_string_or_null(w, bmc_word(r->has_state, r->reachable, r->bmc_busy));
+	JW_LIT(w, ",");
+	if (r->has_agent) {
+		struct node_work nw;
+		char cell[64];
+
+		work_from_summary(&nw, r->gpu_processes, rw->now - r->agent_last_seen);
+		work_cell(cell, sizeof(cell), &nw);
+		jw_string(w, cell);
+	} else {
+		JW_LIT(w, "null");
+	}
 	JW_LIT(w, "]");
 	return w->rc;
 }

@@ -197,6 +197,7 @@ struct agent_state {
 	int64_t gpu_count_max;       /* the most GPUs the node ever reported */
 	char *report;                /* the latest report (JSON text), or NULL when not read */
 	char *audit_facts;           /* put only: the report's version facts (ingest), or NULL */
+	char *gpu_processes;         /* put only: the report's GPU processes (work_procs_extract) */
 	/* The GPUs' telemetry summed up (node_agent_summary; NAN: unknown). Read back by
 	 * store_agent_state_get; the per-GPU numbers are in the report. */
 	double gpu_hottest_c;        /* the hottest GPU */
@@ -284,9 +285,11 @@ struct agent_gpu_summary {
 	int64_t node_id;
 	double hottest_c;
 	double power_w;
+	char *gpu_processes;         /* work_procs_extract's JSON, or NULL */
 };
 int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **out,
 				 size_t *out_count);
+void agent_gpu_summary_list_free(struct agent_gpu_summary *list, size_t count);
 /* When each node's agent last reported, for the fleet-wide silence count. */
 struct agent_seen {
 	int64_t node_id;
@@ -533,6 +536,7 @@ struct status_row {
 	int in_maintenance;          /* maint_reason is set */
 	const char *maint_reason;
 	int bmc_busy;                /* the poller's busy mark (poller_record_busy) */
+	const char *gpu_processes;   /* the latest report's GPU processes (JSON), or NULL */
 };
 
 /* Calls fn for every node ordered by name, in one read snapshot. fn returns 0 to go on or a

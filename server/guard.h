@@ -1,0 +1,67 @@
+/* The guard in front of every disruptive action: the work on each node (GPU processes of a
+ * fresh agent report, Slurm jobs) refuses it, or the node is drained in Slurm and waited
+ * for (--drain), or it goes ahead and is audited as forced (--force). The guard's own
+ * thread drains hung nodes, resumes what kiln drained once the node's agent reports again,
+ * and keeps the Slurm state that automatic remediation consults. Scheduler commands run
+ * only on the guard's threads, never on an HTTP thread or the poller's. */
+#ifndef KILND_GUARD_H
+#define KILND_GUARD_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "scheduler.h"
+#include "store/store.h"
+#include "work.h"
+
+struct guard;
+struct live_call;
+
+struct guard_options {
+	const char *db_path;          /* the guard's threads open their own store handles */
+	struct sched_config sched;    /* borrowed: the strings live as long as the guard */
+	const char *ignore;           /* process names that are not work (fnmatch list) */
+	int64_t fresh_s;              /* the oldest agent report whose GPU processes count */
+	int64_t poll_ms;              /* how often a drain looks again */
+	int drain_hung;               /* drain a node kiln flags hung */
+};
+
+int guard_start(struct guard **out, const struct guard_options *opt);
+
+/* Stops the thread (a drain in progress ends at its next look). Accepts NULL. */
+void guard_free(struct guard *g);
+
+/* The node's work now: its agent's latest report and (with a scheduler) Slurm, asked now.
+ * Runs scheduler commands: not on an HTTP thread. */
+void guard_node_work(struct guard *g, struct store *st, const struct node *n,
+		     struct node_work *out);
+
+/*
+ * Runs a guarded live call's guard (on a thread of the caller's, never an HTTP thread):
+ * each targeted node with work is refused (its answer says what runs; an audit row says
+ * refused), or forced (its audit detail says so), or drained and waited for up to the
+ * call's drain timeout; a node still busy then is resumed if kiln drained it, answered
+ * "drain timed out" and audited so. *stop set: the wait ends, the nodes still waiting are
+ * not sent. Nodes it refuses get targeted 0.
+ */
+void guard_call_run(struct guard *g, struct live_call *call, const atomic_int *stop);
+
+/* The node (drained by kiln) is resumed in Slurm once its agent reports after `after`,
+ * if its reason is still kiln's. Queued for the guard's thread. */
+void guard_resume_after(struct guard *g, int64_t node_id, const char *name, int64_t after);
+
+/* Kiln flagged the node hung (reason says why): drained in Slurm with a kiln reason, on
+ * the guard's thread, and resumed once its agent reports again. No-op without a scheduler
+ * or with drain_hung off. */
+void guard_hung(struct guard *g, int64_t node_id, const char *name, const char *reason);
+
+/*
+ * Whether automatic remediation may cycle the node now: without a scheduler, yes; with one,
+ * only when Slurm showed (within the last minute, asked on the guard's thread) no job
+ * running there or the node down. Returns 1 or 0 with why in msg; a 0 asks Slurm again.
+ */
+int guard_remediation_allowed(struct guard *g, int64_t node_id, const char *name, char *msg,
+			      size_t len);
+
+#endif

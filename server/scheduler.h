@@ -1,0 +1,62 @@
+/* The batch scheduler a node belongs to (Slurm through scontrol and squeue): its jobs on a
+ * node, its state and reason, drain and resume. Every call runs a command and waits for it:
+ * never call these on an HTTP thread or the poller's (guard.c runs them on its own). */
+#ifndef KILND_SCHEDULER_H
+#define KILND_SCHEDULER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum sched_type { SCHED_NONE = 0, SCHED_SLURM };
+
+struct sched_config {
+	enum sched_type type;
+	const char *scontrol;       /* command names or paths, looked up in PATH */
+	const char *squeue;
+	int64_t timeout_ms;         /* a command that takes longer is killed and has failed */
+};
+
+/* The reason every drain kiln makes starts with: what it alone resumes. */
+#define SCHED_TAG "kiln:"
+
+#define SCHED_JOBS_MAX 64
+
+struct sched_job {
+	char id[32];
+	char state[24];
+	char user[64];
+	char name[128];
+};
+
+struct sched_node {
+	char state[128];            /* "IDLE+DRAIN", "ALLOCATED", "DOWN*+NOT_RESPONDING" */
+	char reason[256];           /* without Slurm's " [user@time]" suffix; "" when none */
+	int down;                   /* Slurm itself counts the node down or not responding */
+	int drain;                  /* DRAIN, DRAINING or DRAINED */
+	struct sched_job jobs[SCHED_JOBS_MAX];
+	size_t njobs;               /* the jobs listed (at most SCHED_JOBS_MAX) */
+	size_t njobs_all;           /* the jobs squeue named */
+};
+
+/* "none" | "slurm" into *out; KILN_EINVAL otherwise. */
+int sched_type_parse(enum sched_type *out, const char *s);
+
+/* Parses `scontrol -o show node NAME` (one line) into out's state, reason and flags. */
+int sched_parse_node(struct sched_node *out, const char *text);
+
+/* Parses `squeue -h -o '%i|%T|%u|%j'` lines into out's jobs. */
+int sched_parse_jobs(struct sched_node *out, const char *text);
+
+/* The node's state, reason and running jobs. KILN_ENOTFOUND: Slurm knows no such node. */
+int sched_node_query(const struct sched_config *cfg, struct sched_node *out, const char *name);
+
+/* Drains the node with reason (which should start with SCHED_TAG). */
+int sched_node_drain(const struct sched_config *cfg, const char *name, const char *reason);
+
+/* Resumes the node (State=RESUME). */
+int sched_node_resume(const struct sched_config *cfg, const char *name);
+
+/* "job 12 (alice, train)" for each job, "; "-separated, into buf. */
+void sched_jobs_format(char *buf, size_t len, const struct sched_node *n);
+
+#endif
