@@ -5,7 +5,8 @@ KILN_BUILD_PACKAGES=(build-essential cmake pkg-config libcurl4-openssl-dev libja
 	libmicrohttpd-dev libgnutls28-dev libsodium-dev libinih-dev libssl-dev
 	scdoc dpkg-dev)
 KILN_TEST_PACKAGES=(libcmocka-dev openipmi ipmitool freeipmi-tools curl jq sqlite3 procps iproute2
-	python3 bsdutils openssl lintian systemd man-db zsh binutils)
+	python3 bsdutils openssl lintian systemd man-db zsh binutils
+	slurm-wlm munge)
 KILN_LAB_PACKAGES=(libcmocka-dev openipmi curl jq procps iproute2)
 
 kiln_install_packages() {
