@@ -16,17 +16,20 @@
 
 #define WAIT_POLL_US 1000000
 
-enum { O_IMAGE = 1, O_WAIT };
+enum { O_IMAGE = 1, O_WAIT, O_FORCE };
 
 static const struct cli_opt reinstall_opts[] = {
 	{ "image", 0, "NAME", O_IMAGE, "the image to install (kiln image list)" },
 	{ "wait", 0, NULL, O_WAIT, "follow the jobs until every node is done or failed" },
+	{ "force", 0, NULL, O_FORCE,
+	  "reinstall although Slurm jobs or GPU processes run (else the job is refused)" },
 	{ 0 },
 };
 
 struct reinstall_args {
 	const char *image;
 	int wait;
+	int force;
 };
 
 static int reinstall_opt(void *ud, const struct cli_opt *opt, const char *value)
@@ -37,6 +40,8 @@ static int reinstall_opt(void *ud, const struct cli_opt *opt, const char *value)
 		a->image = value;
 	else if (opt->id == O_WAIT)
 		a->wait = 1;
+	else if (opt->id == O_FORCE)
+		a->force = 1;
 	return 0;
 }
 
@@ -185,7 +190,9 @@ static int reinstall_run(struct cli_ctx *ctx, int argc, char **argv)
 			       "media or sets a one-time PXE boot, power-cycles, waits for the agent to "
 			       "report a new boot id (and the image's OS), ejects the media. More than "
 			       "one node asks to type the count (or --yes; cli.conf confirm_above, "
-			       "KILN_CONFIRM_THRESHOLD). Exit 0 when every node is "
+			       "KILN_CONFIRM_THRESHOLD). A node running Slurm jobs or GPU processes "
+			       "(from a fresh agent report) fails its job before anything is sent, "
+			       "the work named, unless --force. Exit 0 when every node is "
 			       "done, 3 when some failed, 1 when all failed.",
 			       reinstall_opts);
 		goto cleanup;
@@ -200,6 +207,10 @@ static int reinstall_run(struct cli_ctx *ctx, int argc, char **argv)
 		goto cleanup;
 	}
 	body = json_pack("{s:s, s:s, s:b}", "range", pos.v[0], "image", a.image, "dry_run", 1);
+	if (body && a.force && json_object_set_new(body, "force", json_true()) < 0) {
+		json_decref(body);
+		body = NULL;
+	}
 	if (!body) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;

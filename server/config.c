@@ -168,9 +168,9 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "GPU processes that are not work (comma-separated names, * and ? as in the shell): "
 	    "they never block an action."),
 	KEY("work", "report_fresh", KILN_CFG_DURATION, work_report_fresh, 1, 86400, NULL, "75s",
-	    "GPU processes block an action only from an agent report at most this old: a hung "
-	    "node's last report does not block its power cycle. Keep it under [health] "
-	    "hung_intervals report intervals."),
+	    "GPU processes block an action only from an agent report at most this old, and at "
+	    "most two of the node's report intervals old: a hung node's last report does not "
+	    "block its power cycle (nor does any report of a node kiln flags hung)."),
 	KEY("jobs", "step_timeout", KILN_CFG_DURATION, jobs_step_timeout, 1, 86400, NULL, "10m",
 	    "A reinstall step that talks to the BMC (media, boot override, power cycle, eject), "
 	    "retries included, fails the job after this long."),

@@ -62,19 +62,36 @@ static int sched_on(const struct guard *g)
 
 /* --- the work on a node -------------------------------------------------------------- */
 
+/*
+ * The processes of the node's latest report. They count only while the report is fresh:
+ * younger than [work] report_fresh and than two of the node's report intervals (a hung node
+ * is silent for more than [health] hung_intervals of them), and never on a node kiln
+ * flags hung, whose last report says what ran before it hung.
+ */
 static void procs_gather(struct guard *g, struct store *st, const struct node *n,
 			 struct node_work *w)
 {
 	struct agent_state a = { 0 };
+	struct fleet_state fs = { 0 };
 	json_t *report = NULL;
+	int64_t fresh_s = g->opt.fresh_s, interval;
 
 	if (store_agent_state_get(st, &a, n->id, 1) < 0) {
 		kiln_error_clear();
 		return;
 	}
+	interval = a.interval_s > 0 ? a.interval_s : g->opt.agent_interval_s;
+	if (interval > 0 && 2 * interval < fresh_s)
+		fresh_s = 2 * interval;
+	if (store_fleet_state_get(st, &fs, n->id) == 0) {
+		if (fs.hung_since > 0)
+			fresh_s = -1;
+		fleet_state_clear(&fs);
+	}
+	kiln_error_clear();
 	if (a.report)
 		report = json_loads(a.report, 0, NULL);
-	work_procs_from_report(w, report, now_s() - a.last_seen, g->opt.fresh_s, g->opt.ignore);
+	work_procs_from_report(w, report, now_s() - a.last_seen, fresh_s, g->opt.ignore);
 	json_decref(report);
 	agent_state_clear(&a);
 }

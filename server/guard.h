@@ -23,6 +23,7 @@ struct guard_options {
 	struct sched_config sched;    /* borrowed: the strings live as long as the guard */
 	const char *ignore;           /* process names that are not work (fnmatch list) */
 	int64_t fresh_s;              /* the oldest agent report whose GPU processes count */
+	int64_t agent_interval_s;     /* a report's interval when it gives none */
 	int64_t poll_ms;              /* how often a drain looks again */
 	int drain_hung;               /* drain a node kiln flags hung */
 };

@@ -11,6 +11,7 @@
 #include "api/api.h"
 #include "bmc/target.h"
 #include "config.h"
+#include "guard.h"
 #include "jobs.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
@@ -263,6 +264,7 @@ struct jobs {
 	char *db_path;
 	struct secret_key key;
 	struct bmc_engine *engine;
+	struct guard *guard;
 	struct job_limits limits;
 	int64_t retry_s;
 	int64_t tick_ms;
@@ -478,6 +480,37 @@ cleanup:
 	return rc;
 }
 
+/*
+ * A reinstall destroys what runs on the node: before its first step (nothing sent yet), the
+ * work on the node refuses the job unless it was asked with force. On the jobs thread (a
+ * scheduler command waits here, never on an HTTP thread). Returns 1 when refused (ended).
+ */
+static int job_guard(struct jobs *js, struct store *st, struct job *j, struct job_slot *slot)
+{
+	struct node *n = NULL;
+	struct node_work w;
+	char msg[1024], text[1200];
+
+	if (!js->guard || store_node_get(st, &n, j->node) < 0) {
+		kiln_error_clear();
+		return 0;
+	}
+	guard_node_work(js->guard, st, n, &w);
+	node_free(n);
+	if (!work_blocks(&w, msg, sizeof(msg)))
+		return 0;
+	if (j->force) {
+		log_info("jobs: job %lld (%s): forced although work runs: %s", (long long)j->id,
+			 j->node, msg);
+		job_event(st, j, SEV_WARNING, "reinstall %lld of %s forced by %s although work runs: "
+			  "%.300s", (long long)j->id, j->node, j->created_by, msg);
+		return 0;
+	}
+	snprintf(text, sizeof(text), "refused: work running: %s (--force reinstalls anyway)", msg);
+	job_end(js, st, j, slot, text);
+	return 1;
+}
+
 /* Moves one job as far as it can go now. */
 static void job_tick(struct jobs *js, struct store *st, struct job *j, struct job_slot *slot)
 {
@@ -490,6 +523,8 @@ static void job_tick(struct jobs *js, struct store *st, struct job *j, struct jo
 		int have_agent;
 
 		if (strcmp(j->state, "queued") == 0) {
+			if (job_guard(js, st, j, slot))
+				return;
 			if (set_state(j, "running") < 0 || set_str(&j->step, "boot_id") < 0)
 				return;
 			j->started_at = j->step_started = now_s();
@@ -706,6 +741,7 @@ int jobs_start(struct jobs **out, const struct jobs_options *opt)
 	js->db_path = strdup(opt->db_path);
 	js->key = *opt->key;
 	js->engine = opt->engine;
+	js->guard = opt->guard;
 	js->limits = opt->limits;
 	js->retry_s = opt->retry_s > 0 ? opt->retry_s : 5;
 	js->tick_ms = opt->tick_ms > 0 ? opt->tick_ms : 1000;

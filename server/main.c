@@ -363,6 +363,7 @@ int main(int argc, char **argv)
 				   .timeout_ms = cfg.scheduler_timeout * 1000 },
 			.ignore = cfg.work_ignore_processes,
 			.fresh_s = cfg.work_report_fresh,
+			.agent_interval_s = cfg.health_agent_interval,
 			.poll_ms = cfg.scheduler_drain_poll,
 			.drain_hung = cfg.scheduler_drain_hung,
 		};

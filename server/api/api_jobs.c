@@ -189,7 +189,7 @@ static int cmp_node(const void *a, const void *b)
  * it when the job ends). Returns the job id or a negative code with the message set.
  */
 static int job_queue(struct api_ctx *c, int64_t *out_id, const struct node *n,
-		     const struct image *img)
+		     const struct image *img, int force)
 {
 	struct job j = { 0 };
 	int64_t audit_id = 0;
@@ -205,6 +205,9 @@ static int job_queue(struct api_ctx *c, int64_t *out_id, const struct node *n,
 	{
 		json_t *d = json_pack("{s:s, s:s, s:s?}", "image", img->name, "kind", img->kind,
 				      "url", img->url);
+
+		if (d && force)
+			json_object_set_new(d, "force", json_true());
 		char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
 
 		json_decref(d);
@@ -221,6 +224,7 @@ static int job_queue(struct api_ctx *c, int64_t *out_id, const struct node *n,
 	j.image_os = img->os;
 	j.created_by = c->caller.name;
 	j.audit_id = audit_id;
+	j.force = force;
 	rc = store_job_insert(c->st, &j);
 	if (rc == KILN_EBUSY)
 		rc = kiln_fail(KILN_EBUSY, "a reinstall job is already running on %s", n->name);
@@ -240,17 +244,18 @@ cleanup:
 
 void api_reinstall_post(struct api_ctx *c)
 {
-	static const char *const fields[] = { "range", "image", "dry_run", NULL };
+	static const char *const fields[] = { "range", "image", "dry_run", "force", NULL };
 	struct kiln_nodelist range = { 0 };
 	struct node **all = NULL;
 	struct image img = { 0 };
 	size_t nall = 0;
 	const char *rng, *image;
 	json_t *arr = NULL;
-	int dry_run, rc;
+	int dry_run, force, rc;
 
 	if (!api_body_require(c) || body_only(c, fields) < 0 || api_body_string(c, &rng, "range") < 0 ||
-	    api_body_string(c, &image, "image") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0)
+	    api_body_string(c, &image, "image") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0 ||
+	    api_body_bool(c, &force, "force") < 0)
 		return;
 	if (!rng || !rng[0]) {
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "range", "range is required");
@@ -302,7 +307,7 @@ void api_reinstall_post(struct api_ctx *c)
 			continue;
 		}
 		kiln_error_clear();
-		if (job_queue(c, &id, *hit, &img) < 0) {
+		if (job_queue(c, &id, *hit, &img, force) < 0) {
 			json_object_set_new(o, "error", json_string(kiln_error_last()));
 			continue;
 		}

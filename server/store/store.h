@@ -650,6 +650,7 @@ struct job {
 	char *error;
 	char *created_by;
 	int64_t audit_id;
+	int force;                 /* act although work runs on the node (--force) */
 	int64_t created_at;
 	int64_t started_at;
 	int64_t finished_at;

@@ -79,6 +79,13 @@ same "kiln gpus: gpu01's work" "$("$KILN" gpus gpu01 -o json | jq -r '.[0].work.
 same "kiln status: WORK" "$("$KILN" status -o json | jq -r '[.[] | .node + ":" + .work] | join(",")')" "gpu01:2 procs,gpu02:-"
 check "kiln status table has a WORK column" "$("$KILN" status | head -1 | grep -q WORK; echo $?)" "$("$KILN" status | head -1)"
 
+# --- a reinstall is refused before anything is sent; --force queues one that goes ahead -------
+"$KILN" image add pxe-img --pxe >/dev/null || fail "image add pxe-img"
+timeout 20 "$KILN" reinstall gpu01 --image pxe-img --yes --wait >"$T/ri.out" 2>&1
+same "reinstall of busy gpu01: exit 1" "$?" 1
+check "the job failed naming the work" "$(grep -q 'refused: work running: gpu process 4242 python3' "$T/ri.out"; echo $?)" "$(cat "$T/ri.out")"
+same "reinstall refused: no boot override sent" "$(curl -s "http://127.0.0.1:${BMCSIM_PORTS[0]}/_sim/state" | jq -c '.requests.PATCH')" 0
+
 # --- --force acts and is audited as forced ----------------------------------------------------
 out=$("$KILN" power cycle gpu01 --yes --force 2>&1)
 same "--force: exit 0" "$?" 0
@@ -92,6 +99,15 @@ sleep 6
 out=$("$KILN" power cycle gpu01 --yes 2>&1)
 same "stale report: the cycle goes ahead (exit 0)" "$?" 0
 same "kiln status: stale processes shown so" "$("$KILN" status -o json | jq -r '.[] | select(.node == "gpu01") | .work')" "2 procs (stale)"
+
+# --- reinstall --force goes ahead (last: the job holds gpu01 until kilnd stops) ---------------
+fleet_agent_start gpu01 "$T/busy-nvml.conf"
+fresh() { [ "$("$KILN" status -o json | jq -r '.[] | select(.node == "gpu01") | .work')" = "2 procs" ]; }
+wait_for "gpu01 reports its work again" 20 fresh
+"$KILN" reinstall gpu01 --image pxe-img --yes --force >/dev/null 2>&1
+same "reinstall --force: queued (exit 0)" "$?" 0
+boot_set() { [ "$(curl -s "http://127.0.0.1:${BMCSIM_PORTS[0]}/_sim/state" | jq -c '.requests.PATCH')" -gt 0 ]; }
+wait_for "reinstall --force: the boot override was sent" 20 boot_set
 
 kiln_test_stop_kilnd || fail "kilnd did not stop cleanly"
 [ "$FAILS" -eq 0 ] || { echo "$FAILS check(s) failed" >&2; exit 1; }
