@@ -163,6 +163,9 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "Drain a node kiln flags hung in the scheduler (reason \"kiln: hung: ...\"), so that "
 	    "no new job lands there; resumed once its agent reports again, if the reason is "
 	    "still kiln's."),
+	KEY("scheduler", "view_interval", KILN_CFG_DURATION, scheduler_view_interval, 1, 3600,
+	    NULL, "30s", "How often kilnd counts the jobs on every node (one squeue over the "
+	    "cluster) for kiln status' WORK column. An action asks Slurm about its nodes anew."),
 	KEY("work", "ignore_processes", KILN_CFG_STRING, work_ignore_processes, 0, 0, NULL,
 	    "nvidia-persistenced,nv-hostengine,dcgm*,nvidia-smi",
 	    "GPU processes that are not work (comma-separated names, * and ? as in the shell): "

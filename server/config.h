@@ -71,6 +71,7 @@ struct kilnd_config {
 	int64_t scheduler_timeout; /* seconds a scheduler command may take */
 	int64_t scheduler_drain_poll; /* milliseconds between two looks of a drain */
 	bool scheduler_drain_hung;
+	int64_t scheduler_view_interval; /* seconds between two counts of the cluster's jobs */
 	/* [work] what counts as work on a node */
 	char *work_ignore_processes;
 	int64_t work_report_fresh;

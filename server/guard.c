@@ -50,6 +50,15 @@ struct guard {
 	size_t ncache, capcache;
 };
 
+/* The cluster view (guard_view_jobs): one kilnd, one guard, so module-wide. */
+static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sched_count *view;
+static size_t nview;
+static int view_on;          /* a scheduler is configured */
+static int64_t view_at;      /* the last view's time, 0: none yet */
+static int64_t view_s = 30;  /* its period */
+static int view_failed;
+
 static int64_t now_s(void)
 {
 	return (int64_t)time(NULL);
@@ -515,10 +524,71 @@ static int do_watch(struct guard *g, struct store *st, struct task *t)
 	return 1;
 }
 
+static int cmp_view(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct sched_count *)elem)->name);
+}
+
+int guard_view_jobs(const char *name)
+{
+	const struct sched_count *c;
+	int n;
+
+	pthread_mutex_lock(&view_lock);
+	if (!view_on)
+		n = GUARD_VIEW_NONE;
+	else if (view_failed || view_at == 0 || now_s() - view_at > 3 * view_s)
+		n = GUARD_VIEW_UNKNOWN;
+	else {
+		c = nview ? bsearch(name, view, nview, sizeof(*view), cmp_view) : NULL;
+		n = c ? c->njobs : 0;
+	}
+	pthread_mutex_unlock(&view_lock);
+	return n;
+}
+
+void guard_view_apply(struct node_work *w, const char *name)
+{
+	int n = guard_view_jobs(name);
+
+	if (n == GUARD_VIEW_NONE)
+		return;
+	w->sched_asked = 1;
+	if (n == GUARD_VIEW_UNKNOWN) {
+		w->sched_failed = 1;
+		snprintf(w->sched_error, sizeof(w->sched_error), "slurm: no recent view");
+		return;
+	}
+	w->sched.njobs_all = (size_t)n;
+}
+
+/* One squeue over the cluster into the view. */
+static void view_refresh(struct guard *g)
+{
+	struct sched_count *list = NULL;
+	size_t n = 0;
+	int rc;
+
+	kiln_error_clear();
+	rc = sched_fleet_jobs(&g->opt.sched, &list, &n);
+	if (rc < 0)
+		log_warn("guard: slurm's jobs: %s", kiln_error_last());
+	pthread_mutex_lock(&view_lock);
+	if (rc == 0) {
+		free(view);
+		view = list;
+		nview = n;
+		view_at = now_s();
+	}
+	view_failed = rc < 0;
+	pthread_mutex_unlock(&view_lock);
+}
+
 static void *guard_main(void *arg)
 {
 	struct guard *g = arg;
 	struct store *st = NULL;
+	int64_t viewed = 0;
 
 	if (store_open(&st, g->opt.db_path) < 0)
 		log_warn("guard: store: %s", kiln_error_last());
@@ -560,6 +630,10 @@ static void *guard_main(void *arg)
 				do_ask(g, t);
 			free(t);
 		}
+		if (sched_on(g) && now_s() - viewed >= g->opt.view_s) {
+			viewed = now_s();
+			view_refresh(g);
+		}
 		for (struct task **pp = &g->watches; st && *pp;) {
 			struct task *t = *pp;
 
@@ -584,6 +658,8 @@ int guard_start(struct guard **out, const struct guard_options *opt)
 	g->opt = *opt;
 	if (g->opt.poll_ms <= 0)
 		g->opt.poll_ms = 5000;
+	if (g->opt.view_s <= 0)
+		g->opt.view_s = 30;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	if (pthread_create(&g->thread, NULL, guard_main, g) != 0) {
@@ -591,6 +667,10 @@ int guard_start(struct guard **out, const struct guard_options *opt)
 		return kiln_fail(KILN_ERROR, "guard: cannot start its thread");
 	}
 	g->started = 1;
+	pthread_mutex_lock(&view_lock);
+	view_on = sched_on(g);
+	view_s = g->opt.view_s;
+	pthread_mutex_unlock(&view_lock);
 	*out = g;
 	return 0;
 }
@@ -613,6 +693,13 @@ void guard_free(struct guard *g)
 		free(t);
 	}
 	free(g->cache);
+	pthread_mutex_lock(&view_lock);
+	free(view);
+	view = NULL;
+	nview = 0;
+	view_on = 0;
+	view_at = 0;
+	pthread_mutex_unlock(&view_lock);
 	pthread_mutex_destroy(&g->lock);
 	pthread_cond_destroy(&g->cond);
 	free(g);

@@ -26,6 +26,7 @@ struct guard_options {
 	int64_t agent_interval_s;     /* a report's interval when it gives none */
 	int64_t poll_ms;              /* how often a drain looks again */
 	int drain_hung;               /* drain a node kiln flags hung */
+	int64_t view_s;               /* how often the cluster's jobs are counted (guard_view_jobs) */
 };
 
 int guard_start(struct guard **out, const struct guard_options *opt);
@@ -64,5 +65,18 @@ void guard_hung(struct guard *g, int64_t node_id, const char *name, const char *
  */
 int guard_remediation_allowed(struct guard *g, int64_t node_id, const char *name, char *msg,
 			      size_t len);
+
+/*
+ * The Slurm jobs running on the node in the guard thread's last view of the whole cluster
+ * (one squeue every view_s): what kiln status' WORK column shows without running a
+ * command on an HTTP thread. GUARD_VIEW_NONE without a scheduler, GUARD_VIEW_UNKNOWN when
+ * the last view failed or is older than three periods; else the count.
+ */
+#define GUARD_VIEW_NONE (-1)
+#define GUARD_VIEW_UNKNOWN (-2)
+int guard_view_jobs(const char *name);
+
+/* Adds the view's jobs of name to w (a node_work from work_from_summary). */
+void guard_view_apply(struct node_work *w, const char *name);
 
 #endif

@@ -366,6 +366,7 @@ int main(int argc, char **argv)
 			.agent_interval_s = cfg.health_agent_interval,
 			.poll_ms = cfg.scheduler_drain_poll,
 			.drain_hung = cfg.scheduler_drain_hung,
+			.view_s = cfg.scheduler_view_interval,
 		};
 
 		work_config_set(cfg.work_ignore_processes, cfg.work_report_fresh);

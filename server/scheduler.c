@@ -15,6 +15,7 @@
 
 #include "kiln/buf.h"
 #include "kiln/error.h"
+#include "kiln/noderange.h"
 #include "scheduler.h"
 
 #define SCHED_OUT_MAX (1u << 20)
@@ -326,4 +327,88 @@ void sched_jobs_format(char *buf, size_t len, const struct sched_node *n)
 	}
 	if (n->njobs_all > n->njobs && off < len)
 		snprintf(buf + off, len - off, " and %zu more", n->njobs_all - n->njobs);
+}
+
+static int cmp_count(const void *a, const void *b)
+{
+	return strcmp(((const struct sched_count *)a)->name, ((const struct sched_count *)b)->name);
+}
+
+/* Adds a job to name's count in list[0..*n) (unsorted while parsing). */
+static int count_add(struct sched_count **list, size_t *n, size_t *cap, const char *name)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp((*list)[i].name, name) == 0) {
+			(*list)[i].njobs++;
+			return 0;
+		}
+	if (*n == *cap) {
+		size_t grown = *cap ? *cap * 2 : 64;
+		struct sched_count *more = realloc(*list, grown * sizeof(*more));
+
+		if (!more)
+			return kiln_fail(KILN_ERROR, "out of memory");
+		*list = more;
+		*cap = grown;
+	}
+	snprintf((*list)[*n].name, sizeof((*list)[0].name), "%s", name);
+	(*list)[(*n)++].njobs = 1;
+	return 0;
+}
+
+int sched_parse_fleet(struct sched_count **out, size_t *out_count, const char *text)
+{
+	struct sched_count *list = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	for (const char *p = text; *p && rc == 0;) {
+		size_t len = strcspn(p, "\n");
+		char line[4096], *bar;
+		struct kiln_nodelist nodes = { 0 };
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, p);
+		p += len;
+		if (*p == '\n')
+			p++;
+		if (!line[0])
+			continue;
+		if (!(bar = strchr(line, '|'))) {
+			rc = kiln_fail(KILN_EPROTO, "squeue: line '%.60s' is not nodes|id", line);
+			break;
+		}
+		*bar = '\0';
+		if (!line[0] || strcmp(line, "(null)") == 0)
+			continue; /* a pending job holds no node */
+		if ((rc = noderange_expand(&nodes, line, NULL, NULL)) < 0) {
+			rc = kiln_fail(KILN_EPROTO, "squeue: node list '%.60s': %s", line,
+				       kiln_error_last());
+			break;
+		}
+		for (size_t i = 0; i < nodes.count && rc == 0; i++)
+			rc = count_add(&list, &n, &cap, nodes.names[i]);
+		kiln_nodelist_free(&nodes);
+	}
+	if (rc < 0) {
+		free(list);
+		return rc;
+	}
+	if (n > 1)
+		qsort(list, n, sizeof(*list), cmp_count);
+	*out = list;
+	*out_count = n;
+	return 0;
+}
+
+int sched_fleet_jobs(const struct sched_config *cfg, struct sched_count **out, size_t *out_count)
+{
+	char *argv[] = { (char *)cfg->squeue, "-h", "-t",
+			 "RUNNING,COMPLETING,CONFIGURING,SUSPENDED,STOPPED", "-o", "%N|%i", NULL };
+	struct kiln_buf b;
+	int rc = run(&b, argv, cfg->timeout_ms);
+
+	if (rc == 0)
+		rc = sched_parse_fleet(out, out_count, b.data ? b.data : "");
+	kiln_buf_free(&b);
+	return rc;
 }

@@ -56,6 +56,22 @@ int sched_node_drain(const struct sched_config *cfg, const char *name, const cha
 /* Resumes the node (State=RESUME). */
 int sched_node_resume(const struct sched_config *cfg, const char *name);
 
+/* One node's count in the fleet's view (sched_fleet_jobs). */
+struct sched_count {
+	char name[128];
+	int njobs;
+};
+
+/*
+ * Counts the running jobs of every node in one squeue over the whole cluster (`squeue -h -o
+ * '%N|%i'`, node lists such as n[1-4] expanded). *out (caller frees) is sorted by name and
+ * holds only nodes with jobs.
+ */
+int sched_fleet_jobs(const struct sched_config *cfg, struct sched_count **out, size_t *out_count);
+
+/* Parses what sched_fleet_jobs' squeue prints. */
+int sched_parse_fleet(struct sched_count **out, size_t *out_count, const char *text);
+
 /* "job 12 (alice, train)" for each job, "; "-separated, into buf. */
 void sched_jobs_format(char *buf, size_t len, const struct sched_node *n);
 

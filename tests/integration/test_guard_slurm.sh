@@ -106,6 +106,7 @@ hung_intervals = 3
 [scheduler]
 type = slurm
 drain_poll = 500ms
+view_interval = 1s
 EOF
 bmcsim_start "$T/sim" "$MOCKUP" --count 2 || exit 1
 kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
@@ -125,6 +126,9 @@ out=$("$KILN" power cycle n1 --yes 2>&1)
 same "n1 running a job: exit 1" "$?" 1
 check "the refusal names the job" "$(grep -q "slurm job $job (root, train)" <<<"$out"; echo $?)" "$out"
 same "nothing reached n1's BMC" "$(resets "${BMCSIM_PORTS[0]}")" 0
+work() { "$KILN" status -o json | jq -r --arg n "$1" '.[] | select(.node == $n) | .work'; }
+one_job() { [ "$(work n1)/$(work n2)" = "1 job/-" ]; }
+wait_for "kiln status: n1's WORK is its job" 10 one_job
 same "n1 not drained by a refusal" "$(sstate n1 | sed 's/+NOT_RESPONDING//')" ALLOCATED
 
 # --- --drain-timeout: nothing is done, kiln's drain undone -----------------------------------

@@ -47,8 +47,10 @@ boot_timeout = 25s
 retry_interval = 1s
 CONF
 
-# The hook's environment: where each node's root, token and pid file live.
-export RH_DIR=$T/nodes RH_AGENT=$AGENT RH_NVML=$NVML RH_NVML_CONF=$NVML_CONF
+# The hook's environment: where each node's root, token and pid file live. The nodes are
+# idle (no GPU compute process: one would refuse the reinstall).
+grep -v '^gpu\.0\.processes' "$NVML_CONF" >"$T/idle-nvml.conf"
+export RH_DIR=$T/nodes RH_AGENT=$AGENT RH_NVML=$NVML RH_NVML_CONF=$T/idle-nvml.conf
 mkdir -p "$RH_DIR"
 on_exit() {
 	local f

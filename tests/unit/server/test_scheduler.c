@@ -98,6 +98,27 @@ static void test_parse_jobs_many(void **state)
 	assert_non_null(strstr(buf, " and 5 more"));
 }
 
+static void test_parse_fleet(void **state)
+{
+	struct sched_count *c = NULL;
+	size_t n = 0;
+
+	(void)state;
+	/* a two-node job, a pending one (no node yet), two on n2 */
+	assert_int_equal(sched_parse_fleet(&c, &n, "n[1-2]|12\n|13\nn2|14\n(null)|15\n"), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(c[0].name, "n1");
+	assert_int_equal(c[0].njobs, 1);
+	assert_string_equal(c[1].name, "n2");
+	assert_int_equal(c[1].njobs, 2);
+	free(c);
+	assert_int_equal(sched_parse_fleet(&c, &n, ""), 0);
+	assert_int_equal(n, 0);
+	free(c);
+	assert_int_not_equal(sched_parse_fleet(&c, &n, "n1 12\n"), 0);
+	assert_int_not_equal(sched_parse_fleet(&c, &n, "n[1-|12\n"), 0);
+}
+
 /* --- work.c ----------------------------------------------------------------------------- */
 
 static const char *const report_text =
@@ -202,6 +223,7 @@ int main(void)
 		cmocka_unit_test(test_parse_node_refuses),
 		cmocka_unit_test(test_parse_jobs),
 		cmocka_unit_test(test_parse_jobs_many),
+		cmocka_unit_test(test_parse_fleet),
 		cmocka_unit_test(test_ignore_list),
 		cmocka_unit_test(test_processes_block_when_fresh),
 		cmocka_unit_test(test_slurm_work),
