@@ -7,6 +7,7 @@
 #include "kiln/error.h"
 #include "kiln/version.h"
 #include "nvml.h"
+#include "frameworks.h"
 #include "procs.h"
 #include "report.h"
 #include "xid.h"
@@ -64,7 +65,7 @@ int report_build(json_t **out, struct report_ctx *ctx)
 {
 	char id[33], now[32], started[32];
 	json_t *r = NULL, *host = NULL, *nvidia = NULL, *gpus = NULL, *xids = NULL;
-	json_t *toolkits = NULL, *cudnn = NULL, *disks = NULL, *agent = NULL;
+	json_t *toolkits = NULL, *cudnn = NULL, *disks = NULL, *agent = NULL, *frameworks = NULL;
 	const char *drv, *mod;
 	int rc;
 
@@ -128,6 +129,9 @@ int report_build(json_t **out, struct report_ctx *ctx)
 		rc = kiln_fail(KILN_ERROR, "out of memory building the report");
 		goto cleanup;
 	}
+	/* the Python environments' frameworks: a failure leaves them out, never the report */
+	if (frameworks_collect(&frameworks, ctx->root, ctx->site_packages) == 0)
+		json_object_set_new(r, "frameworks", frameworks);
 	*out = r;
 	rc = 0;
 cleanup:
