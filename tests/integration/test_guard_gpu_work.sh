@@ -76,6 +76,8 @@ same "range: gpu02's BMC was cycled" "$(resets "${BMCSIM_PORTS[1]}" | jq 'length
 
 # --- the work is shown ------------------------------------------------------------------------
 same "kiln gpus: gpu01's work" "$("$KILN" gpus gpu01 -o json | jq -r '.[0].work.gpu_processes | map(.pid) | join(",")')" 4242,4243
+check "kiln gpus: gpu 0's WORK names the processes" \
+	"$("$KILN" gpus gpu01 | grep -q ' 0 .*4242 python3 (alice), 4243 torchrun$'; echo $?)" "$("$KILN" gpus gpu01)"
 same "kiln status: WORK" "$("$KILN" status -o json | jq -r '[.[] | .node + ":" + .work] | join(",")')" "gpu01:2 procs,gpu02:-"
 check "kiln status table has a WORK column" "$("$KILN" status | head -1 | grep -q WORK; echo $?)" "$("$KILN" status | head -1)"
 
