@@ -147,8 +147,10 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	KEY("scheduler", "type", KILN_CFG_ENUM, scheduler_type, 0, 0, "none|slurm", "none",
 	    "The batch scheduler of the nodes. With slurm, a disruptive action (power off, soft, "
 	    "reset, cycle, reinstall, automatic remediation) on a node running Slurm jobs is "
-	    "refused unless --drain or --force; kiln drains hung nodes. The kiln node name is the "
-	    "Slurm node name."),
+	    "refused unless --drain or --force; kiln drains hung nodes."),
+	KEY("scheduler", "node_name", KILN_CFG_STRING, scheduler_node_name, 0, 0, NULL, "{name}",
+	    "The Slurm name of a kiln node: {name} is the kiln name, {short} the kiln name up to "
+	    "its first dot; other text is kept ({short}-ib)."),
 	KEY("scheduler", "scontrol", KILN_CFG_STRING, scheduler_scontrol, 0, 0, NULL, "scontrol",
 	    "The scontrol command (looked up in PATH): node state and reason, drain and resume."),
 	KEY("scheduler", "squeue", KILN_CFG_STRING, scheduler_squeue, 0, 0, NULL, "squeue",

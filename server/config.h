@@ -72,6 +72,7 @@ struct kilnd_config {
 	int64_t scheduler_drain_poll; /* milliseconds between two looks of a drain */
 	bool scheduler_drain_hung;
 	int64_t scheduler_view_interval; /* seconds between two counts of the cluster's jobs */
+	char *scheduler_node_name; /* the Slurm name of a kiln node: {name}, {short} */
 	/* [work] what counts as work on a node */
 	char *work_ignore_processes;
 	int64_t work_report_fresh;

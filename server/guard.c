@@ -57,6 +57,7 @@ static size_t nview;
 static int view_on;          /* a scheduler is configured */
 static int64_t view_at;      /* the last view's time, 0: none yet */
 static int64_t view_s = 30;  /* its period */
+static const char *view_names; /* [scheduler] node_name: the view holds Slurm names */
 static int view_failed;
 
 static int64_t now_s(void)
@@ -532,15 +533,17 @@ static int cmp_view(const void *key, const void *elem)
 int guard_view_jobs(const char *name)
 {
 	const struct sched_count *c;
+	char slurm[256];
 	int n;
 
 	pthread_mutex_lock(&view_lock);
+	sched_node_name(slurm, sizeof(slurm), view_names, name);
 	if (!view_on)
 		n = GUARD_VIEW_NONE;
 	else if (view_failed || view_at == 0 || now_s() - view_at > 3 * view_s)
 		n = GUARD_VIEW_UNKNOWN;
 	else {
-		c = nview ? bsearch(name, view, nview, sizeof(*view), cmp_view) : NULL;
+		c = nview ? bsearch(slurm, view, nview, sizeof(*view), cmp_view) : NULL;
 		n = c ? c->njobs : 0;
 	}
 	pthread_mutex_unlock(&view_lock);
@@ -670,6 +673,7 @@ int guard_start(struct guard **out, const struct guard_options *opt)
 	pthread_mutex_lock(&view_lock);
 	view_on = sched_on(g);
 	view_s = g->opt.view_s;
+	view_names = g->opt.sched.node_name;
 	pthread_mutex_unlock(&view_lock);
 	*out = g;
 	return 0;

@@ -360,7 +360,8 @@ int main(int argc, char **argv)
 		struct guard_options gopt = {
 			.db_path = db_path,
 			.sched = { .scontrol = cfg.scheduler_scontrol, .squeue = cfg.scheduler_squeue,
-				   .timeout_ms = cfg.scheduler_timeout * 1000 },
+				   .timeout_ms = cfg.scheduler_timeout * 1000,
+				   .node_name = cfg.scheduler_node_name },
 			.ignore = cfg.work_ignore_processes,
 			.fresh_s = cfg.work_report_fresh,
 			.agent_interval_s = cfg.health_agent_interval,

@@ -256,16 +256,49 @@ int sched_parse_jobs(struct sched_node *out, const char *text)
 	return 0;
 }
 
-int sched_node_query(const struct sched_config *cfg, struct sched_node *out, const char *name)
+void sched_node_name(char *out, size_t len, const char *template, const char *name)
 {
-	char *show[] = { (char *)cfg->scontrol, "-o", "show", "node", (char *)name, NULL };
-	char *jobs[] = { (char *)cfg->squeue, "-h", "-w", (char *)name, "-t",
+	size_t off = 0;
+
+	if (!template || !template[0])
+		template = "{name}";
+	out[0] = '\0';
+	for (const char *p = template; *p && off + 1 < len;) {
+		const char *part = NULL;
+		size_t n = 0;
+
+		if (strncmp(p, "{name}", 6) == 0) {
+			part = name;
+			n = strlen(name);
+			p += 6;
+		} else if (strncmp(p, "{short}", 7) == 0) {
+			part = name;
+			n = strcspn(name, ".");
+			p += 7;
+		} else {
+			part = p++;
+			n = 1;
+		}
+		if (n > len - 1 - off)
+			n = len - 1 - off;
+		memcpy(out + off, part, n);
+		off += n;
+		out[off] = '\0';
+	}
+}
+
+int sched_node_query(const struct sched_config *cfg, struct sched_node *out, const char *kiln_name)
+{
+	char name[256];
+	char *show[] = { (char *)cfg->scontrol, "-o", "show", "node", name, NULL };
+	char *jobs[] = { (char *)cfg->squeue, "-h", "-w", name, "-t",
 			 "RUNNING,COMPLETING,CONFIGURING,SUSPENDED,STOPPED", "-o", "%i|%T|%u|%j",
 			 NULL };
 	struct sched_node n = { 0 };
 	struct kiln_buf b;
 	int rc;
 
+	sched_node_name(name, sizeof(name), cfg->node_name, kiln_name);
 	rc = run(&b, show, cfg->timeout_ms);
 	if (rc == 0)
 		rc = sched_parse_node(&n, b.data ? b.data : "");
@@ -284,14 +317,15 @@ int sched_node_query(const struct sched_config *cfg, struct sched_node *out, con
 	return 0;
 }
 
-int sched_node_drain(const struct sched_config *cfg, const char *name, const char *reason)
+int sched_node_drain(const struct sched_config *cfg, const char *kiln_name, const char *reason)
 {
-	char node_arg[200], reason_arg[300];
+	char node_arg[300], reason_arg[300], name[256];
 	char *argv[] = { (char *)cfg->scontrol, "update", node_arg, "State=DRAIN", reason_arg,
 			 NULL };
 	struct kiln_buf b;
 	int rc;
 
+	sched_node_name(name, sizeof(name), cfg->node_name, kiln_name);
 	snprintf(node_arg, sizeof(node_arg), "NodeName=%s", name);
 	snprintf(reason_arg, sizeof(reason_arg), "Reason=%s", reason);
 	rc = run(&b, argv, cfg->timeout_ms);
@@ -299,13 +333,14 @@ int sched_node_drain(const struct sched_config *cfg, const char *name, const cha
 	return rc;
 }
 
-int sched_node_resume(const struct sched_config *cfg, const char *name)
+int sched_node_resume(const struct sched_config *cfg, const char *kiln_name)
 {
-	char node_arg[200];
+	char node_arg[300], name[256];
 	char *argv[] = { (char *)cfg->scontrol, "update", node_arg, "State=RESUME", NULL };
 	struct kiln_buf b;
 	int rc;
 
+	sched_node_name(name, sizeof(name), cfg->node_name, kiln_name);
 	snprintf(node_arg, sizeof(node_arg), "NodeName=%s", name);
 	rc = run(&b, argv, cfg->timeout_ms);
 	kiln_buf_free(&b);

@@ -14,7 +14,15 @@ struct sched_config {
 	const char *scontrol;       /* command names or paths, looked up in PATH */
 	const char *squeue;
 	int64_t timeout_ms;         /* a command that takes longer is killed and has failed */
+	const char *node_name;      /* the Slurm name of a kiln node ({name}, {short}); NULL: same */
 };
+
+/*
+ * The Slurm name of kiln node name under template: "{name}" is the kiln name, "{short}" the
+ * kiln name up to its first '.', anything else is kept ("{short}-ib"); NULL: the kiln name.
+ * Every sched_node_* call below takes kiln names and maps them so.
+ */
+void sched_node_name(char *out, size_t len, const char *template, const char *name);
 
 /* The reason every drain kiln makes starts with: what it alone resumes. */
 #define SCHED_TAG "kiln:"

@@ -1,5 +1,6 @@
 # Integration: the guard against a real Slurm on loopback (munged with a test key, slurmctld
-# and two slurmd, n1 and n2, from a slurm.conf written here; no stand-in commands). A job
+# and two slurmd, n1 and n2, from a slurm.conf written here; no stand-in commands; kiln's
+# nodes n1.lab and n2.lab are Slurm's n1 and n2 through [scheduler] node_name = {short}). A job
 # on n1 makes `kiln power cycle n1` refuse naming it; --drain drains n1 with kiln's reason,
 # waits for the job's end, cycles, and resumes n1 once its agent reported again; at
 # --drain-timeout nothing is cycled and n1 is resumed; a node drained by hand with another
@@ -30,7 +31,9 @@ BASE=$((20000 + RANDOM % 10000))
 declare -A SPID
 on_exit() {
 	if [ -n "${SPID[ctld]:-}" ]; then
-		scancel --quiet --full $(squeue -h -o %i 2>/dev/null) 2>/dev/null
+		local jobs=()
+		mapfile -t jobs < <(squeue -h -o %i 2>/dev/null)
+		[ ${#jobs[@]} -eq 0 ] || scancel --quiet --full "${jobs[@]}" 2>/dev/null
 		for _ in $(seq 20); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.5; done
 	fi
 	fleet_agents_stop
@@ -95,7 +98,7 @@ wait_for "slurm: n1 and n2 idle" 30 idle || { tail -5 "$S"/*.log >&2; exit 1; }
 sstate() { scontrol -o show node "$1" | grep -o 'State=[^ ]*' | cut -d= -f2; }
 sreason() { scontrol -o show node "$1" | sed -n 's/.* Reason=\(.*\) \[.*/\1/p'; }
 
-# --- kilnd with n1 and n2 (the kiln names are the Slurm names) ------------------------------
+# --- kilnd with n1.lab and n2.lab: Slurm's n1 and n2 ([scheduler] node_name = {short}) --------
 cat >"$T/kilnd.conf" <<EOF
 [poller]
 interval = 5s
@@ -107,12 +110,13 @@ hung_intervals = 3
 type = slurm
 drain_poll = 500ms
 view_interval = 1s
+node_name = {short}
 EOF
 bmcsim_start "$T/sim" "$MOCKUP" --count 2 || exit 1
 kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
-fleet_node_add n1 "${BMCSIM_PORTS[0]}" && fleet_node_add n2 "${BMCSIM_PORTS[1]}" || exit 1
-fleet_agent_start n1
-fleet_agent_start n2
+fleet_node_add n1.lab "${BMCSIM_PORTS[0]}" && fleet_node_add n2.lab "${BMCSIM_PORTS[1]}" || exit 1
+fleet_agent_start n1.lab
+fleet_agent_start n2.lab
 on_both() { [ "$("$KILN" status -o json | jq -r '[.[] | .power + "/" + (.agent_age_s != null | tostring)] | join(",")')" = on/true,on/true ]; }
 wait_for "n1 and n2 on, their agents reported" 30 on_both || exit 1
 resets() { curl -s "http://127.0.0.1:$1/_sim/state" | jq '.resets | length'; }
@@ -122,30 +126,30 @@ last_seen() { "$KILN" status -o json | jq -r --arg n "$1" '.[] | select(.node ==
 job=$(sbatch --parsable -w n1 -J train --wrap 'sleep 300' -o /dev/null)
 running() { [ "$(squeue -h -j "$1" -o %T)" = RUNNING ]; }
 wait_for "job $job runs on n1" 20 running "$job" || exit 1
-out=$("$KILN" power cycle n1 --yes 2>&1)
+out=$("$KILN" power cycle n1.lab --yes 2>&1)
 same "n1 running a job: exit 1" "$?" 1
 check "the refusal names the job" "$(grep -q "slurm job $job (root, train)" <<<"$out"; echo $?)" "$out"
 same "nothing reached n1's BMC" "$(resets "${BMCSIM_PORTS[0]}")" 0
 work() { "$KILN" status -o json | jq -r --arg n "$1" '.[] | select(.node == $n) | .work'; }
-one_job() { [ "$(work n1)/$(work n2)" = "1 job/-" ]; }
+one_job() { [ "$(work n1.lab)/$(work n2.lab)" = "1 job/-" ]; }
 wait_for "kiln status: n1's WORK is its job" 10 one_job
 same "n1 not drained by a refusal" "$(sstate n1 | sed 's/+NOT_RESPONDING//')" ALLOCATED
 
 # --- --drain-timeout: nothing is done, kiln's drain undone -----------------------------------
-out=$("$KILN" power cycle n1 --yes --drain --drain-timeout 2s 2>&1)
+out=$("$KILN" power cycle n1.lab --yes --drain --drain-timeout 2s 2>&1)
 same "drain timed out: exit 1" "$?" 1
 check "drain timed out, naming the job" "$(grep -q "drain timed out: still running after 2s: slurm job $job" <<<"$out"; echo $?)" "$out"
 same "drain timed out: nothing reached n1's BMC" "$(resets "${BMCSIM_PORTS[0]}")" 0
 # (Slurm may add +NOT_RESPONDING on a loaded machine: the drain is what counts)
 same "drain timed out: n1 resumed" "$(sstate n1 | sed 's/+NOT_RESPONDING//')" ALLOCATED
-audit=$("$KILN" audit log -o json | jq -r '[.[] | select(.target == "n1")][0].outcome')
+audit=$("$KILN" audit log -o json | jq -r '[.[] | select(.target == "n1.lab")][0].outcome')
 check "audited as drain timed out" "$(grep -q '^drain timed out' <<<"$audit"; echo $?)" "$audit"
 scancel "$job"
 
 # --- --drain: drained with kiln's reason, waits for the job, cycles, resumes ----------------
 job=$(sbatch --parsable -w n1 -J short --wrap 'sleep 4' -o /dev/null)
 wait_for "job $job runs on n1" 20 running "$job" || exit 1
-"$KILN" power cycle n1 --yes --drain -o json >"$T/drain.json" 2>"$T/drain.err" &
+"$KILN" power cycle n1.lab --yes --drain -o json >"$T/drain.json" 2>"$T/drain.err" &
 cli=$!
 drained() { case "$(sstate "$1")" in *DRAIN*) return 0 ;; esac; return 1; }
 wait_for "n1 drained while the job runs" 10 drained n1
@@ -162,10 +166,10 @@ wait_for "n1 resumed after its agent reported again" 20 resumed || cat "$KILND_L
 job=$(sbatch --parsable -w n2 -J other --wrap 'sleep 3' -o /dev/null)
 wait_for "job $job runs on n2" 20 running "$job" || exit 1
 scontrol update NodeName=n2 State=DRAIN "Reason=hardware check by bob"
-seen=$(last_seen n2)
-"$KILN" power cycle n2 --yes --drain >/dev/null 2>&1
+seen=$(last_seen n2.lab)
+"$KILN" power cycle n2.lab --yes --drain >/dev/null 2>&1
 same "n2: --drain waited and cycled (exit 0)" "$?" 0
-reported() { [ "$(last_seen n2)" -gt "$seen" ]; }
+reported() { [ "$(last_seen n2.lab)" -gt "$seen" ]; }
 wait_for "n2's agent reported again" 15 reported
 sleep 2
 same "n2 still drained" "$(sstate n2 | sed 's/+NOT_RESPONDING//')" IDLE+DRAIN
@@ -173,14 +177,14 @@ same "n2 keeps bob's reason" "$(sreason n2)" "hardware check by bob"
 scontrol update NodeName=n2 State=RESUME
 
 # --- hung: drained with kiln's reason, the night playbook cycles it, resumed later ----------
-fleet_agent_stop n1
+fleet_agent_stop n1.lab
 wait_for "n1 drained as hung" 30 drained n1
 check "n1's reason is kiln's hung" "$(sreason n1 | grep -q '^kiln: hung:'; echo $?)" "$(sreason n1)"
 before=$(resets "${BMCSIM_PORTS[0]}")
 out=$("$KILN" power cycle --hung --yes 2>&1)
 same "kiln power cycle --hung: exit 0 without --force" "$?" 0
 check "--hung cycled n1" "$([ "$(resets "${BMCSIM_PORTS[0]}")" -gt "$before" ]; echo $?)" "$out"
-fleet_agent_start n1
+fleet_agent_start n1.lab
 wait_for "n1 resumed once its agent is back" 20 resumed
 
 kiln_test_stop_kilnd || fail "kilnd did not stop cleanly"

@@ -119,6 +119,32 @@ static void test_parse_fleet(void **state)
 	assert_int_not_equal(sched_parse_fleet(&c, &n, "n[1-|12\n"), 0);
 }
 
+static void test_node_name(void **state)
+{
+	static const struct {
+		const char *template, *name, *want;
+	} v[] = {
+		{ NULL, "gpu01", "gpu01" },
+		{ "", "gpu01.lab.example", "gpu01.lab.example" },
+		{ "{name}", "gpu01", "gpu01" },
+		{ "{short}", "gpu01.lab.example", "gpu01" },
+		{ "{short}-ib", "gpu01.lab.example", "gpu01-ib" },
+		{ "slurm-{name}", "gpu01", "slurm-gpu01" },
+		{ "{nope}", "gpu01", "{nope}" },
+	};
+	char out[64], tiny[4];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		sched_node_name(out, sizeof(out), v[i].template, v[i].name);
+		if (strcmp(out, v[i].want) != 0)
+			fail_msg("%s / %s: got '%s', want '%s'", v[i].template ? v[i].template : "NULL",
+				 v[i].name, out, v[i].want);
+	}
+	sched_node_name(tiny, sizeof(tiny), "{name}", "gpu01");
+	assert_string_equal(tiny, "gpu");
+}
+
 /* --- work.c ----------------------------------------------------------------------------- */
 
 static const char *const report_text =
@@ -224,6 +250,7 @@ int main(void)
 		cmocka_unit_test(test_parse_jobs),
 		cmocka_unit_test(test_parse_jobs_many),
 		cmocka_unit_test(test_parse_fleet),
+		cmocka_unit_test(test_node_name),
 		cmocka_unit_test(test_ignore_list),
 		cmocka_unit_test(test_processes_block_when_fresh),
 		cmocka_unit_test(test_slurm_work),
