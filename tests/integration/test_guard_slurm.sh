@@ -5,7 +5,8 @@
 # waits for the job's end, cycles, and resumes n1 once its agent reported again; at
 # --drain-timeout nothing is cycled and n1 is resumed; a node drained by hand with another
 # reason stays drained after kiln's cycle; a node kiln flags hung is drained with kiln's
-# reason, `kiln power cycle --hung` still cycles it, and it is resumed once its agent is back.
+# reason, `kiln power cycle --hung` still cycles it, and it is resumed once its agent is back;
+# automatic remediation of a hung node waits while Slurm runs a job there, then cycles it.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
@@ -105,7 +106,7 @@ interval = 5s
 health_every = 1s
 [health]
 agent_interval = 2s
-hung_intervals = 3
+hung_intervals = 2
 [scheduler]
 type = slurm
 drain_poll = 500ms
@@ -186,6 +187,25 @@ same "kiln power cycle --hung: exit 0 without --force" "$?" 0
 check "--hung cycled n1" "$([ "$(resets "${BMCSIM_PORTS[0]}")" -gt "$before" ]; echo $?)" "$out"
 fleet_agent_start n1.lab
 wait_for "n1 resumed once its agent is back" 20 resumed
+
+# --- automatic remediation waits while Slurm runs a job on the hung node ---------------------
+kiln_test_stop_kilnd || fail "kilnd did not stop cleanly"
+printf '[remediation]\nenabled = yes\ngrace = 1s\nmax_per_hour = 10\n' >>"$T/kilnd.conf"
+kiln_test_start_kilnd "$KILND_DIR" --config "$T/kilnd.conf" || exit 1
+job=$(sbatch --parsable -w n2 -J long --wrap 'sleep 300' -o /dev/null)
+wait_for "job $job runs on n2" 20 running "$job" || exit 1
+before=$(resets "${BMCSIM_PORTS[1]}")
+fleet_agent_stop n2.lab
+wait_for "n2 drained as hung" 30 drained n2
+waits() { "$KILN" events -o json | jq -e '[.[] | select(.node == "n2.lab" and (.message | test("automatic power cycle waits: slurm job")))] | length > 0' >/dev/null; }
+wait_for "remediation says it waits for the job" 15 waits
+sleep 2
+same "no automatic cycle while the job runs" "$(resets "${BMCSIM_PORTS[1]}")" "$before"
+scancel "$job"
+cycled() { [ "$(resets "${BMCSIM_PORTS[1]}")" -gt "$before" ]; }
+wait_for "the automatic cycle once the job ended" 20 cycled
+same "audited as kilnd's power cycle" \
+	"$("$KILN" audit log -o json | jq -r '[.[] | select(.target == "n2.lab" and .actor == "kilnd")][0].action')" power.cycle
 
 kiln_test_stop_kilnd || fail "kilnd did not stop cleanly"
 [ "$FAILS" -eq 0 ] || grep -i 'not responding\|error' "$S/slurmctld.log" | tail -5 >&2
