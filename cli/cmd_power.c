@@ -37,7 +37,7 @@ static const struct cli_opt power_opts[] = {
 	  "off/soft/reset/cycle: drain busy nodes in Slurm, wait for their work to end, act, "
 	  "resume them once their agent reports" },
 	{ "drain-timeout", 0, "DURATION", O_DRAIN_TIMEOUT,
-	  "--drain: give up after this long (default 1h): nothing is done, the node is resumed" },
+	  "with --drain: give up after this long (default 1h): nothing is done, the node is resumed" },
 	{ 0 },
 };
 

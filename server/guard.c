@@ -217,24 +217,42 @@ static void resume_if_ours(struct guard *g, const char *name)
 		log_info("guard: %s: resumed in slurm", name);
 }
 
+int guard_drain(struct guard *g, const char *name, const struct node_work *w,
+		const char *reason)
+{
+	if (!sched_on(g) || w->sched_unknown_node || w->sched.drain || w->sched.down ||
+	    (w->sched.not_responding && !w->fresh) || w->sched.njobs_all == 0)
+		return 0; /* someone's drain stays theirs */
+	kiln_error_clear();
+	if (sched_node_drain(&g->opt.sched, name, reason) < 0) {
+		log_warn("guard: %s: drain: %s", name, kiln_error_last());
+		return -1;
+	}
+	log_info("guard: %s: drained in slurm ('%s')", name, reason);
+	return 1;
+}
+
+void guard_resume(struct guard *g, const char *name)
+{
+	if (sched_on(g))
+		resume_if_ours(g, name);
+}
+
+int64_t guard_poll_ms(const struct guard *g)
+{
+	return g ? g->opt.poll_ms : 5000;
+}
+
 /* Drains node n with kiln's reason; 1 when kiln set the drain, 0 when it was drained. */
 static int drain_node(struct guard *g, const struct live_call *call, const struct live_node *n,
 		      const struct node_work *w)
 {
 	char words[64], reason[200];
 
-	if (w->sched_unknown_node || w->sched.drain)
-		return 0; /* someone's drain stays theirs */
 	action_words(words, sizeof(words), call->audit_action);
 	snprintf(reason, sizeof(reason), "%s %s by %s", SCHED_TAG, words,
 		 call->audit_actor ? call->audit_actor : "?");
-	kiln_error_clear();
-	if (sched_node_drain(&g->opt.sched, n->name, reason) < 0) {
-		log_warn("guard: %s: drain: %s", n->name, kiln_error_last());
-		return -1;
-	}
-	log_info("guard: %s: drained in slurm ('%s')", n->name, reason);
-	return 1;
+	return guard_drain(g, n->name, w, reason);
 }
 
 /* Sleeps up to ms, waking early when *stop is set. */
@@ -281,8 +299,7 @@ static size_t first_look(struct guard *g, struct store *st, struct live_call *ca
 						  "acts now");
 			continue;
 		}
-		rc = sched_on(g) && w.sched.njobs_all > 0 && !w.sched.down ? drain_node(g, call, n, &w)
-									 : 0;
+		rc = drain_node(g, call, n, &w);
 		if (rc < 0) {
 			node_refuse(st, call, n, "refused: drain failed", kiln_error_last(), NULL);
 			continue;
@@ -452,7 +469,8 @@ int guard_remediation_allowed(struct guard *g, int64_t node_id, const char *name
 		have = now_s() - c.asked_at <= GUARD_CACHE_S;
 	}
 	pthread_mutex_unlock(&g->lock);
-	if (have && !c.failed && (c.sn.down || c.sn.njobs_all == 0))
+	/* a hung node: its agent is silent, so Slurm's not responding is its death too */
+	if (have && !c.failed && (c.sn.down || c.sn.not_responding || c.sn.njobs_all == 0))
 		return 1;
 	if (!have)
 		snprintf(msg, len, "slurm not asked yet");

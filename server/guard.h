@@ -49,6 +49,18 @@ void guard_node_work(struct guard *g, struct store *st, const struct node *n,
  */
 void guard_call_run(struct guard *g, struct live_call *call, const atomic_int *stop);
 
+/* Drains node name (its work w, just gathered) in Slurm with reason, unless it runs no Slurm
+ * job, Slurm counts it down, or it is drained already (someone's drain stays theirs). 1 when
+ * kiln set the drain, 0 when not, negative when scontrol failed. Runs a command. */
+int guard_drain(struct guard *g, const char *name, const struct node_work *w,
+		const char *reason);
+
+/* Resumes node name now if Slurm still shows kiln's drain reason. Runs commands. */
+void guard_resume(struct guard *g, const char *name);
+
+/* How often a drain looks again ([scheduler] drain_poll). */
+int64_t guard_poll_ms(const struct guard *g);
+
 /* The node (drained by kiln) is resumed in Slurm once its agent reports after `after`,
  * if its reason is still kiln's. Queued for the guard's thread. */
 void guard_resume_after(struct guard *g, int64_t node_id, const char *name, int64_t after);

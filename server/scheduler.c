@@ -212,9 +212,10 @@ int sched_parse_node(struct sched_node *out, const char *text)
 		if (strcmp(out->reason, "(null)") == 0 || strcmp(out->reason, "none") == 0)
 			out->reason[0] = '\0';
 	}
+	out->down = state_has(out->state, "DOWN") || state_has(out->state, "FAIL");
 	/* Slurm marks a node that does not respond with a '*' after its state */
-	out->down = state_has(out->state, "DOWN") || state_has(out->state, "NOT_RESPONDING") ||
-		    state_has(out->state, "FAIL") || strchr(out->state, '*') != NULL;
+	out->not_responding = state_has(out->state, "NOT_RESPONDING") ||
+			      strchr(out->state, '*') != NULL;
 	out->drain = state_has(out->state, "DRAIN") || state_has(out->state, "DRAINING") ||
 		     state_has(out->state, "DRAINED");
 	return 0;

@@ -39,7 +39,9 @@ struct sched_job {
 struct sched_node {
 	char state[128];            /* "IDLE+DRAIN", "ALLOCATED", "DOWN*+NOT_RESPONDING" */
 	char reason[256];           /* without Slurm's " [user@time]" suffix; "" when none */
-	int down;                   /* Slurm itself counts the node down or not responding */
+	int down;                   /* Slurm itself counts the node DOWN (or FAIL) */
+	int not_responding;         /* its slurmd missed a ping (NOT_RESPONDING, '*'); also set
+				     * for a while after a resume, before the node registers */
 	int drain;                  /* DRAIN, DRAINING or DRAINED */
 	struct sched_job jobs[SCHED_JOBS_MAX];
 	size_t njobs;               /* the jobs listed (at most SCHED_JOBS_MAX) */

@@ -108,9 +108,17 @@ static int procs_count(const struct node_work *w)
 	return w->fresh && w->nprocs_all > 0;
 }
 
+/* Slurm's jobs there are gone: Slurm counts the node down, or its slurmd does not respond
+ * and neither does its agent (Slurm also flags a live node not responding for a while after
+ * a resume: alone that is no proof its jobs died). */
+static int sched_gone(const struct node_work *w)
+{
+	return w->sched.down || (w->sched.not_responding && !w->fresh);
+}
+
 static int jobs_count(const struct node_work *w)
 {
-	return w->sched_asked && !w->sched_failed && !w->sched.down && w->sched.njobs_all > 0;
+	return w->sched_asked && !w->sched_failed && !sched_gone(w) && w->sched.njobs_all > 0;
 }
 
 int work_blocks(const struct node_work *w, char *msg, size_t len)
@@ -174,10 +182,10 @@ json_t *work_json(const struct node_work *w)
 							      w->sched.jobs[i].name));
 		slurm = w->sched_failed ? json_pack("{s:s}", "error", w->sched_error)
 			: w->sched_unknown_node ? json_pack("{s:s}", "error", "no such slurm node")
-			: json_pack("{s:s, s:s, s:b, s:b, s:I, s:O}", "state", w->sched.state,
-				    "reason", w->sched.reason, "down", w->sched.down, "drain",
-				    w->sched.drain, "jobs_total", (json_int_t)w->sched.njobs_all,
-				    "jobs", jobs);
+			: json_pack("{s:s, s:s, s:b, s:b, s:b, s:I, s:O}", "state", w->sched.state,
+				    "reason", w->sched.reason, "down", w->sched.down, "not_responding",
+				    w->sched.not_responding, "drain", w->sched.drain, "jobs_total",
+				    (json_int_t)w->sched.njobs_all, "jobs", jobs);
 		json_decref(jobs);
 	}
 	if (!o || !procs || !slurm) {

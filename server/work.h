@@ -52,7 +52,8 @@ int work_proc_ignored(const char *ignore, const char *name);
  * Whether w blocks a disruptive action, with the work named in msg ("slurm job 12 (alice,
  * train); gpu process 1880 python (bob, 300 MiB on gpu 0)"). GPU processes count only from
  * a fresh report (a hung node's last report does not block its cycle); Slurm jobs do not
- * count on a node Slurm marks down or not responding; a scheduler that could not be asked
+ * count on a node Slurm marks down, or not responding while its agent's report is not fresh
+ * either; a scheduler that could not be asked
  * blocks (the work is not known). Returns 1 (blocked) or 0.
  */
 int work_blocks(const struct node_work *w, char *msg, size_t len);

@@ -651,6 +651,10 @@ struct job {
 	char *created_by;
 	int64_t audit_id;
 	int force;                 /* act although work runs on the node (--force) */
+	int drain;                 /* --drain: wait (queued) until the node's work ended */
+	int64_t drain_timeout_s;
+	int64_t drain_started;     /* 0: no drain begun */
+	int drained;               /* kiln set the node's drain in Slurm */
 	int64_t created_at;
 	int64_t started_at;
 	int64_t finished_at;

@@ -3,7 +3,8 @@
 # nodes n1.lab and n2.lab are Slurm's n1 and n2 through [scheduler] node_name = {short}). A job
 # on n1 makes `kiln power cycle n1` refuse naming it; --drain drains n1 with kiln's reason,
 # waits for the job's end, cycles, and resumes n1 once its agent reported again; at
-# --drain-timeout nothing is cycled and n1 is resumed; a node drained by hand with another
+# --drain-timeout nothing is cycled and n1 is resumed (and a reinstall --drain fails so); a
+# node drained by hand with another
 # reason stays drained after kiln's cycle; a node kiln flags hung is drained with kiln's
 # reason, `kiln power cycle --hung` still cycles it, and it is resumed once its agent is back;
 # automatic remediation of a hung node waits while Slurm runs a job there, then cycles it.
@@ -98,6 +99,7 @@ idle() { [ "$(sinfo -h -o '%T %D' 2>/dev/null)" = "idle 2" ]; }
 wait_for "slurm: n1 and n2 idle" 30 idle || { tail -5 "$S"/*.log >&2; exit 1; }
 sstate() { scontrol -o show node "$1" | grep -o 'State=[^ ]*' | cut -d= -f2; }
 sreason() { scontrol -o show node "$1" | sed -n 's/.* Reason=\(.*\) \[.*/\1/p'; }
+drained() { case "$(sstate "$1")" in *DRAIN*) return 0 ;; esac; return 1; }
 
 # --- kilnd with n1.lab and n2.lab: Slurm's n1 and n2 ([scheduler] node_name = {short}) --------
 cat >"$T/kilnd.conf" <<EOF
@@ -145,6 +147,22 @@ same "drain timed out: nothing reached n1's BMC" "$(resets "${BMCSIM_PORTS[0]}")
 same "drain timed out: n1 resumed" "$(sstate n1 | sed 's/+NOT_RESPONDING//')" ALLOCATED
 audit=$("$KILN" audit log -o json | jq -r '[.[] | select(.target == "n1.lab")][0].outcome')
 check "audited as drain timed out" "$(grep -q '^drain timed out' <<<"$audit"; echo $?)" "$audit"
+
+# --- reinstall --drain: the job waits queued, drained; at its timeout it fails, undrained ----
+"$KILN" image add pxe-img --pxe >/dev/null || fail "image add pxe-img"
+patches() { curl -s "http://127.0.0.1:$1/_sim/state" | jq '.requests.PATCH'; }
+before=$(patches "${BMCSIM_PORTS[0]}")
+timeout 30 "$KILN" reinstall n1.lab --image pxe-img --yes --drain --drain-timeout 3s --wait \
+	>"$T/ri.out" 2>&1 &
+cli=$!
+wait_for "reinstall --drain: n1 drained for the reinstall" 10 drained n1
+same "reinstall --drain: kiln's reason" "$(sreason n1)" "kiln: reinstall by admin"
+wait "$cli"
+same "reinstall --drain timed out: exit 1" "$?" 1
+check "reinstall --drain timed out, naming the job" \
+	"$(grep -q "drain timed out: still running after 3s: slurm job $job" "$T/ri.out"; echo $?)" "$(cat "$T/ri.out")"
+same "reinstall --drain timed out: nothing reached n1's BMC" "$(patches "${BMCSIM_PORTS[0]}")" "$before"
+same "reinstall --drain timed out: n1 resumed" "$(sstate n1 | sed 's/+NOT_RESPONDING//')" ALLOCATED
 scancel "$job"
 
 # --- --drain: drained with kiln's reason, waits for the job, cycles, resumes ----------------
@@ -152,7 +170,6 @@ job=$(sbatch --parsable -w n1 -J short --wrap 'sleep 4' -o /dev/null)
 wait_for "job $job runs on n1" 20 running "$job" || exit 1
 "$KILN" power cycle n1.lab --yes --drain -o json >"$T/drain.json" 2>"$T/drain.err" &
 cli=$!
-drained() { case "$(sstate "$1")" in *DRAIN*) return 0 ;; esac; return 1; }
 wait_for "n1 drained while the job runs" 10 drained n1
 same "kiln's reason" "$(sreason n1)" "kiln: power cycle by admin"
 same "no cycle while the job runs" "$(resets "${BMCSIM_PORTS[0]}")" 0

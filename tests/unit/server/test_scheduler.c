@@ -18,24 +18,25 @@ static const struct {
 	const char *line;
 	const char *state;
 	const char *reason;
-	int down, drain;
+	int down, nr, drain;
 } nodes[] = {
 	{ "NodeName=n1 Arch=x86_64 CPUAlloc=1 State=ALLOCATED ThreadsPerCore=1 TmpDisk=0",
-	  "ALLOCATED", "", 0, 0 },
+	  "ALLOCATED", "", 0, 0, 0 },
 	{ "NodeName=n2 CPUAlloc=0 State=IDLE+DRAIN ThreadsPerCore=1 Partitions=debug "
 	  "Reason=kiln: power cycle by alice [root@2026-12-02T03:49:09]",
-	  "IDLE+DRAIN", "kiln: power cycle by alice", 0, 1 },
+	  "IDLE+DRAIN", "kiln: power cycle by alice", 0, 0, 1 },
 	{ "NodeName=n3 State=MIXED+DRAIN Reason=hardware check [by bob] [bob@2026-12-01T10:00:00]",
-	  "MIXED+DRAIN", "hardware check [by bob]", 0, 1 },
+	  "MIXED+DRAIN", "hardware check [by bob]", 0, 0, 1 },
 	{ "NodeName=n4 State=DOWN*+NOT_RESPONDING Reason=Not responding [slurm@2026-12-02T01:00:00]",
-	  "DOWN*+NOT_RESPONDING", "Not responding", 1, 0 },
+	  "DOWN*+NOT_RESPONDING", "Not responding", 1, 1, 0 },
 	{ "NodeName=n5 State=ALLOCATED*+DRAIN Reason=kiln: hung: agent silent", "ALLOCATED*+DRAIN",
-	  "kiln: hung: agent silent", 1, 1 },
-	{ "NodeName=n6 State=IDLE+DRAINED Weight=1", "IDLE+DRAINED", "", 0, 1 },
+	  "kiln: hung: agent silent", 0, 1, 1 },
+	{ "NodeName=n6 State=IDLE+DRAINED Weight=1", "IDLE+DRAINED", "", 0, 0, 1 },
 	/* a word that only starts like DOWN is not DOWN */
-	{ "NodeName=n7 State=DOWNLOADING+FUTURE", "DOWNLOADING+FUTURE", "", 0, 0 },
+	{ "NodeName=n7 State=DOWNLOADING+FUTURE", "DOWNLOADING+FUTURE", "", 0, 0, 0 },
 	/* Partitions=... holds "State" too: only the field counts */
-	{ "NodeName=n8 NodeState=x State=IDLE", "IDLE", "", 0, 0 },
+	{ "NodeName=n8 NodeState=x State=IDLE", "IDLE", "", 0, 0, 0 },
+	{ "NodeName=n9 State=ALLOCATED+NOT_RESPONDING", "ALLOCATED+NOT_RESPONDING", "", 0, 1, 0 },
 };
 
 static void test_parse_node(void **state)
@@ -47,8 +48,10 @@ static void test_parse_node(void **state)
 		assert_int_equal(sched_parse_node(&n, nodes[i].line), 0);
 		assert_string_equal(n.state, nodes[i].state);
 		assert_string_equal(n.reason, nodes[i].reason);
-		if (n.down != nodes[i].down || n.drain != nodes[i].drain)
-			fail_msg("%s: down %d drain %d", nodes[i].line, n.down, n.drain);
+		if (n.down != nodes[i].down || n.not_responding != nodes[i].nr ||
+		    n.drain != nodes[i].drain)
+			fail_msg("%s: down %d not responding %d drain %d", nodes[i].line, n.down,
+				 n.not_responding, n.drain);
 	}
 }
 
@@ -198,9 +201,17 @@ static void test_slurm_work(void **state)
 	assert_int_equal(sched_parse_jobs(&w.sched, "12|RUNNING|alice|train\n"), 0);
 	assert_int_equal(work_blocks(&w, msg, sizeof(msg)), 1);
 	assert_string_equal(msg, "slurm job 12 (alice, train)");
-	/* Slurm marks the node down or not responding: its jobs are no reason to wait */
+	/* Slurm marks the node down: its jobs are no reason to wait */
 	w.sched.down = 1;
 	assert_int_equal(work_blocks(&w, msg, sizeof(msg)), 0);
+	/* not responding counts so only while the agent is not fresh either */
+	w.sched.down = 0;
+	w.sched.not_responding = 1;
+	w.fresh = 1;
+	assert_int_equal(work_blocks(&w, msg, sizeof(msg)), 1);
+	w.fresh = 0;
+	assert_int_equal(work_blocks(&w, msg, sizeof(msg)), 0);
+	w.sched.not_responding = 0;
 	/* Slurm could not be asked: the work is not known, which blocks */
 	w.sched.down = 0;
 	w.sched_failed = 1;
