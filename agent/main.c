@@ -34,6 +34,7 @@ struct options {
 	const char *nvml_lib;
 	const char *root;
 	const char *state_dir;
+	const char *site_packages; /* more Python environments, ':'-separated */
 	int interval_s;
 	int nvml_timeout_s;
 	int spool_max_mb;
@@ -56,6 +57,7 @@ static void usage(FILE *f)
 	      "                  [--interval S] [--once] [--print] [--nvml-lib PATH] [--root DIR]\n"
 	      "                  [--state-dir DIR] [--nvml-timeout S] [--spool-max-mb N]\n"
 	      "                  [--log-level error|warn|info|debug] [--cycles N]\n"
+	      "                  [--site-packages DIR[:DIR...]]\n"
 	      "       kiln-agent --version | --help\n"
 	      "  --print writes the report to stdout and sends nothing (no server or token needed).\n",
 	      f);
@@ -71,7 +73,7 @@ static int usage_error(const char *fmt, const char *arg)
 
 static int parse_args(struct options *o, int argc, char **argv)
 {
-	enum { OPT_NVML_TIMEOUT = 256, OPT_SPOOL_MAX, OPT_LOG_LEVEL, OPT_CYCLES };
+	enum { OPT_NVML_TIMEOUT = 256, OPT_SPOOL_MAX, OPT_LOG_LEVEL, OPT_CYCLES, OPT_SITE_PACKAGES };
 	static const struct option longopts[] = {
 		{ "server", required_argument, NULL, 's' },
 		{ "token-file", required_argument, NULL, 't' },
@@ -87,6 +89,7 @@ static int parse_args(struct options *o, int argc, char **argv)
 		{ "spool-max-mb", required_argument, NULL, OPT_SPOOL_MAX },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "cycles", required_argument, NULL, OPT_CYCLES },
+		{ "site-packages", required_argument, NULL, OPT_SITE_PACKAGES },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -110,6 +113,7 @@ static int parse_args(struct options *o, int argc, char **argv)
 		case 'n': o->nvml_lib = optarg; break;
 		case 'r': o->root = optarg; break;
 		case 'd': o->state_dir = optarg; break;
+		case OPT_SITE_PACKAGES: o->site_packages = optarg; break;
 		case 'i':
 			if (kiln_parse_int(&o->interval_s, optarg, 0, 86400) < 0)
 				return usage_error("--interval: %s", kiln_error_last());
@@ -211,6 +215,7 @@ int main(int argc, char **argv)
 		}
 	}
 	ctx.root = o.root;
+	ctx.site_packages = o.site_packages;
 	ctx.interval_s = o.interval_s > 0 ? o.interval_s : 1; /* the report's field is >= 1 */
 	ctx.started_at = (long long)time(NULL);
 	if (nvml_open(&ctx.nvml, o.nvml_lib, o.nvml_timeout_s) < 0) {

@@ -112,6 +112,7 @@ struct nvml_fns {
 	nvmlReturn_t (*fan)(nvmlDevice_t, unsigned int *);
 	nvmlReturn_t (*procs_v3)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
 	nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v1_t *);
+	nvmlReturn_t (*proc_name)(unsigned int, char *, unsigned int);
 	nvmlReturn_t (*event_set_create)(nvmlEventSet_t *);
 	nvmlReturn_t (*event_set_free)(nvmlEventSet_t);
 	nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
@@ -159,6 +160,7 @@ static const struct {
 	S(fan, "nvmlDeviceGetFanSpeed"),
 	S(procs_v3, "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"),
 	S(procs_v1, "nvmlDeviceGetComputeRunningProcesses"),
+	S(proc_name, "nvmlSystemGetProcessName"),
 	S(event_set_create, "nvmlEventSetCreate"),
 	S(event_set_free, "nvmlEventSetFree"),
 	S(register_events, "nvmlDeviceRegisterEvents"),
@@ -622,10 +624,17 @@ static void gpu_processes(struct nvml *n, nvmlDevice_t d, json_t *g, json_t *err
 			unsigned int pid = use_v1 ? v1[i].pid : v3[i].pid;
 			unsigned long long mem = use_v1 ? v1[i].usedGpuMemory : v3[i].usedGpuMemory;
 			json_t *p = json_pack("{s:i}", "pid", (json_int_t)pid);
+			char name[256];
 
 			/* NVML_VALUE_NOT_AVAILABLE (all ones) when the driver cannot tell */
 			if (mem != ~0ULL)
 				set_int(p, "used_memory_bytes", (long long)mem);
+			/* the name the driver knows (a path); else procs.c reads /proc */
+			if (CALL(proc_name, pid, name, sizeof(name)) == NVML_SUCCESS && name[0]) {
+				const char *base = strrchr(name, '/');
+
+				json_object_set_new(p, "name", json_string(base ? base + 1 : name));
+			}
 			json_array_append_new(arr, p);
 		}
 		json_object_set_new(g, "processes", arr);

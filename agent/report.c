@@ -7,6 +7,8 @@
 #include "kiln/error.h"
 #include "kiln/version.h"
 #include "nvml.h"
+#include "frameworks.h"
+#include "procs.h"
 #include "report.h"
 #include "xid.h"
 
@@ -63,7 +65,7 @@ int report_build(json_t **out, struct report_ctx *ctx)
 {
 	char id[33], now[32], started[32];
 	json_t *r = NULL, *host = NULL, *nvidia = NULL, *gpus = NULL, *xids = NULL;
-	json_t *toolkits = NULL, *cudnn = NULL, *disks = NULL, *agent = NULL;
+	json_t *toolkits = NULL, *cudnn = NULL, *disks = NULL, *agent = NULL, *frameworks = NULL;
 	const char *drv, *mod;
 	int rc;
 
@@ -86,6 +88,7 @@ int report_build(json_t **out, struct report_ctx *ctx)
 	rc = nvml_collect(ctx->nvml, nvidia, gpus, xids);
 	if (rc < 0)
 		goto cleanup;
+	procs_annotate(gpus, ctx->root);
 	versions_kernel_module_collect(nvidia, ctx->root);
 	versions_fabric_manager_collect(nvidia, &ctx->fm, ctx->root);
 	drv = json_string_value(json_object_get(nvidia, "driver_version"));
@@ -126,6 +129,9 @@ int report_build(json_t **out, struct report_ctx *ctx)
 		rc = kiln_fail(KILN_ERROR, "out of memory building the report");
 		goto cleanup;
 	}
+	/* the Python environments' frameworks: a failure leaves them out, never the report */
+	if (frameworks_collect(&frameworks, ctx->root, ctx->site_packages) == 0)
+		json_object_set_new(r, "frameworks", frameworks);
 	*out = r;
 	rc = 0;
 cleanup:

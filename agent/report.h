@@ -19,6 +19,7 @@ struct xid_reader;
 /* What the report builder keeps between reports; the caller owns nvml and xid. */
 struct report_ctx {
 	const char *root;          /* --root, or NULL */
+	const char *site_packages; /* --site-packages, or NULL */
 	struct nvml *nvml;         /* never NULL */
 	struct xid_reader *xid;    /* NULL when /dev/kmsg cannot be read */
 	const char *xid_error;     /* why xid is NULL, for the report */

@@ -21,6 +21,35 @@ static const char *num(char *buf, size_t len, const json_t *v, double scale, con
 	return buf;
 }
 
+/* The work on GPU index of node n (kilnd's "work": the processes that count, ignored
+ * daemons left out): "4242 python3 (alice), 4243 torchrun", "-" when none. */
+static char *gpu_work(char *buf, size_t len, const json_t *n, json_int_t index)
+{
+	const json_t *procs = json_object_get(json_object_get(n, "work"), "gpu_processes"), *p;
+	size_t i, off = 0;
+
+	buf[0] = '\0';
+	json_array_foreach(procs, i, p) {
+		const char *name = json_string_value(json_object_get(p, "name"));
+		const char *user = json_string_value(json_object_get(p, "user"));
+		int w;
+
+		if (json_integer_value(json_object_get(p, "gpu")) != index || off >= len)
+			continue;
+		w = snprintf(buf + off, len - off, "%s%" JSON_INTEGER_FORMAT " %s%s%s%s",
+			     off ? ", " : "", json_integer_value(json_object_get(p, "pid")),
+			     name ? name : "?", user ? " (" : "", user ? user : "", user ? ")" : "");
+		if (w > 0)
+			off += (size_t)w;
+	}
+	if (!buf[0])
+		snprintf(buf, len, "-");
+	for (char *c = buf; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return buf;
+}
+
 static int gpu_rows(struct out_table *t, const json_t *n)
 {
 	const char *node = json_string_value(json_object_get(n, "node"));
@@ -38,12 +67,12 @@ static int gpu_rows(struct out_table *t, const json_t *n)
 		char status[64];
 		const char *row[] = { node, "-", out_cell(status, sizeof(status),
 							 json_object_get(n, "nvidia_status")),
-				      NULL, NULL, NULL, NULL, NULL, drv, cuda, seen };
+				      NULL, NULL, NULL, NULL, NULL, drv, cuda, seen, NULL };
 
 		return out_table_add(t, row);
 	}
 	json_array_foreach(gpus, i, g) {
-		char idx[16], name[128], mem[32], temp[16], power[32], util[16], ecc[32];
+		char idx[16], name[128], mem[32], temp[16], power[32], util[16], ecc[32], work[256];
 		const char *row[] = {
 			node,
 			out_cell(idx, sizeof(idx), json_object_get(g, "index")),
@@ -57,6 +86,8 @@ static int gpu_rows(struct out_table *t, const json_t *n)
 			drv,
 			cuda,
 			seen,
+			gpu_work(work, sizeof(work), n,
+				 json_integer_value(json_object_get(g, "index"))),
 		};
 
 		if ((rc = out_table_add(t, row)) < 0)
@@ -68,7 +99,8 @@ static int gpu_rows(struct out_table *t, const json_t *n)
 static int gpus_run(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const char *const headers[] = { "NODE", "GPU", "NAME", "MEMORY", "TEMP", "POWER",
-						"UTIL", "ECC UNC", "DRIVER", "CUDA", "REPORTED" };
+						"UTIL", "ECC UNC", "DRIVER", "CUDA", "REPORTED",
+						"WORK" };
 	struct cli_args pos = { 0 };
 	struct kiln_buf path;
 	struct out_table t;
@@ -85,7 +117,8 @@ static int gpus_run(struct cli_ctx *ctx, int argc, char **argv)
 	if (ctx->help) {
 		cli_help_print(stdout, ctx, "[NODERANGE]",
 			       "Shows the GPUs, driver and CUDA versions of each node as its agent last "
-			       "reported them (all nodes without a range).", NULL);
+			       "reported them (all nodes without a range), and the compute processes "
+			       "that count as work on each GPU (pid, name, user).", NULL);
 		goto cleanup;
 	}
 	if (pos.n > 1) {

@@ -17,7 +17,8 @@
 #include "client.h"
 #include "output.h"
 
-enum { O_ON_IF_OFF = 1, O_CONFIRM_ABOVE, O_HUNG, O_BATCH, O_INTERVAL, O_RETRY };
+enum { O_ON_IF_OFF = 1, O_CONFIRM_ABOVE, O_HUNG, O_BATCH, O_INTERVAL, O_RETRY, O_FORCE, O_DRAIN,
+       O_DRAIN_TIMEOUT };
 
 static const struct cli_opt power_opts[] = {
 	{ "on-if-off", 0, NULL, O_ON_IF_OFF, "reset/cycle: power on a node that is off" },
@@ -30,6 +31,13 @@ static const struct cli_opt power_opts[] = {
 	{ "interval", 0, "S", O_INTERVAL,
 	  "pause between batches, seconds or 30s, 2m (default: [power] interval)" },
 	BMC_CLI_OPT_RETRY(O_RETRY),
+	{ "force", 0, NULL, O_FORCE,
+	  "off/soft/reset/cycle: act although Slurm jobs or GPU processes run (audited as forced)" },
+	{ "drain", 0, NULL, O_DRAIN,
+	  "off/soft/reset/cycle: drain busy nodes in Slurm, wait for their work to end, act, "
+	  "resume them once their agent reports" },
+	{ "drain-timeout", 0, "DURATION", O_DRAIN_TIMEOUT,
+	  "with --drain: give up after this long (default 1h): nothing is done, the node is resumed" },
 	{ 0 },
 };
 
@@ -42,6 +50,9 @@ struct power_args {
 	const char *batch;    /* NULL: kilnd's [power] batch */
 	const char *interval; /* NULL: kilnd's [power] interval */
 	bool retry_unreachable;
+	int force;
+	int drain;
+	const char *drain_timeout;
 };
 
 static int power_opt(void *ud, const struct cli_opt *opt, const char *value)
@@ -60,6 +71,12 @@ static int power_opt(void *ud, const struct cli_opt *opt, const char *value)
 		a->interval = value;
 	else if (opt->id == O_RETRY)
 		a->retry_unreachable = true;
+	else if (opt->id == O_FORCE)
+		a->force = 1;
+	else if (opt->id == O_DRAIN)
+		a->drain = 1;
+	else if (opt->id == O_DRAIN_TIMEOUT)
+		a->drain_timeout = value;
 	return 0;
 }
 
@@ -309,7 +326,7 @@ static int power_run(struct cli_ctx *ctx, int argc, char **argv)
 	size_t widths[] = { 0, action_widths[1], action_widths[2], action_widths[3] };
 	char what[64];
 	int rc, threshold, batch = 0;
-	int64_t interval_s = 0;
+	int64_t interval_s = 0, drain_timeout_s = 3600;
 
 	rc = cli_args_parse(&pos, ctx, power_opts, argc - 1, argv + 1, power_opt, &a);
 	if (rc < 0)
@@ -327,7 +344,10 @@ static int power_run(struct cli_ctx *ctx, int argc, char **argv)
 			       "once with its last error unless --retry-unreachable. An "
 			       "action on more nodes than the threshold asks for the count to be "
 			       "typed unless --yes; --dry-run prints the targets (and their batch) and "
-			       "sends nothing. Exit status 3 when some nodes failed.",
+			       "sends nothing. A node running Slurm jobs or GPU processes (from a "
+			       "fresh agent report) is refused by off, soft, reset and cycle, the "
+			       "work named, unless --drain or --force. Exit status 3 when some nodes "
+			       "failed.",
 			       power_opts);
 		goto cleanup;
 	}
@@ -353,6 +373,26 @@ static int power_run(struct cli_ctx *ctx, int argc, char **argv)
 	if (a.hung && strcmp(action, "cycle") != 0 && strcmp(action, "reset") != 0 &&
 	    strcmp(action, "off") != 0) {
 		rc = cli_usage_error(ctx, "--hung goes with cycle, reset or off, not %s", action);
+		goto cleanup;
+	}
+	if ((a.force || a.drain || a.drain_timeout) &&
+	    (strcmp(action, "on") == 0 || strcmp(action, "status") == 0)) {
+		rc = cli_usage_error(ctx, "--force, --drain and --drain-timeout go with off, soft, "
+				     "reset or cycle, not %s", action);
+		goto cleanup;
+	}
+	if (a.force && (a.drain || a.drain_timeout)) {
+		rc = cli_usage_error(ctx, "--force and --drain exclude each other");
+		goto cleanup;
+	}
+	if (a.drain_timeout && !a.drain) {
+		rc = cli_usage_error(ctx, "--drain-timeout goes with --drain");
+		goto cleanup;
+	}
+	if (a.drain_timeout && (kiln_parse_duration(&drain_timeout_s, a.drain_timeout) < 0 ||
+				drain_timeout_s < 1 || drain_timeout_s > 7 * 86400)) {
+		rc = cli_usage_error(ctx, "--drain-timeout: '%s' is not a duration from 1s to 7d",
+				     a.drain_timeout);
 		goto cleanup;
 	}
 	if (a.batch && kiln_parse_int(&batch, a.batch, 0, 100000) < 0) {
@@ -397,7 +437,11 @@ static int power_run(struct cli_ctx *ctx, int argc, char **argv)
 	    (a.retry_unreachable &&
 	     json_object_set_new(body, "retry_unreachable", json_true()) < 0) ||
 	    (a.batch && json_object_set_new(body, "batch", json_integer(batch)) < 0) ||
-	    (a.interval && json_object_set_new(body, "interval_s", json_integer(interval_s)) < 0)) {
+	    (a.interval && json_object_set_new(body, "interval_s", json_integer(interval_s)) < 0) ||
+	    (a.force && json_object_set_new(body, "force", json_true()) < 0) ||
+	    (a.drain && (json_object_set_new(body, "drain", json_true()) < 0 ||
+			 json_object_set_new(body, "drain_timeout_s",
+					     json_integer(drain_timeout_s)) < 0))) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
 	}

@@ -16,17 +16,26 @@
 
 #define WAIT_POLL_US 1000000
 
-enum { O_IMAGE = 1, O_WAIT };
+enum { O_IMAGE = 1, O_WAIT, O_FORCE, O_DRAIN, O_DRAIN_TIMEOUT };
 
 static const struct cli_opt reinstall_opts[] = {
 	{ "image", 0, "NAME", O_IMAGE, "the image to install (kiln image list)" },
 	{ "wait", 0, NULL, O_WAIT, "follow the jobs until every node is done or failed" },
+	{ "force", 0, NULL, O_FORCE,
+	  "reinstall although Slurm jobs or GPU processes run (else the job is refused)" },
+	{ "drain", 0, NULL, O_DRAIN,
+	  "drain busy nodes in Slurm and keep their job queued until the work ended" },
+	{ "drain-timeout", 0, "DURATION", O_DRAIN_TIMEOUT,
+	  "with --drain: fail the job after this long (default 1h); kiln's drain is undone" },
 	{ 0 },
 };
 
 struct reinstall_args {
 	const char *image;
 	int wait;
+	int force;
+	int drain;
+	const char *drain_timeout;
 };
 
 static int reinstall_opt(void *ud, const struct cli_opt *opt, const char *value)
@@ -37,6 +46,12 @@ static int reinstall_opt(void *ud, const struct cli_opt *opt, const char *value)
 		a->image = value;
 	else if (opt->id == O_WAIT)
 		a->wait = 1;
+	else if (opt->id == O_FORCE)
+		a->force = 1;
+	else if (opt->id == O_DRAIN)
+		a->drain = 1;
+	else if (opt->id == O_DRAIN_TIMEOUT)
+		a->drain_timeout = value;
 	return 0;
 }
 
@@ -175,6 +190,7 @@ static int reinstall_run(struct cli_ctx *ctx, int argc, char **argv)
 	json_t *body = NULL, *res = NULL, *jobs = NULL, *ids = NULL, *e;
 	size_t i, ok = 0, failed = 0, targets = 0;
 	int rc, threshold;
+	int64_t drain_timeout_s = 3600;
 
 	rc = cli_args_parse(&pos, ctx, reinstall_opts, argc - 1, argv + 1, reinstall_opt, &a);
 	if (rc < 0)
@@ -185,7 +201,10 @@ static int reinstall_run(struct cli_ctx *ctx, int argc, char **argv)
 			       "media or sets a one-time PXE boot, power-cycles, waits for the agent to "
 			       "report a new boot id (and the image's OS), ejects the media. More than "
 			       "one node asks to type the count (or --yes; cli.conf confirm_above, "
-			       "KILN_CONFIRM_THRESHOLD). Exit 0 when every node is "
+			       "KILN_CONFIRM_THRESHOLD). A node running Slurm jobs or GPU processes "
+			       "(from a fresh agent report) fails its job before anything is sent, "
+			       "the work named, unless --force, or --drain (drained in Slurm, the job "
+			       "waits queued until the work ended). Exit 0 when every node is "
 			       "done, 3 when some failed, 1 when all failed.",
 			       reinstall_opts);
 		goto cleanup;
@@ -199,7 +218,24 @@ static int reinstall_run(struct cli_ctx *ctx, int argc, char **argv)
 		rc = cli_usage_error(ctx, "--image NAME is required");
 		goto cleanup;
 	}
+	if (a.force && (a.drain || a.drain_timeout)) {
+		rc = cli_usage_error(ctx, "--force and --drain exclude each other");
+		goto cleanup;
+	}
+	if (a.drain_timeout && (!a.drain || kiln_parse_duration(&drain_timeout_s, a.drain_timeout) < 0 ||
+				drain_timeout_s < 1 || drain_timeout_s > 7 * 86400)) {
+		rc = cli_usage_error(ctx, "--drain-timeout goes with --drain and is a duration from "
+				     "1s to 7d, not '%s'", a.drain_timeout);
+		goto cleanup;
+	}
 	body = json_pack("{s:s, s:s, s:b}", "range", pos.v[0], "image", a.image, "dry_run", 1);
+	if (body && ((a.force && json_object_set_new(body, "force", json_true()) < 0) ||
+		     (a.drain && (json_object_set_new(body, "drain", json_true()) < 0 ||
+				  json_object_set_new(body, "drain_timeout_s",
+						      json_integer(drain_timeout_s)) < 0)))) {
+		json_decref(body);
+		body = NULL;
+	}
 	if (!body) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;

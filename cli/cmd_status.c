@@ -18,7 +18,7 @@
 #include "cmd_status.h"
 #include "output.h"
 
-#define NCOLS 9
+#define NCOLS 10
 #define CELL 256
 
 enum { O_PROBLEMS = 1 };
@@ -46,7 +46,7 @@ static int status_opt(void *ud, const struct cli_opt *opt, const char *value)
 /* One node's table line, read from either form; the values are borrowed from the answer. */
 struct line {
 	const json_t *node, *power, *power_age, *agent_age, *health, *gpus_seen, *gpus_expected;
-	const json_t *driver, *cuda, *hottest, *draw, *reasons;
+	const json_t *driver, *cuda, *hottest, *draw, *reasons, *work;
 	int maint;
 	const char *maint_reason;
 };
@@ -54,11 +54,12 @@ struct line {
 /* The rows form's columns the table reads, by name (the server may add columns). */
 enum {
 	COL_NODE, COL_POWER, COL_POWER_AGE, COL_AGENT_AGE, COL_HEALTH, COL_MAINT, COL_GPUS_SEEN,
-	COL_GPUS_EXPECTED, COL_DRIVER, COL_CUDA, COL_HOTTEST, COL_DRAW, COL_REASONS, COL_COUNT
+	COL_GPUS_EXPECTED, COL_DRIVER, COL_CUDA, COL_HOTTEST, COL_DRAW, COL_REASONS, COL_WORK,
+	COL_COUNT
 };
 static const char *const col_names[COL_COUNT] = {
 	"node", "power", "power_age_s", "agent_age_s", "health", "maintenance_reason", "gpus_seen",
-	"gpus_expected", "driver", "cuda", "hottest_gpu_c", "power_draw_w", "reasons"
+	"gpus_expected", "driver", "cuda", "hottest_gpu_c", "power_draw_w", "reasons", "work"
 };
 
 static void line_from_object(struct line *l, const json_t *n)
@@ -77,6 +78,7 @@ static void line_from_object(struct line *l, const json_t *n)
 	l->hottest = json_object_get(n, "hottest_gpu_c");
 	l->draw = json_object_get(n, "power_draw_w");
 	l->reasons = json_object_get(n, "reasons");
+	l->work = json_object_get(n, "work");
 	l->maint = json_is_object(m);
 	l->maint_reason = json_string_value(json_object_get(m, "reason"));
 }
@@ -99,6 +101,7 @@ static void line_from_row(struct line *l, const json_t *row, const long col[COL_
 	l->hottest = v[COL_HOTTEST];
 	l->draw = v[COL_DRAW];
 	l->reasons = v[COL_REASONS];
+	l->work = v[COL_WORK];
 	l->maint = json_is_string(v[COL_MAINT]);
 	l->maint_reason = json_string_value(v[COL_MAINT]);
 }
@@ -229,14 +232,15 @@ static void fill_row(struct cell cells[NCOLS], const struct line *l)
 	} else {
 		cell_str(&cells[7], "-");
 	}
+	cell_str(&cells[8], str_or(l->work, "-"));
 	if (l->maint) {
-		cell_str(&cells[8], "maintenance: ");
-		cell_str(&cells[8], l->maint_reason ? l->maint_reason : "");
+		cell_str(&cells[9], "maintenance: ");
+		cell_str(&cells[9], l->maint_reason ? l->maint_reason : "");
 	}
 	json_array_foreach(l->reasons, i, r) {
-		if (cells[8].len)
-			cell_str(&cells[8], "; ");
-		cell_str(&cells[8], str_or(r, ""));
+		if (cells[9].len)
+			cell_str(&cells[9], "; ");
+		cell_str(&cells[9], str_or(r, ""));
 	}
 	/* agent and BMC text (versions, reasons quoting a BMC's log) reaches the terminal
 	 * with nothing that steers it (kiln_escape) */
@@ -317,7 +321,8 @@ static void summary_print(FILE *out, const json_t *summary)
 int status_table_write(FILE *out, const json_t *answer, int colour)
 {
 	static const char *const headers[NCOLS] = { "NODE",   "POWER", "AGENT", "HEALTH", "GPUS",
-						    "DRIVER/CUDA", "HOT", "DRAW",  "REASONS" };
+						    "DRIVER/CUDA", "HOT", "DRAW",  "WORK",
+						    "REASONS" };
 	const json_t *rows = json_object_get(answer, "rows"), *list = rows, *v;
 	const json_t *columns = json_object_get(answer, "columns");
 	struct laid t = { 0 };

@@ -123,13 +123,15 @@ static int print_table(const json_t *res)
 	static const char *const gh[] = { "NODES", "COUNT", "DRIVER", "MODULE", "CUDA", "TOOLKITS",
 					  "GPU", "VBIOS", "BMC FW" };
 	static const char *const fh[] = { "NODE", "CHECK", "FINDING" };
-	struct out_table groups, findings;
+	static const char *const wh[] = { "FRAMEWORK", "VERSION", "CUDA", "COUNT", "NODES" };
+	struct out_table groups, findings, frameworks;
 	size_t i;
 	json_t *g;
 	int rc = 0;
 
 	out_table_init(&groups, gh, 2 + NFIELDS);
 	out_table_init(&findings, fh, 3);
+	out_table_init(&frameworks, wh, 5);
 	json_array_foreach(json_object_get(res, "groups"), i, g) {
 		char cells[2 + NFIELDS][256];
 		const char *row[2 + NFIELDS];
@@ -159,7 +161,23 @@ static int print_table(const json_t *res)
 		if ((rc = out_table_add(&findings, row)) < 0)
 			goto cleanup;
 	}
+	/* the fleet by framework version, when agents found any */
+	json_array_foreach(json_object_get(res, "frameworks"), i, g) {
+		char a[64], b[64], c[32], d[24], e[256];
+		const char *row[] = { out_cell(a, sizeof(a), json_object_get(g, "framework")),
+				      out_cell(b, sizeof(b), json_object_get(g, "version")),
+				      out_cell(c, sizeof(c), json_object_get(g, "cuda")),
+				      out_cell(d, sizeof(d), json_object_get(g, "count")),
+				      out_cell(e, sizeof(e), json_object_get(g, "nodes")) };
+
+		if ((rc = out_table_add(&frameworks, row)) < 0)
+			goto cleanup;
+	}
 	out_table_print(&groups, stdout);
+	if (frameworks.nrows > 0) {
+		printf("\n");
+		out_table_print(&frameworks, stdout);
+	}
 	if (findings.nrows > 0) {
 		printf("\n");
 		out_table_print(&findings, stdout);
@@ -174,6 +192,7 @@ static int print_table(const json_t *res)
 cleanup:
 	out_table_free(&groups);
 	out_table_free(&findings);
+	out_table_free(&frameworks);
 	return rc;
 }
 

@@ -6,7 +6,7 @@ KILN_BUILD_PACKAGES=(build-essential cmake pkg-config libcurl4-openssl-dev libja
 	scdoc dpkg-dev libjs-chart.js)
 KILN_TEST_PACKAGES=(libcmocka-dev openipmi ipmitool freeipmi-tools curl jq sqlite3 procps iproute2
 	python3 bsdutils openssl lintian systemd man-db zsh binutils prometheus chromium
-	clang libclang-rt-14-dev)
+	clang libclang-rt-14-dev slurm-wlm munge)
 # The browser tests' npm (tests/browser): Debian's nodejs/npm only where no node/npm is there
 # already (a NodeSource install conflicts with Debian's packages).
 command -v node >/dev/null 2>&1 || KILN_TEST_PACKAGES+=(nodejs)

@@ -177,6 +177,38 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "GET /metrics answers a request from a loopback address without a token (a Prometheus "
 	    "on this host); other addresses, and every other endpoint, still need one. A token "
 	    "of the metrics role reads /metrics and nothing else."),
+	KEY("scheduler", "type", KILN_CFG_ENUM, scheduler_type, 0, 0, "none|slurm", "none",
+	    "The batch scheduler of the nodes. With slurm, a disruptive action (power off, soft, "
+	    "reset, cycle, reinstall, automatic remediation) on a node running Slurm jobs is "
+	    "refused unless --drain or --force; kiln drains hung nodes."),
+	KEY("scheduler", "node_name", KILN_CFG_STRING, scheduler_node_name, 0, 0, NULL, "{name}",
+	    "The Slurm name of a kiln node: {name} is the kiln name, {short} the kiln name up to "
+	    "its first dot; other text is kept ({short}-ib)."),
+	KEY("scheduler", "scontrol", KILN_CFG_STRING, scheduler_scontrol, 0, 0, NULL, "scontrol",
+	    "The scontrol command (looked up in PATH): node state and reason, drain and resume."),
+	KEY("scheduler", "squeue", KILN_CFG_STRING, scheduler_squeue, 0, 0, NULL, "squeue",
+	    "The squeue command (looked up in PATH): the jobs running on a node."),
+	KEY("scheduler", "timeout", KILN_CFG_DURATION, scheduler_timeout, 1, 600, NULL, "10s",
+	    "A scheduler command that takes longer is killed; the node's work is then not known "
+	    "and a disruptive action on it is refused (--force acts anyway)."),
+	KEY("scheduler", "drain_poll", KILN_CFG_DURATION_MS, scheduler_drain_poll, 100, 600000,
+	    NULL, "5s", "How often an action waiting on a drain (--drain) asks again whether the "
+	    "node's work ended."),
+	KEY("scheduler", "drain_hung", KILN_CFG_BOOL, scheduler_drain_hung, 0, 0, NULL, "yes",
+	    "Drain a node kiln flags hung in the scheduler (reason \"kiln: hung: ...\"), so that "
+	    "no new job lands there; resumed once its agent reports again, if the reason is "
+	    "still kiln's."),
+	KEY("scheduler", "view_interval", KILN_CFG_DURATION, scheduler_view_interval, 1, 3600,
+	    NULL, "30s", "How often kilnd counts the jobs on every node (one squeue over the "
+	    "cluster) for kiln status' WORK column. An action asks Slurm about its nodes anew."),
+	KEY("work", "ignore_processes", KILN_CFG_STRING, work_ignore_processes, 0, 0, NULL,
+	    "nvidia-persistenced,nv-hostengine,dcgm*,nvidia-smi",
+	    "GPU processes that are not work (comma-separated names, * and ? as in the shell): "
+	    "they never block an action."),
+	KEY("work", "report_fresh", KILN_CFG_DURATION, work_report_fresh, 1, 86400, NULL, "75s",
+	    "GPU processes block an action only from an agent report at most this old, and at "
+	    "most two of the node's report intervals old: a hung node's last report does not "
+	    "block its power cycle (nor does any report of a node kiln flags hung)."),
 	KEY("jobs", "step_timeout", KILN_CFG_DURATION, jobs_step_timeout, 1, 86400, NULL, "10m",
 	    "A reinstall step that talks to the BMC (media, boot override, power cycle, eject), "
 	    "retries included, fails the job after this long."),

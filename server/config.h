@@ -73,6 +73,18 @@ struct kilnd_config {
 	int remediation_max_per_hour;
 	/* [metrics] GET /metrics */
 	bool metrics_allow_unauthenticated_loopback;
+	/* [scheduler] the batch scheduler of the nodes (guard.c, sched.c) */
+	char *scheduler_type;    /* none|slurm */
+	char *scheduler_scontrol;
+	char *scheduler_squeue;
+	int64_t scheduler_timeout; /* seconds a scheduler command may take */
+	int64_t scheduler_drain_poll; /* milliseconds between two looks of a drain */
+	bool scheduler_drain_hung;
+	int64_t scheduler_view_interval; /* seconds between two counts of the cluster's jobs */
+	char *scheduler_node_name; /* the Slurm name of a kiln node: {name}, {short} */
+	/* [work] what counts as work on a node */
+	char *work_ignore_processes;
+	int64_t work_report_fresh;
 	/* [jobs] reinstall jobs */
 	int64_t jobs_step_timeout;
 	int64_t jobs_boot_timeout;

@@ -12,6 +12,7 @@
 
 #include "event_limit.h"
 #include "identity.h"
+#include "work.h"
 #include "ingest.h"
 #include "metrics/counters.h"
 #include "receive_gap.h"
@@ -1362,6 +1363,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 					    : cur.gpu_count;
 		cur.report = r->text;
 		cur.audit_facts = vaudit_facts_extract(r->json);
+		cur.gpu_processes = work_procs_extract(r->json);
 		cur.gpu_hottest_c = totals.hottest_c;
 		cur.gpu_power_w = totals.power_w;
 		cur.gpu_utilization_avg_pct = totals.utilization_avg_pct;
@@ -1396,6 +1398,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 cleanup:
 	free(gpus_json);
 	free(cur.audit_facts);
+	free(cur.gpu_processes);
 	agent_gpu_list_free(pgpus, npgpus);
 	agent_state_clear(&prev);
 	return rc;

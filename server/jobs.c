@@ -11,6 +11,7 @@
 #include "api/api.h"
 #include "bmc/target.h"
 #include "config.h"
+#include "guard.h"
 #include "jobs.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
@@ -268,6 +269,7 @@ struct jobs {
 	char *db_path;
 	const struct secret_key *key; /* the state dir's, which outlives the jobs */
 	struct bmc_engine *engine;
+	struct guard *guard;
 	struct job_limits limits;
 	int64_t retry_s;
 	int64_t tick_ms;
@@ -382,7 +384,10 @@ static void job_end(struct jobs *js, struct store *st, struct job *j, struct job
 		api_node_busy_release(j->node_id);
 		slot->claimed = 0;
 	}
-	(void)js;
+	/* kiln's drain ends once the reinstalled node's agent reports; a failed job leaves the
+	 * node drained for a person to look at */
+	if (j->drained && !error)
+		guard_resume_after(js->guard, j->node_id, j->node, now_s());
 }
 
 static const char *op_audit_name(enum job_step step)
@@ -483,6 +488,90 @@ cleanup:
 	return rc;
 }
 
+/* A drain of the job's node: begun (kiln's reason in Slurm), the job stays queued. 1: it
+ * waits, the job was ended otherwise. */
+static int job_drain_begin(struct jobs *js, struct store *st, struct job *j, struct job_slot *slot,
+			   const struct node_work *w, const char *msg)
+{
+	char reason[200], text[1200];
+	int rc;
+
+	snprintf(reason, sizeof(reason), "%s reinstall by %s", SCHED_TAG,
+		 j->created_by ? j->created_by : "?");
+	rc = guard_drain(js->guard, j->node, w, reason);
+	if (rc < 0) {
+		snprintf(text, sizeof(text), "refused: drain failed: %s", kiln_error_last());
+		job_end(js, st, j, slot, text);
+		return 1;
+	}
+	j->drained = rc == 1;
+	j->drain_started = now_s();
+	snprintf(text, sizeof(text), "draining: waiting for %s", msg);
+	set_str(&j->error, text);
+	if (store_job_update(st, j) < 0)
+		log_warn("jobs: job %lld: %s", (long long)j->id, kiln_error_last());
+	log_info("jobs: job %lld (%s): %s", (long long)j->id, j->node, text);
+	return 1;
+}
+
+/*
+ * A reinstall destroys what runs on the node: before its first step (nothing sent yet), the
+ * work on the node refuses the job unless it was asked with force, or (drain) keeps it
+ * queued, the node drained in Slurm, until the work ended or the drain's timeout (then the
+ * job fails and kiln's drain is undone). On the jobs thread (a scheduler command waits
+ * here, never on an HTTP thread), at most every [scheduler] drain_poll. Returns 1 when the
+ * job does not start now (refused, ended, or still waiting).
+ */
+static int job_guard(struct jobs *js, struct store *st, struct job *j, struct job_slot *slot)
+{
+	struct node *n = NULL;
+	struct node_work w;
+	char msg[1024], text[1200];
+	int64_t now = now_s();
+
+	if (!js->guard)
+		return 0;
+	if (j->drain_started > 0 && slot->retry_at > now)
+		return 1; /* the next look of the drain */
+	if (store_node_get(st, &n, j->node) < 0) {
+		kiln_error_clear();
+		return 0;
+	}
+	guard_node_work(js->guard, st, n, &w);
+	node_free(n);
+	slot->retry_at = now + (guard_poll_ms(js->guard) + 999) / 1000;
+	if (j->drain_started > 0 && w.sched_failed)
+		return 1; /* Slurm could not be asked: again at the next look */
+	if (!work_blocks(&w, msg, sizeof(msg))) {
+		slot->retry_at = 0;
+		return 0;
+	}
+	if (j->force) {
+		log_info("jobs: job %lld (%s): forced although work runs: %s", (long long)j->id,
+			 j->node, msg);
+		job_event(st, j, SEV_WARNING, "reinstall %lld of %s forced by %s although work runs: "
+			  "%.300s", (long long)j->id, j->node, j->created_by, msg);
+		return 0;
+	}
+	if (j->drain && !w.sched_failed && j->drain_started == 0)
+		return job_drain_begin(js, st, j, slot, &w, msg);
+	if (j->drain && j->drain_started > 0) {
+		if (now - j->drain_started < j->drain_timeout_s)
+			return 1;
+		if (j->drained)
+			guard_resume(js->guard, j->node);
+		j->drained = 0;
+		snprintf(text, sizeof(text), "drain timed out: still running after %llds: %s",
+			 (long long)j->drain_timeout_s, msg);
+		job_end(js, st, j, slot, text);
+		return 1;
+	}
+	snprintf(text, sizeof(text), "refused: work running: %s (--drain waits for it; --force "
+		 "reinstalls anyway)", msg);
+	job_end(js, st, j, slot, text);
+	return 1;
+}
+
 /* Moves one job as far as it can go now. */
 static void job_tick(struct jobs *js, struct store *st, struct job *j, struct job_slot *slot)
 {
@@ -495,6 +584,8 @@ static void job_tick(struct jobs *js, struct store *st, struct job *j, struct jo
 		int have_agent;
 
 		if (strcmp(j->state, "queued") == 0) {
+			if (job_guard(js, st, j, slot))
+				return;
 			if (set_state(j, "running") < 0 || set_str(&j->step, "boot_id") < 0)
 				return;
 			j->started_at = j->step_started = now_s();
@@ -712,6 +803,7 @@ int jobs_start(struct jobs **out, const struct jobs_options *opt)
 	js->db_path = strdup(opt->db_path);
 	js->key = opt->key;
 	js->engine = opt->engine;
+	js->guard = opt->guard;
 	js->limits = opt->limits;
 	js->retry_s = opt->retry_s > 0 ? opt->retry_s : 5;
 	js->tick_ms = opt->tick_ms > 0 ? opt->tick_ms : 1000;

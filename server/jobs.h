@@ -83,6 +83,7 @@ struct jobs_options {
 	const char *db_path;          /* the thread opens its own store handle */
 	const struct secret_key *key; /* kept, not copied: it must outlive this */
 	struct bmc_engine *engine;    /* NULL: jobs stay queued */
+	struct guard *guard;          /* NULL: a reinstall's power cycle asks no one */
 	struct job_limits limits;
 	int64_t retry_s;              /* pause before a failed BMC step is sent again */
 	int64_t tick_ms;              /* how often active jobs are looked at */

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "guard.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
@@ -28,6 +29,7 @@ struct live_call_private {
 	int submitted_all;                /* every batch was submitted */
 	size_t next_write;                /* LIVE_ARRAY: the first node not yet written */
 	int opened;                       /* LIVE_ARRAY: its '[' is written */
+	int guarded;                      /* its guard ran (or it needs none) */
 	/* under lock */
 	pthread_mutex_t lock;
 	struct kiln_buf out;
@@ -65,6 +67,9 @@ struct live {
 	struct live_call_private *starting; /* calls handed over, not yet begun */
 	struct live_call_private *active;   /* the live thread's */
 	struct poller *poller;            /* the live thread's; NULL once the answers are cut */
+	struct guard *guard;
+	atomic_int guard_stop;            /* live_stop: guards waiting on a drain give up */
+	int guards_running;               /* guarded calls on their guard's thread (under lock) */
 };
 
 static int64_t now_ms(void)
@@ -110,6 +115,7 @@ void live_call_free(struct live_call *call)
 		free(n->name);
 		node_free(n->node);
 		secret_free_string(n->password);
+		free(n->audit_detail);
 		json_decref(n->out);
 	}
 	free(call->nodes);
@@ -293,6 +299,12 @@ static void result_apply(struct live *l, struct live_call_private *p, struct liv
 	/* What the BMC said goes to the poller, which stores it as a reading of its own. */
 	if (d->rc == 0 && d->data && l->poller)
 		poller_observe(l->poller, n->node->id, call->op.kind, d->data);
+	/* Kiln's drain ends once the node's agent reports after the action; after a failed
+	 * action the node stays drained for a person to look at. */
+	if (n->drained && d->rc == 0)
+		guard_resume_after(l->guard, n->node->id, n->name, (int64_t)time(NULL));
+	else if (n->drained)
+		json_object_set_new(n->out, "slurm", json_string("left drained: the action failed"));
 	node_end(n);
 }
 
@@ -338,7 +350,8 @@ static void batch_audit(struct live *l, struct live_call_private *p)
 		if (n->finished || !n->targeted || n->batch != p->batch)
 			continue;
 		if (store_audit_begin(l->st, &n->audit_id, call->audit_actor ? call->audit_actor : "?",
-				      call->audit_action, n->name, call->audit_detail) < 0)
+				      call->audit_action, n->name,
+				      n->audit_detail ? n->audit_detail : call->audit_detail) < 0)
 			ok = 0;
 	}
 	if (ok && store_commit(l->st) == 0)
@@ -408,12 +421,77 @@ static void active_remove(struct live *l, struct live_call_private *p)
 	call_unref(p);
 }
 
-/* A call handed over: the nodes answered already (no such node, known down, busy) are
- * written at once, then its first batch starts. */
+struct guard_run {
+	struct live *l;
+	struct live_call_private *p;
+};
+
+/* A guarded call's guard, on a thread of its own (a drain waits up to its timeout); the
+ * call then comes back to the live thread as if just handed over. */
+static void *guard_thread(void *arg)
+{
+	struct guard_run *r = arg;
+	struct live *l = r->l;
+	struct live_call_private *p = r->p;
+
+	free(r);
+	guard_call_run(l->guard, p->call, &l->guard_stop);
+	pthread_mutex_lock(&l->lock);
+	p->guarded = 1;
+	p->next = l->starting;
+	l->starting = p;
+	l->guards_running--;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
+}
+
+/* Starts the call's guard; 0 when it runs (the call comes back later). */
+static int guard_begin(struct live *l, struct live_call_private *p)
+{
+	struct guard_run *r = malloc(sizeof(*r));
+	pthread_attr_t attr;
+	pthread_t t;
+	int rc;
+
+	if (!r)
+		return KILN_ERROR;
+	r->l = l;
+	r->p = p;
+	pthread_mutex_lock(&l->lock);
+	l->guards_running++;
+	pthread_mutex_unlock(&l->lock);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &attr, guard_thread, r);
+	pthread_attr_destroy(&attr);
+	if (rc == 0)
+		return 0;
+	free(r);
+	pthread_mutex_lock(&l->lock);
+	l->guards_running--;
+	pthread_mutex_unlock(&l->lock);
+	return KILN_ERROR;
+}
+
+/* A call handed over: a guarded one goes to its guard first; the nodes answered already
+ * (no such node, known down, busy, refused) are written at once, then its first batch
+ * starts. */
 static void call_begin(struct live *l, struct live_call_private *p)
 {
 	struct live_call *call = p->call;
 
+	if (call->guard && l->guard && !p->guarded) {
+		if (guard_begin(l, p) == 0)
+			return;
+		for (size_t i = 0; i < call->count; i++) {
+			if (!call->nodes[i].targeted)
+				continue;
+			node_error(&call->nodes[i], "the work on the node could not be checked; "
+						    "nothing sent");
+			call->nodes[i].targeted = 0;
+		}
+	}
 	for (size_t i = 0; i < call->count; i++) {
 		if (call->nodes[i].targeted)
 			continue;
@@ -514,6 +592,22 @@ static void *live_main(void *arg)
 		pthread_mutex_unlock(&l->lock);
 
 		if (stop_now) {
+			struct live_call_private *back;
+
+			/* the guards end their waits; their calls come back to be answered */
+			pthread_mutex_lock(&l->lock);
+			while (l->guards_running > 0)
+				pthread_cond_wait(&l->cond, &l->lock);
+			back = l->starting;
+			l->starting = NULL;
+			pthread_mutex_unlock(&l->lock);
+			while (back) {
+				struct live_call_private *p = back;
+
+				back = p->next;
+				p->next = starting;
+				starting = p;
+			}
 			l->poller = NULL; /* live_stop returns before the poller stops */
 			stop_answers(l, starting);
 			starting = NULL;
@@ -591,6 +685,8 @@ int live_start(struct live **out, const struct live_options *opt)
 		return kiln_fail(KILN_ERROR, "out of memory");
 	l->engine = opt->engine;
 	l->poller = opt->poller;
+	l->guard = opt->guard;
+	atomic_init(&l->guard_stop, 0);
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
 	pthread_cond_init(&l->stopped_cond, NULL);
@@ -612,6 +708,7 @@ void live_stop(struct live *l)
 {
 	if (!l || !l->started)
 		return;
+	atomic_store(&l->guard_stop, 1);
 	pthread_mutex_lock(&l->lock);
 	l->stopping = 1;
 	pthread_cond_broadcast(&l->cond);

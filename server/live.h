@@ -19,6 +19,7 @@ struct live_options {
 	const char *db_path;       /* the live thread opens its own store handle */
 	struct bmc_engine *engine;
 	struct poller *poller;     /* NULL: what live calls learn is not stored */
+	struct guard *guard;       /* NULL: no call is guarded (the work on nodes not asked) */
 };
 
 int live_start(struct live **out, const struct live_options *opt);
@@ -44,6 +45,8 @@ struct live_node {
 	int batch;                  /* 1-based batch of a paced action (1 when not paced) */
 	char *password;
 	struct bmc_target target;   /* borrows from node and password */
+	char *audit_detail;         /* this node's audit detail (JSON text), else the call's */
+	int drained;                /* the guard drained it in Slurm: resumed after the action */
 	/* the live thread's */
 	int64_t audit_id;
 	int finished;               /* out is final */
@@ -62,6 +65,10 @@ struct live_call {
 	enum live_form form;
 	int batches;                /* at least 1 */
 	int64_t interval_s;         /* between two batches */
+	int guard;                  /* disruptive: the guard looks at each node's work first */
+	int force;                  /* act although work runs (audited as forced) */
+	int drain;                  /* drain the busy nodes in Slurm, wait, then act */
+	int64_t drain_timeout_s;    /* how long a drain may wait */
 	struct live_node *nodes;
 	size_t count;
 	struct live_call_private *priv;

@@ -15,6 +15,7 @@
 #include "bmc/bmc.h"
 #include "bmc/ipmi/ipmi.h"
 #include "config.h"
+#include "guard.h"
 #include "ingest.h"
 #include "jobs.h"
 #include "console.h"
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
 	struct session_keep *keep = NULL;
 	struct bmc_engine *engine = NULL;
 	struct poller *poller = NULL;
+	struct guard *guard = NULL;
 	struct jobs *jobs = NULL;
 	struct live *live = NULL;
 	struct webhook *hooks = NULL;
@@ -387,8 +389,28 @@ int main(int argc, char **argv)
 			ret = die("BMC engine");
 			goto cleanup;
 		}
+		struct guard_options gopt = {
+			.db_path = db_path,
+			.sched = { .scontrol = cfg.scheduler_scontrol, .squeue = cfg.scheduler_squeue,
+				   .timeout_ms = cfg.scheduler_timeout * 1000,
+				   .node_name = cfg.scheduler_node_name },
+			.ignore = cfg.work_ignore_processes,
+			.fresh_s = cfg.work_report_fresh,
+			.agent_interval_s = cfg.health_agent_interval,
+			.poll_ms = cfg.scheduler_drain_poll,
+			.drain_hung = cfg.scheduler_drain_hung,
+			.view_s = cfg.scheduler_view_interval,
+		};
+
+		work_config_set(cfg.work_ignore_processes, cfg.work_report_fresh);
+		if (sched_type_parse(&gopt.sched.type, cfg.scheduler_type) < 0 ||
+		    guard_start(&guard, &gopt) < 0) {
+			ret = die("guard");
+			goto cleanup;
+		}
 		poller_config_from(&popt.cfg, &cfg);
 		popt.engine = engine;
+		popt.guard = guard;
 		/* No agent could report while kilnd was down: their silence counts from now. */
 		receive_gap_mark(time(NULL));
 		if (poller_start(&poller, &popt) < 0) {
@@ -397,7 +419,7 @@ int main(int argc, char **argv)
 		}
 		{
 			struct jobs_options jopt = { .db_path = db_path, .key = sd->key,
-						     .engine = engine };
+						     .engine = engine, .guard = guard };
 
 			jobs_options_from(&jopt, &cfg);
 			if (jobs_start(&jobs, &jopt) < 0) {
@@ -410,7 +432,7 @@ int main(int argc, char **argv)
 	/* Live BMC calls of the API run on their own thread: no HTTP thread waits for a BMC. */
 	{
 		struct live_options lopt = { .db_path = db_path, .engine = engine,
-					     .poller = poller };
+					     .poller = poller, .guard = guard };
 
 		if (live_start(&live, &lopt) < 0) {
 			ret = die("live calls");
@@ -476,6 +498,7 @@ cleanup:
 	session_keep_close(keep); /* after the engine: its logouts drop their kept sessions */
 	live_free(live);          /* after the engine: the last results finish their audit rows */
 	jobs_free(jobs);          /* after the engine: its callbacks write into the jobs */
+	guard_free(guard);        /* after everything that hands it work */
 	if (srv && sd) {
 		char *url_path = statedir_file(sd, "kilnd.url");
 

@@ -12,6 +12,7 @@
 #include "api/api.h"
 #include "bmc/target.h"
 #include "config.h"
+#include "guard.h"
 #include "health/health_facts.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"
@@ -189,6 +190,7 @@ struct slot {
 	struct bmc_log_state log;   /* what its last log read saw (baselined 0: the next
 				     * read's entries are history) */
 	int log_reread;             /* its log was found cleared: read it whole again now */
+	int drain_asked;            /* flagged (hung, GPU lost, critical Xid): drain was asked */
 };
 
 struct completion {
@@ -976,6 +978,19 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 			  cfg->remediate_max_per_hour);
 		return;
 	}
+	/* Work Slurm still runs there waits: the node only looks hung to kiln. */
+	{
+		char why[400], key[64];
+
+		if (!guard_remediation_allowed(p->opt.guard, s->node->id, s->node->name, why,
+					       sizeof(why))) {
+			snprintf(key, sizeof(key), "remediation-slurm:%lld",
+				 (long long)s->st.hung_since);
+			event_add(p, s, SEV_WARNING, "kilnd", "remediation", key,
+				  "hung, but automatic power cycle waits: %.300s", why);
+			return;
+		}
+	}
 	/* An action through the API (or a reinstall job) holds the node: try at the next sweep. */
 	if (api_node_busy_claim(s->node->id) != 1)
 		return;
@@ -1105,6 +1120,30 @@ static void health_read(struct poller *p, struct slot *s, struct health_read *ou
 	out->ok = 1;
 }
 
+/* A node kiln flags hung, or with a GPU lost or a critical Xid, is drained in the scheduler
+ * (on the guard's thread) once while that lasts, so that no new job lands there. */
+static void drain_flagged(struct poller *p, struct slot *s, const struct health_result *r)
+{
+	const char *why = NULL;
+
+	for (size_t i = 0; !why && i < r->nreasons; i++) {
+		const char *t = r->reasons[i];
+
+		if ((r->hung && strncmp(t, "hung:", 5) == 0) ||
+		    (strncmp(t, "gpus: ", 6) == 0 && (strstr(t, " seen") || strstr(t, "not counted"))) ||
+		    strncmp(t, "xid: critical", 13) == 0)
+			why = t;
+	}
+	if (!why) {
+		s->drain_asked = 0;
+		return;
+	}
+	if (s->drain_asked)
+		return;
+	s->drain_asked = 1;
+	guard_hung(p->opt.guard, s->node->id, s->node->name, why);
+}
+
 /* The write half: events and the stored state, inside the caller's transaction. */
 static void health_apply(struct poller *p, struct slot *s, const struct health_read *hr,
 			 int64_t now)
@@ -1159,7 +1198,10 @@ static void health_remediate(struct poller *p, struct slot *s, const struct heal
 {
 	const struct health_result *r = &hr->res;
 
-	if (!hr->ok || !r->hung)
+	if (!hr->ok)
+		return;
+	drain_flagged(p, s, r);
+	if (!r->hung)
 		return;
 	for (size_t i = 0; i < r->nreasons; i++)
 		if (strncmp(r->reasons[i], "hung:", 5) == 0)

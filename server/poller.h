@@ -42,6 +42,7 @@ struct poller_options {
 	const char *db_path;          /* the poller opens its own store handle */
 	const struct secret_key *key; /* decrypts the BMC passwords (kept, not copied: it must outlive the poller) */
 	struct bmc_engine *engine;    /* NULL: no BMC polling, health only */
+	struct guard *guard;          /* NULL: hung nodes are not drained, remediation asks no one */
 	struct poller_config cfg;
 };
 

@@ -105,6 +105,20 @@ const char *vaudit_cuda_min_driver(const char *toolkit)
 	return found;
 }
 
+const char *vaudit_cuda_major_min_driver(const char *cuda)
+{
+	char major[16];
+	size_t len = cuda ? strspn(cuda, "0123456789") : 0;
+
+	if (len == 0 || len >= sizeof(major) - 2)
+		return NULL;
+	snprintf(major, sizeof(major), "%.*s.0", (int)len, cuda);
+	for (size_t i = 0; i < CUDA_TABLE_LEN; i++)
+		if (strcmp(cuda_min_driver[i].cuda, major) == 0)
+			return cuda_min_driver[i].driver;
+	return NULL;
+}
+
 static void strv_free(char **v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++)
@@ -251,6 +265,7 @@ static char *facts_json(const json_t *report)
 						NULL };
 	static const char *const disk_keys[] = { "name", "rotational", NULL };
 	static const char *const host_keys[] = { "memory_total_bytes", NULL };
+	static const char *const fw_keys[] = { "env", "framework", "version", "cuda", NULL };
 	json_t *f = json_object(), *v;
 	char *text = NULL;
 
@@ -265,6 +280,7 @@ static char *facts_json(const json_t *report)
 	if (json_is_object(v = json_object_get(report, "host")))
 		json_object_set_new(f, "host", facts_pick(v, host_keys));
 	facts_pick_array(f, "gpus", json_object_get(report, "gpus"), gpu_keys, NULL);
+	facts_pick_array(f, "frameworks", json_object_get(report, "frameworks"), fw_keys, NULL);
 	text = json_dumps(f, JSON_COMPACT);
 	json_decref(f);
 	return text;
@@ -340,6 +356,18 @@ int vaudit_node_from_report(struct vaudit_node *out, const char *node, const jso
 	}
 	if ((rc = set_join(&n.rotational_disks, rot, nrot)) < 0)
 		goto cleanup;
+	json_array_foreach(json_object_get(report, "frameworks"), i, o) {
+		if (!obj_str(o, "cuda") || !obj_str(o, "framework"))
+			continue;
+		if (!n.frameworks && !(n.frameworks = json_array())) {
+			rc = kiln_fail(KILN_ERROR, "out of memory");
+			goto cleanup;
+		}
+		json_array_append_new(n.frameworks,
+				      json_pack("{s:s?, s:s, s:s?, s:s}", "env", obj_str(o, "env"),
+						"framework", obj_str(o, "framework"), "version",
+						obj_str(o, "version"), "cuda", obj_str(o, "cuda")));
+	}
 	rc = 0;
 cleanup:
 	strv_free(models, nmodels);
@@ -364,6 +392,7 @@ void vaudit_node_clear(struct vaudit_node *n)
 	free(n->nvidia_status);
 	strv_free(n->toolkits, n->ntoolkits);
 	free(n->rotational_disks);
+	json_decref(n->frameworks);
 	memset(n, 0, sizeof(*n));
 }
 
@@ -406,7 +435,8 @@ static char *facts_split(const struct vaudit_node *n)
 {
 	char num[3][24], *tk = NULL, *buf = NULL;
 	size_t len = 0, cap = 0, tl = 0;
-	int bad = 0;
+	/* frameworks have no field in the split form: such a node keeps the JSON facts */
+	int bad = json_array_size(n->frameworks) > 0;
 
 	for (size_t i = 0; i < n->ntoolkits; i++)
 		tl += strlen(n->toolkits[i]) + 1;
@@ -648,6 +678,69 @@ static int finding_add(json_t *findings, const char *node, const char *check, co
 	return 0;
 }
 
+/* A finding with its severity (the framework checks). */
+static int finding_sev(json_t *findings, const char *node, const char *check, const char *sev,
+		       const char *msg)
+{
+	if (finding_add(findings, node, check, "%s", msg) < 0)
+		return KILN_ERROR;
+	json_object_set_new(json_array_get(findings, json_array_size(findings) - 1), "severity",
+			    json_string(sev));
+	return 0;
+}
+
+/* The framework checks: each environment's CUDA against the lower of the driver library
+ * and the loaded kernel module, and the CUDA majors of the node's environments. */
+static int check_frameworks(json_t *findings, const struct vaudit_node *n)
+{
+	const char *drv = n->field[VA_DRIVER], *mod = n->field[VA_MODULE], *low = drv;
+	char majors[64] = "", msg[512];
+	size_t i, nmajors = 0;
+	json_t *o;
+
+	if (mod && (!low || vaudit_version_cmp(mod, low) < 0))
+		low = mod;
+	json_array_foreach(n->frameworks, i, o) {
+		const char *cuda = obj_str(o, "cuda"), *fw = obj_str(o, "framework");
+		const char *ver = obj_str(o, "version"), *env = obj_str(o, "env");
+		const char *major_min = vaudit_cuda_major_min_driver(cuda);
+		const char *exact = strchr(cuda, '.') ? vaudit_cuda_min_driver(cuda) : NULL;
+		char major[8], seen[70], want[12];
+
+		snprintf(major, sizeof(major), "%.*s", (int)strspn(cuda, "0123456789"), cuda);
+		snprintf(seen, sizeof(seen), ",%s,", majors);
+		snprintf(want, sizeof(want), ",%s,", major);
+		if (major[0] && !strstr(seen, want) && nmajors < 4) {
+			snprintf(majors + strlen(majors), sizeof(majors) - strlen(majors), "%s%s",
+				 nmajors ? "," : "", major);
+			nmajors++;
+		}
+		if (!low)
+			continue;
+		if (major_min && vaudit_version_cmp(low, major_min) < 0) {
+			snprintf(msg, sizeof(msg), "%s %s in %s is built for CUDA %s, which needs "
+				 "driver >= %s; the driver is %s: it cannot run", fw, ver ? ver : "?",
+				 env ? env : "?", cuda, major_min, low);
+			if (finding_sev(findings, n->node, "framework_cuda_unsupported", "critical",
+					msg) < 0)
+				return KILN_ERROR;
+		} else if (exact && vaudit_version_cmp(low, exact) < 0) {
+			snprintf(msg, sizeof(msg), "%s %s in %s is built for CUDA %s (driver >= %s); "
+				 "driver %s runs it under minor-version compatibility, without PTX JIT",
+				 fw, ver ? ver : "?", env ? env : "?", cuda, exact, low);
+			if (finding_sev(findings, n->node, "framework_cuda_mvc", "warning", msg) < 0)
+				return KILN_ERROR;
+		}
+	}
+	if (nmajors > 1) {
+		snprintf(msg, sizeof(msg), "its Python environments need different CUDA majors (%s)",
+			 majors);
+		if (finding_sev(findings, n->node, "framework_cuda_majors", "warning", msg) < 0)
+			return KILN_ERROR;
+	}
+	return 0;
+}
+
 static const char *or_dash(const char *s)
 {
 	return s ? s : "unknown";
@@ -743,9 +836,65 @@ static int check_node(json_t *findings, const struct vaudit_node *n, const json_
 	    (rc = finding_add(findings, n->node, "rotational_disk",
 			      "rotational data disks: %s", n->rotational_disks)) < 0)
 		return rc;
+	if ((rc = check_frameworks(findings, n)) < 0)
+		return rc;
 	if (policy && (rc = policy_node(findings, n, policy)) < 0)
 		return rc;
 	return 0;
+}
+
+/* The fleet by framework version: {"framework","version","cuda","count","nodes":RANGE}. */
+static json_t *frameworks_json(const struct vaudit_node *nodes, size_t n)
+{
+	json_t *by = json_object(), *out = json_array(), *v;
+	const char *key;
+
+	for (size_t i = 0; by && i < n; i++) {
+		size_t k;
+		json_t *o;
+
+		json_array_foreach(nodes[i].frameworks, k, o) {
+			char id[256];
+			json_t *g;
+
+			snprintf(id, sizeof(id), "%s %s (CUDA %s)", obj_str(o, "framework"),
+				 obj_str(o, "version") ? obj_str(o, "version") : "?",
+				 obj_str(o, "cuda"));
+			if (!(g = json_object_get(by, id))) {
+				g = json_pack("{s:s, s:s?, s:s, s:[]}", "framework",
+					      obj_str(o, "framework"), "version", obj_str(o, "version"),
+					      "cuda", obj_str(o, "cuda"), "names");
+				json_object_set_new(by, id, g);
+			}
+			/* one node once, whatever its environments */
+			v = json_array_get(json_object_get(g, "names"),
+					   json_array_size(json_object_get(g, "names")) - 1);
+			if (!v || strcmp(json_string_value(v), nodes[i].node) != 0)
+				json_array_append_new(json_object_get(g, "names"),
+						      json_string(nodes[i].node));
+		}
+	}
+	json_object_foreach(by, key, v) {
+		json_t *names = json_object_get(v, "names");
+		char **list = calloc(json_array_size(names) + 1, sizeof(char *));
+		char *range;
+		size_t k;
+		json_t *s;
+
+		if (!list)
+			continue;
+		json_array_foreach(names, k, s)
+			list[k] = (char *)json_string_value(s);
+		range = noderange_compress(list, json_array_size(names));
+		free(list);
+		json_object_set_new(v, "count", json_integer((json_int_t)json_array_size(names)));
+		json_object_set_new(v, "nodes", range ? json_string(range) : json_null());
+		free(range);
+		json_object_del(v, "names");
+		json_array_append(out, v);
+	}
+	json_decref(by);
+	return out;
 }
 
 /* --- groups ------------------------------------------------------------------------- */
@@ -868,6 +1017,7 @@ int vaudit_run(json_t **out, const struct vaudit_node *nodes, size_t n, const js
 	json_object_set_new(res, "deviations", json_integer((json_int_t)json_array_size(findings)));
 	json_object_set(res, "groups", garr);
 	json_object_set(res, "findings", findings);
+	json_object_set_new(res, "frameworks", frameworks_json(nodes, n));
 	*out = res;
 	res = NULL;
 	rc = 0;

@@ -40,6 +40,7 @@ struct vaudit_node {
 	int64_t host_memory_bytes;   /* -1: unknown */
 	int64_t gpu_memory_bytes;    /* summed over the GPUs; -1: unknown */
 	char *rotational_disks;      /* "sda,sdb", or NULL */
+	json_t *frameworks;          /* the report's frameworks that name a CUDA, or NULL */
 };
 
 /* The parts of report vaudit_node_from_report reads, as compact JSON text the caller frees
@@ -72,10 +73,16 @@ int vaudit_policy_check(const json_t *policy);
  * vaudit_policy_check). *out (caller owns) is
  *   {"nodes":N, "reported":M, "unreported":"RANGE"|null,
  *    "groups":[{"nodes":"RANGE","count":C,"majority":bool,"driver":...,...,"differs":[...]}],
- *    "findings":[{"node","check","message"}], "deviations":F}
+ *    "findings":[{"node","check","message","severity"?}], "deviations":F,
+ *    "frameworks":[{"framework","version","cuda","count","nodes":"RANGE"}]}
  * with groups of identical versions, the largest first; "differs" names the fields in which
  * a group differs from the majority group. checks: module_mismatch, toolkit_too_new,
- * gpu_missing, host_memory, rotational_disk, policy.
+ * gpu_missing, host_memory, rotational_disk, policy, and for the Python environments'
+ * frameworks (compared with the lower of the driver library and the kernel module):
+ * framework_cuda_unsupported (critical: the driver is older than the CUDA major's first
+ * release needs), framework_cuda_mvc (warning: it runs under minor-version compatibility,
+ * older than the exact release needs), framework_cuda_majors (warning: environments on one
+ * node built for different CUDA majors). "frameworks" groups the fleet by framework version.
  */
 int vaudit_run(json_t **out, const struct vaudit_node *nodes, size_t n, const json_t *policy);
 
@@ -85,6 +92,10 @@ int vaudit_run(json_t **out, const struct vaudit_node *nodes, size_t n, const js
  * newest entry's driver (a lower bound).
  */
 const char *vaudit_cuda_min_driver(const char *toolkit);
+
+/* The least driver of the CUDA major's first release ("12.4" -> 12.0's 525.60.13): below it
+ * nothing built for that major runs. NULL when the table has no such major. */
+const char *vaudit_cuda_major_min_driver(const char *cuda);
 
 /* Compares dotted version strings numerically ("535.104.05" vs "550.54.14"): <0, 0, >0. */
 int vaudit_version_cmp(const char *a, const char *b);

@@ -11,6 +11,7 @@
 
 #include "api/api_internal.h"
 #include "metrics/counters.h"
+#include "work.h"
 #include "identity.h"
 #include "ingest.h"
 #include "kiln/error.h"
@@ -771,6 +772,28 @@ static json_t *agent_gpus_json(json_t **rejected, struct store *st, const struct
 	return gpus;
 }
 
+/* The GPU processes of the node's latest report as work (work_json): the ignored ones left
+ * out, "report_fresh" false when they no longer count. Slurm is asked by the guard only. */
+static json_t *agent_work_json(struct store *st, const struct agent_state *a)
+{
+	struct node_work w;
+	char *text = NULL, *procs;
+	json_t *report, *o;
+
+	if (!a->report && store_agent_report_get(st, &text, a->node_id) < 0) {
+		kiln_error_clear();
+		return json_null();
+	}
+	report = json_loads(a->report ? a->report : text, 0, NULL);
+	free(text);
+	procs = work_procs_extract(report);
+	json_decref(report);
+	work_from_summary(&w, procs, store_now(st) - a->last_seen);
+	free(procs);
+	o = work_json(&w);
+	return o ? o : json_null();
+}
+
 /* A node's agent state and GPUs as JSON (no "node" key); NULL with kiln_fail() set. */
 static json_t *agent_json(struct store *st, const struct agent_state *a)
 {
@@ -859,6 +882,7 @@ void api_gpus_list(struct api_ctx *c)
 				goto cleanup;
 			}
 			json_object_set_new(o, "node", json_string(a->node));
+			json_object_set_new(o, "work", agent_work_json(c->st, a));
 		} else {
 			struct node *n = NULL;
 

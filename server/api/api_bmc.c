@@ -408,15 +408,23 @@ static int fan_batches(struct fan *f, const struct pacing *pace)
 	return k == 0 ? 0 : pace && pace->size > 0 ? (k - 1) / pace->size + 1 : 1;
 }
 
+/* A disruptive action's guard: the work on each node is looked at before it is sent. */
+struct act_guard {
+	int force;
+	int drain;
+	int64_t drain_timeout_s;
+};
+
 /*
  * An action: targets, the busy marks (every node of the range claimed before the first
  * batch), dry_run (the targets and the action, nothing sent, no audit row), an audit row per
  * node before its call and its outcome after (the live thread's); paced (pace not NULL,
- * size > 0): one batch after the other, interval_s apart.
+ * size > 0): one batch after the other, interval_s apart; guard not NULL: a disruptive
+ * action, the live module's guard looks at each node's work first (off this thread).
  */
 static void fan_act(struct api_ctx *c, const struct bmc_op *op, const char *range,
 		    const char *field, const char *audit_action, json_t *per_node, int dry_run,
-		    int retry, const struct pacing *pace)
+		    int retry, const struct pacing *pace, const struct act_guard *guard)
 {
 	struct fan f;
 	const char *key;
@@ -461,6 +469,12 @@ static void fan_act(struct api_ctx *c, const struct bmc_op *op, const char *rang
 	}
 	f.call->batches = batches > 0 ? batches : 1;
 	f.call->interval_s = pace ? pace->interval_s : 0;
+	if (guard) {
+		f.call->guard = 1;
+		f.call->force = guard->force;
+		f.call->drain = guard->drain;
+		f.call->drain_timeout_s = guard->drain_timeout_s;
+	}
 	if (!(f.call->audit_action = strdup(audit_action)) ||
 	    (per_node && !(f.call->audit_detail = json_dumps(per_node, JSON_COMPACT))))
 		goto oom;
@@ -525,7 +539,8 @@ void api_power_get(struct api_ctx *c)
 void api_power_post(struct api_ctx *c)
 {
 	static const char *const fields[] = { "range", "action", "on_if_off", "dry_run",
-					      "batch", "interval_s", "retry_unreachable", NULL };
+					      "batch", "interval_s", "retry_unreachable", "force",
+					      "drain", "drain_timeout_s", NULL };
 	struct bmc_op op = { .kind = BMC_OP_POWER_ACTION };
 	const char *range, *action;
 	json_t *per_node = NULL;
@@ -533,6 +548,7 @@ void api_power_post(struct api_ctx *c)
 	int dry_run, retry, found = 0;
 	int64_t batch, interval_s;
 	struct pacing pace;
+	struct act_guard guard = { .drain_timeout_s = 3600 };
 
 	pthread_mutex_lock(&pacing_lock);
 	batch = pacing_batch;
@@ -543,8 +559,14 @@ void api_power_post(struct api_ctx *c)
 	    api_body_bool(c, &op.on_if_off, "on_if_off") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0 ||
 	    api_body_bool(c, &retry, "retry_unreachable") < 0 ||
 	    body_int(c, &batch, "batch", 0, 100000) < 0 ||
-	    body_int(c, &interval_s, "interval_s", 0, 3600) < 0)
+	    body_int(c, &interval_s, "interval_s", 0, 3600) < 0 ||
+	    api_body_bool(c, &guard.force, "force") < 0 || api_body_bool(c, &guard.drain, "drain") < 0 ||
+	    body_int(c, &guard.drain_timeout_s, "drain_timeout_s", 1, 7 * 86400) < 0)
 		return;
+	if (guard.force && guard.drain) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "drain", "drain and force exclude each other");
+		return;
+	}
 	pace.size = (int)batch;
 	pace.interval_s = interval_s;
 	if (!action) {
@@ -575,7 +597,9 @@ void api_power_post(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, range, "range", audit_action, per_node, dry_run, retry, &pace);
+	/* Powering on destroys nothing; every other action is guarded. */
+	fan_act(c, &op, range, "range", audit_action, per_node, dry_run, retry, &pace,
+		op.action == BMC_ACT_ON ? NULL : &guard);
 	json_decref(per_node);
 }
 
@@ -617,7 +641,7 @@ void api_boot_post(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, range, "range", "boot.set", per_node, dry_run, retry, NULL);
+	fan_act(c, &op, range, "range", "boot.set", per_node, dry_run, retry, NULL, NULL);
 	json_decref(per_node);
 }
 
@@ -676,7 +700,7 @@ void api_media_insert(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, node, "node", "media.insert", per_node, dry_run, retry, NULL);
+	fan_act(c, &op, node, "node", "media.insert", per_node, dry_run, retry, NULL, NULL);
 	json_decref(per_node);
 }
 
@@ -697,7 +721,7 @@ void api_media_eject(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	fan_act(c, &op, node, "node", "media.eject", per_node, dry_run, retry, NULL);
+	fan_act(c, &op, node, "node", "media.eject", per_node, dry_run, retry, NULL, NULL);
 	json_decref(per_node);
 }
 

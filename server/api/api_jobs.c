@@ -188,8 +188,15 @@ static int cmp_node(const void *a, const void *b)
  * The node's in-flight mark is taken here and handed to the job (the jobs thread releases
  * it when the job ends). Returns the job id or a negative code with the message set.
  */
+/* What a reinstall does about work on its node: act anyway, or drain and wait. */
+struct work_choice {
+	int force;
+	int drain;
+	int64_t drain_timeout_s;
+};
+
 static int job_queue(struct api_ctx *c, int64_t *out_id, const struct node *n,
-		     const struct image *img)
+		     const struct image *img, const struct work_choice *wc)
 {
 	struct job j = { 0 };
 	int64_t audit_id = 0;
@@ -205,6 +212,11 @@ static int job_queue(struct api_ctx *c, int64_t *out_id, const struct node *n,
 	{
 		json_t *d = json_pack("{s:s, s:s, s:s?}", "image", img->name, "kind", img->kind,
 				      "url", img->url);
+
+		if (d && wc->force)
+			json_object_set_new(d, "force", json_true());
+		if (d && wc->drain)
+			json_object_set_new(d, "drain_timeout_s", json_integer(wc->drain_timeout_s));
 		char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
 
 		json_decref(d);
@@ -221,6 +233,9 @@ static int job_queue(struct api_ctx *c, int64_t *out_id, const struct node *n,
 	j.image_os = img->os;
 	j.created_by = c->caller.name;
 	j.audit_id = audit_id;
+	j.force = wc->force;
+	j.drain = wc->drain;
+	j.drain_timeout_s = wc->drain_timeout_s;
 	rc = store_job_insert(c->st, &j);
 	if (rc == KILN_EBUSY)
 		rc = kiln_fail(KILN_EBUSY, "a reinstall job is already running on %s", n->name);
@@ -240,18 +255,35 @@ cleanup:
 
 void api_reinstall_post(struct api_ctx *c)
 {
-	static const char *const fields[] = { "range", "image", "dry_run", NULL };
+	static const char *const fields[] = { "range", "image", "dry_run", "force", "drain",
+					      "drain_timeout_s", NULL };
 	struct kiln_nodelist range = { 0 };
 	struct node **all = NULL;
 	struct image img = { 0 };
 	size_t nall = 0;
 	const char *rng, *image;
 	json_t *arr = NULL;
+	struct work_choice wc = { .drain_timeout_s = 3600 };
 	int dry_run, rc;
+	json_t *timeout;
 
 	if (!api_body_require(c) || body_only(c, fields) < 0 || api_body_string(c, &rng, "range") < 0 ||
-	    api_body_string(c, &image, "image") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0)
+	    api_body_string(c, &image, "image") < 0 || api_body_bool(c, &dry_run, "dry_run") < 0 ||
+	    api_body_bool(c, &wc.force, "force") < 0 || api_body_bool(c, &wc.drain, "drain") < 0)
 		return;
+	timeout = json_object_get(c->body, "drain_timeout_s");
+	if (timeout && (!json_is_integer(timeout) || json_integer_value(timeout) < 1 ||
+			json_integer_value(timeout) > 7 * 86400)) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "drain_timeout_s",
+			 "drain_timeout_s must be an integer from 1 to 604800");
+		return;
+	}
+	if (wc.force && wc.drain) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "drain", "drain and force exclude each other");
+		return;
+	}
+	if (timeout)
+		wc.drain_timeout_s = json_integer_value(timeout);
 	if (!rng || !rng[0]) {
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "range", "range is required");
 		return;
@@ -302,7 +334,7 @@ void api_reinstall_post(struct api_ctx *c)
 			continue;
 		}
 		kiln_error_clear();
-		if (job_queue(c, &id, *hit, &img) < 0) {
+		if (job_queue(c, &id, *hit, &img, &wc) < 0) {
 			json_object_set_new(o, "error", json_string(kiln_error_last()));
 			continue;
 		}

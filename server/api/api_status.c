@@ -9,6 +9,8 @@
 #include "api/api_internal.h"
 #include "api/api_status.h"
 #include "health/health_facts.h"
+#include "guard.h"
+#include "work.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "poller.h"
@@ -46,7 +48,7 @@ static void fleet_free(struct fleet *f)
 	free(f->state_ix);
 	free(f->agent_ix);
 	free(f->maint_ix);
-	free(f->gpus);
+	agent_gpu_summary_list_free(f->gpus, f->ngpus);
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -176,6 +178,29 @@ static int bmc_misconfigured(const struct fleet_state *s)
 	       strncmp(s->power_error, HEALTH_BMC_CONFIG_ERROR, strlen(HEALTH_BMC_CONFIG_ERROR)) == 0;
 }
 
+/* The WORK cell: the GPU processes of the stored summary and the jobs of the guard's view
+ * of Slurm ("1 job, 2 procs", "-"); null without an agent nor a scheduler. Slurm is asked
+ * only by the guard's thread, never here. */
+static json_t *work_cell_json(const char *name, const struct agent_gpu_summary *g,
+			      const struct agent_state *a, int64_t now)
+{
+	struct node_work w;
+	char cell[64];
+
+	if (!a && guard_view_jobs(name) == GUARD_VIEW_NONE)
+		return json_null();
+	if (!a) {
+		memset(&w, 0, sizeof(w));
+		guard_view_apply(&w, name);
+		work_cell(cell, sizeof(cell), &w);
+		return json_string(cell);
+	}
+	work_from_summary(&w, g ? g->gpu_processes : NULL, now - a->last_seen);
+	guard_view_apply(&w, name);
+	work_cell(cell, sizeof(cell), &w);
+	return json_string(cell);
+}
+
 /* One node's status object; *out_health is its health word. */
 static json_t *node_status(const struct agent_gpu_summary *g, const struct node *n,
 			   const struct fleet_state *s, const struct agent_state *a,
@@ -217,6 +242,8 @@ static json_t *node_status(const struct agent_gpu_summary *g, const struct node 
 		json_object_set_new(o, "bmc", json_string(bmc_word(1, s->reachable,
 								   poller_state_busy(s),
 								   bmc_misconfigured(s))));
+	if (o)
+		json_object_set_new(o, "work", work_cell_json(n->name, a ? g : NULL, a, now));
 	return o;
 }
 
@@ -475,6 +502,21 @@ static int row_put(void *ud, const struct status_row *r)
 	JW_LIT(w, ",");
 	jw_string_or_null(w, bmc_word(r->has_state, r->reachable, r->bmc_busy,
 				      r->bmc_misconfigured));
+	JW_LIT(w, ",");
+	if (r->has_agent || guard_view_jobs(r->node) != GUARD_VIEW_NONE) {
+		struct node_work nw;
+		char cell[64];
+
+		if (r->has_agent)
+			work_from_summary(&nw, r->gpu_processes, rw->now - r->agent_last_seen);
+		else
+			memset(&nw, 0, sizeof(nw));
+		guard_view_apply(&nw, r->node);
+		work_cell(cell, sizeof(cell), &nw);
+		jw_string(w, cell);
+	} else {
+		JW_LIT(w, "null");
+	}
 	JW_LIT(w, "]");
 	return w->rc;
 }

@@ -13,7 +13,7 @@ struct kiln_nodelist;
 #define API_STATUS_ROW_COLUMNS                                                                     \
 	"\"node\",\"power\",\"power_age_s\",\"agent_age_s\",\"health\",\"maintenance_reason\","  \
 	"\"gpus_seen\",\"gpus_expected\",\"driver\",\"cuda\",\"hottest_gpu_c\",\"power_draw_w\","  \
-	"\"reasons\",\"bmc\""
+	"\"reasons\",\"bmc\",\"work\""
 
 /*
  * Appends s as a JSON string (quoted and escaped as jansson's compact dump does: '"', '\\'

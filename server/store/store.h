@@ -246,6 +246,7 @@ struct agent_state {
 	int64_t gpu_count_max;       /* the most GPUs the node ever reported */
 	char *report;                /* the latest report (JSON text), or NULL when not read */
 	char *audit_facts;           /* put only: the report's version facts (ingest), or NULL */
+	char *gpu_processes;         /* put only: the report's GPU processes (work_procs_extract) */
 	/* The GPUs' telemetry summed up (node_agent_summary; NAN: unknown). Read back by
 	 * store_agent_state_get; the per-GPU numbers are in the report. */
 	double gpu_hottest_c;        /* the hottest GPU */
@@ -347,9 +348,11 @@ struct agent_gpu_summary {
 	int64_t node_id;
 	double hottest_c;
 	double power_w;
+	char *gpu_processes;         /* work_procs_extract's JSON, or NULL */
 };
 int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **out,
 				 size_t *out_count);
+void agent_gpu_summary_list_free(struct agent_gpu_summary *list, size_t count);
 /* When each node's agent last reported, for the fleet-wide silence count. */
 struct agent_seen {
 	int64_t node_id;
@@ -632,6 +635,7 @@ struct status_row {
 	int bmc_busy;                /* the poller's busy mark (poller_record_busy) */
 	int bmc_misconfigured;       /* it answered, but does not fit the node (poller.c's
 				      * "configuration error: ...") */
+	const char *gpu_processes;   /* the latest report's GPU processes (JSON), or NULL */
 };
 
 /* Calls fn for every node ordered by name, in one read snapshot. fn returns 0 to go on or a
@@ -808,6 +812,11 @@ struct job {
 	char *error;
 	char *created_by;
 	int64_t audit_id;
+	int force;                 /* act although work runs on the node (--force) */
+	int drain;                 /* --drain: wait (queued) until the node's work ended */
+	int64_t drain_timeout_s;
+	int64_t drain_started;     /* 0: no drain begun */
+	int drained;               /* kiln set the node's drain in Slurm */
 	int64_t created_at;
 	int64_t started_at;
 	int64_t finished_at;

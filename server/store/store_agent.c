@@ -262,8 +262,8 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 	/* The narrow row `kiln status` and `kiln audit` read for every node. */
 	if ((ret = store_stmt(st, &s, STMT_AGENT_SUMMARY_PUT,
 			      "INSERT OR REPLACE INTO node_agent_summary (node_id, gpu_count_max,"
-			      " gpu_hottest_c, gpu_power_w, audit_facts, gpu_utilization_avg_pct)"
-			      " VALUES (?1, ?2, ?3, ?4, ?5, ?6)")) < 0)
+			      " gpu_hottest_c, gpu_power_w, audit_facts, gpu_utilization_avg_pct,"
+			      " gpu_processes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, a->node_id);
 	sqlite3_bind_int64(s, 2, a->gpu_count_max);
@@ -271,6 +271,7 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 	bind_real_or_null(s, 4, a->gpu_power_w);
 	store_bind_text(s, 5, a->audit_facts ? a->audit_facts : a->report);
 	bind_real_or_null(s, 6, a->gpu_utilization_avg_pct);
+	store_bind_text(s, 7, a->gpu_processes);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE)
 		ret = store_fail(st, rc, "storing agent summary");
@@ -437,8 +438,8 @@ int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **ou
 	int rc, ret;
 
 	if ((ret = store_stmt(st, &s, STMT_AGENT_GPU_SUMMARY,
-			      "SELECT node_id, gpu_hottest_c, gpu_power_w FROM node_agent_summary"
-			      " ORDER BY node_id")) < 0)
+			      "SELECT node_id, gpu_hottest_c, gpu_power_w, gpu_processes"
+			      " FROM node_agent_summary ORDER BY node_id")) < 0)
 		return ret;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
@@ -446,19 +447,31 @@ int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **ou
 		list[count].node_id = sqlite3_column_int64(s, 0);
 		list[count].hottest_c = store_column_real_or_nan(s, 1);
 		list[count].power_w = store_column_real_or_nan(s, 2);
+		list[count].gpu_processes = NULL;
 		count++;
+		if ((ret = store_column_strdup(&list[count - 1].gpu_processes, s, 3)) < 0)
+			goto cleanup;
 	}
 	if (rc != SQLITE_DONE)
 		ret = store_fail(st, rc, "summing GPUs");
 cleanup:
 	store_stmt_done(s);
 	if (ret < 0) {
-		free(list);
+		agent_gpu_summary_list_free(list, count);
 		return ret;
 	}
 	*out = list;
 	*out_count = count;
 	return 0;
+}
+
+void agent_gpu_summary_list_free(struct agent_gpu_summary *list, size_t count)
+{
+	if (!list)
+		return;
+	for (size_t i = 0; i < count; i++)
+		free(list[i].gpu_processes);
+	free(list);
 }
 
 void agent_audit_row_list_free(struct agent_audit_row *list, size_t count)

@@ -186,8 +186,9 @@ int store_job_insert(struct store *st, struct job *j)
 
 	if ((ret = prepare(st, &s,
 			   "INSERT INTO jobs (kind, node_id, image, image_kind, image_url, image_os,"
-			   " state, step, created_by, audit_id, created_at, updated_at)"
-			   " VALUES ('reinstall', ?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7, ?8, ?9, ?9)")) < 0)
+			   " state, step, created_by, audit_id, created_at, updated_at, force, drain,"
+			   " drain_timeout_s) VALUES ('reinstall', ?1, ?2, ?3, ?4, ?5, 'queued', ?6,"
+			   " ?7, ?8, ?9, ?9, ?10, ?11, ?12)")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, j->node_id);
 	store_bind_text(s, 2, j->image);
@@ -198,6 +199,9 @@ int store_job_insert(struct store *st, struct job *j)
 	store_bind_text(s, 7, j->created_by ? j->created_by : "?");
 	sqlite3_bind_int64(s, 8, j->audit_id);
 	sqlite3_bind_int64(s, 9, now);
+	sqlite3_bind_int(s, 10, j->force ? 1 : 0);
+	sqlite3_bind_int(s, 11, j->drain ? 1 : 0);
+	sqlite3_bind_int64(s, 12, j->drain_timeout_s > 0 ? j->drain_timeout_s : 3600);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE) {
 		ret = store_fail(st, rc, "adding a job");
@@ -216,7 +220,8 @@ int store_job_insert(struct store *st, struct job *j)
 #define JOB_COLUMNS                                                                              \
 	"j.id, j.node_id, n.name, j.image, j.image_kind, j.image_url, j.image_os, j.state,"       \
 	" j.step, j.step_started, j.boot_id_before, j.cycle_sent_at, j.cycle_done, j.error,"      \
-	" j.created_by, j.audit_id, j.created_at, j.started_at, j.finished_at, j.updated_at"
+	" j.created_by, j.audit_id, j.created_at, j.started_at, j.finished_at, j.updated_at,"     \
+	" j.force, j.drain, j.drain_timeout_s, j.drain_started, j.drained"
 
 static int job_read(struct job *o, sqlite3_stmt *s)
 {
@@ -245,6 +250,11 @@ static int job_read(struct job *o, sqlite3_stmt *s)
 	o->started_at = sqlite3_column_int64(s, 17);
 	o->finished_at = sqlite3_column_int64(s, 18);
 	o->updated_at = sqlite3_column_int64(s, 19);
+	o->force = sqlite3_column_int(s, 20);
+	o->drain = sqlite3_column_int(s, 21);
+	o->drain_timeout_s = sqlite3_column_int64(s, 22);
+	o->drain_started = sqlite3_column_int64(s, 23);
+	o->drained = sqlite3_column_int(s, 24);
 	return 0;
 }
 
@@ -318,8 +328,8 @@ int store_job_update(struct store *st, const struct job *j)
 	if ((ret = prepare(st, &s,
 			   "UPDATE jobs SET state = ?2, step = ?3, step_started = ?4,"
 			   " boot_id_before = ?5, cycle_sent_at = ?6, cycle_done = ?7, error = ?8,"
-			   " audit_id = ?9, started_at = ?10, finished_at = ?11, updated_at = ?12"
-			   " WHERE id = ?1")) < 0)
+			   " audit_id = ?9, started_at = ?10, finished_at = ?11, updated_at = ?12,"
+			   " drain_started = ?13, drained = ?14 WHERE id = ?1")) < 0)
 		return ret;
 	sqlite3_bind_int64(s, 1, j->id);
 	store_bind_text(s, 2, j->state);
@@ -333,6 +343,8 @@ int store_job_update(struct store *st, const struct job *j)
 	sqlite3_bind_int64(s, 10, j->started_at);
 	sqlite3_bind_int64(s, 11, j->finished_at);
 	sqlite3_bind_int64(s, 12, store_now(st));
+	sqlite3_bind_int64(s, 13, j->drain_started);
+	sqlite3_bind_int(s, 14, j->drained ? 1 : 0);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_DONE)
 		ret = store_fail(st, rc, "updating a job");

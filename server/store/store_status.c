@@ -16,7 +16,7 @@ static const char status_sql[] =
 	" a.cuda_driver_version, s.gpu_hottest_c, s.gpu_power_w,"
 	" m.node_id IS NOT NULL, m.reason,"
 	" b.reachable = 1 AND b.power_error LIKE 'bmc busy: %',"
-	" b.reachable = 0 AND b.power_error LIKE 'configuration error: %'"
+	" b.reachable = 0 AND b.power_error LIKE 'configuration error: %', s.gpu_processes"
 	" FROM nodes n"
 	" LEFT JOIN node_bmc_state b ON b.node_id = n.id"
 	" LEFT JOIN node_agent_state a ON a.node_id = n.id"
@@ -51,6 +51,7 @@ static void row_read(struct status_row *r, sqlite3_stmt *s)
 	r->maint_reason = text(s, 18);
 	r->bmc_busy = r->has_state && sqlite3_column_int(s, 19);
 	r->bmc_misconfigured = r->has_state && sqlite3_column_int(s, 20);
+	r->gpu_processes = r->has_agent ? text(s, 21) : NULL;
 }
 
 int store_status_rows(struct store *st, store_status_fn fn, void *ud)

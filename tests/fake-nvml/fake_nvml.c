@@ -26,6 +26,7 @@ enum {
 	NVML_ERROR_UNINITIALIZED = 1,
 	NVML_ERROR_INVALID_ARGUMENT = 2,
 	NVML_ERROR_NOT_SUPPORTED = 3,
+	NVML_ERROR_NOT_FOUND = 6,
 	NVML_ERROR_INSUFFICIENT_SIZE = 7,
 	NVML_ERROR_DRIVER_NOT_LOADED = 9,
 	NVML_ERROR_TIMEOUT = 10,
@@ -689,6 +690,34 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int *
 {
 	ENTER(d);
 	return processes(d, count, infos, 1);
+}
+
+/* process_names = "pid:name,pid:name" (a name may be a path, as the driver gives it) */
+nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length);
+nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
+{
+	const char *v, *p;
+
+	ENTER(NULL);
+	v = cfg("process_names");
+	if (!v)
+		return NVML_ERROR_NOT_FOUND;
+	for (p = v; p && *p;) {
+		char *end;
+		unsigned long got = strtoul(p, &end, 10);
+
+		if (*end == ':' && got == pid) {
+			size_t n = strcspn(end + 1, ",");
+			char one[256];
+
+			snprintf(one, sizeof one, "%.*s", (int)n, end + 1);
+			return copy_str(name, length, one, 0);
+		}
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return NVML_ERROR_NOT_FOUND;
 }
 
 /* ---- events (Xid) ---- */

@@ -1,6 +1,6 @@
 # Shared by the health tests: nodes whose BMC is a kiln-bmcsim (the iDRAC-like tree) and whose
-# host runs a kiln-agent on the fake NVML (8 healthy H100s: no Xid events, no ECC errors),
-# reporting every 2 s.
+# host runs a kiln-agent on the fake NVML (8 healthy, idle H100s: no Xid events, no ECC errors,
+# no compute process, which would refuse their power cycles), reporting every 2 s.
 # Source after lib.sh and ../sim/bmcsim.sh, with SRC set to the source tree. Sets KILN,
 # AGENT, NVML, MOCKUP and AGENT_PID (node -> agent pid); exits if a part is not built.
 KILN=$KILN_BIN/kiln
@@ -12,7 +12,7 @@ for _f in "$AGENT" "$NVML" "$BMCSIM" "$MOCKUP" "$FLEET_ROOT"; do
 	[ -e "$_f" ] || { echo "FAIL: $_f is missing (build kiln-agent, kiln-bmcsim, the fake NVML)" >&2; exit 1; }
 done
 unset _f
-grep -Ev 'xid_events|^gpu\.4\.(ecc|remap)_' "$SRC/tests/fake-nvml/configs/h100-8gpu.conf" >"$KILN_TEST_TMP/fleet-nvml.conf"
+grep -Ev 'xid_events|^gpu\.4\.(ecc|remap)_|^gpu\.0\.processes' "$SRC/tests/fake-nvml/configs/h100-8gpu.conf" >"$KILN_TEST_TMP/fleet-nvml.conf"
 printf 'password\n' >"$KILN_TEST_TMP/fleet-bmc.pw"
 declare -A AGENT_PID
 
@@ -31,10 +31,10 @@ fleet_node_add() {
 	"$KILN" agent token "$n" >"$KILN_TEST_TMP/$n.token" 2>/dev/null || { echo "agent token $n failed" >&2; return 1; }
 }
 
-# fleet_agent_start NAME / fleet_agent_stop NAME / fleet_agents_stop. FLEET_NVML_CONF names
-# another fake NVML configuration for the agent started.
+# fleet_agent_start NAME [NVML_CONF] / fleet_agent_stop NAME / fleet_agents_stop. Without
+# NVML_CONF, FLEET_NVML_CONF names another fake NVML configuration for the agent started.
 fleet_agent_start() {
-	FAKE_NVML_CONFIG=${FLEET_NVML_CONF:-$KILN_TEST_TMP/fleet-nvml.conf} "$AGENT" --server "$KILND_URL" \
+	FAKE_NVML_CONFIG=${2:-${FLEET_NVML_CONF:-$KILN_TEST_TMP/fleet-nvml.conf}} "$AGENT" --server "$KILND_URL" \
 		--root "$KILN_TEST_TMP/roots/$1" --nvml-lib "$NVML" --state-dir "$KILN_TEST_TMP/agent-$1" \
 		--token-file "$KILN_TEST_TMP/$1.token" --interval 2 >>"$KILN_TEST_TMP/agent-$1.log" 2>&1 &
 	AGENT_PID[$1]=$!

@@ -12,8 +12,10 @@ HOOK=$(dirname "${BASH_SOURCE[0]}")/reinstall_hook.sh
 for f in "$AGENT" "$NVML" "$NVML_CONF" "$ROOT/etc/os-release" "$BMCSIM" "$HOOK"; do
 	[ -e "$f" ] || { echo "FAIL: $f is missing (build kiln-agent, kiln-bmcsim, the fake NVML)" >&2; exit 1; }
 done
-# The hook's environment: where each node's root, token and pid file live.
-export RH_DIR=$T/nodes RH_AGENT=$AGENT RH_NVML=$NVML RH_NVML_CONF=$NVML_CONF
+# The hook's environment: where each node's root, token and pid file live. The nodes are
+# idle (no GPU compute process: one would refuse the reinstall).
+grep -v '^gpu\.0\.processes' "$NVML_CONF" >"$T/idle-nvml.conf"
+export RH_DIR=$T/nodes RH_AGENT=$AGENT RH_NVML=$NVML RH_NVML_CONF=$T/idle-nvml.conf
 mkdir -p "$RH_DIR"
 printf 'password\n' >"$T/bmc.pw"
 

@@ -176,7 +176,7 @@ rows_as_objects='.columns as $c | {summary, nodes: [.rows[] | [$c, .] | transpos
 	| map({(.[0]): .[1]}) | add]}'
 objects_as_rows='{summary, nodes: [.nodes[] | {node, power, power_age_s, agent_age_s, health,
 	maintenance_reason: (if .maintenance == false then null else .maintenance.reason end),
-	gpus_seen, gpus_expected, driver, cuda, hottest_gpu_c, power_draw_w, reasons, bmc}]}'
+	gpus_seen, gpus_expected, driver, cuda, hottest_gpu_c, power_draw_w, reasons, bmc, work}]}'
 rows_match() {
 	kiln_api GET '/status' >/dev/null && cp "$KILN_BODY_FILE" "$T/objects1.json" &&
 		[ "$(kiln_api GET '/status?form=rows')" = 200 ] && cp "$KILN_BODY_FILE" "$T/rows.json" &&

@@ -18,7 +18,7 @@
 #include "cmd_status.h"
 #include "output.h"
 
-#define NCOLS 9
+#define NCOLS 10
 #define CELL 256
 
 /* --- the table as kiln status printed it up to commit 0683611 (the reference) --------- */
@@ -102,16 +102,17 @@ static void old_fill_row(char cells[NCOLS][CELL], const json_t *n)
 		snprintf(cells[7], CELL, "%.0fW", json_number_value(json_object_get(n, "power_draw_w")));
 	else
 		snprintf(cells[7], CELL, "-");
-	cells[8][0] = '\0';
+	snprintf(cells[8], CELL, "%s", old_str_or(json_object_get(n, "work"), "-"));
+	cells[9][0] = '\0';
 	if (maint) {
 		const char *why = json_string_value(
 			json_object_get(json_object_get(n, "maintenance"), "reason"));
 
-		len += (size_t)snprintf(cells[8], CELL, "maintenance: %s", why ? why : "");
+		len += (size_t)snprintf(cells[9], CELL, "maintenance: %s", why ? why : "");
 	}
 	json_array_foreach(reasons, i, r) {
 		if (len < CELL)
-			len += (size_t)snprintf(cells[8] + len, CELL - len, "%s%s", len ? "; " : "",
+			len += (size_t)snprintf(cells[9] + len, CELL - len, "%s%s", len ? "; " : "",
 						old_str_or(r, ""));
 	}
 	/* since issue 17 every cell is escaped (kiln_escape), not just the reasons' controls */
@@ -125,7 +126,8 @@ static void old_fill_row(char cells[NCOLS][CELL], const json_t *n)
 static void old_print_table(FILE *out, const json_t *nodes, const json_t *summary, int colour)
 {
 	static const char *const headers[NCOLS] = { "NODE",   "POWER", "AGENT", "HEALTH", "GPUS",
-						    "DRIVER/CUDA", "HOT", "DRAW",  "REASONS" };
+						    "DRIVER/CUDA", "HOT", "DRAW",  "WORK",
+						    "REASONS" };
 	size_t n = json_array_size(nodes), w[NCOLS];
 	char (*cells)[NCOLS][CELL] = calloc(n ? n : 1, sizeof(*cells));
 	const char *keys[] = { "ok", "warning", "critical", "unknown", "maintenance", "hung" };
@@ -259,6 +261,7 @@ static json_t *node_object(int i)
 	json_object_set_new(o, "cuda", some_string());
 	json_object_set_new(o, "hottest_gpu_c", some_real());
 	json_object_set_new(o, "power_draw_w", some_real());
+	json_object_set_new(o, "work", some_string());
 	json_object_set_new(o, "bmc_reachable", json_true());
 	json_object_set_new(o, "hung", json_false());
 	return o;
@@ -269,7 +272,7 @@ static json_t *rows_of(const json_t *nodes, const json_t *summary, int shuffle)
 {
 	const char *cols[] = { "node", "power", "power_age_s", "agent_age_s", "health",
 			       "maintenance_reason", "gpus_seen", "gpus_expected", "driver", "cuda",
-			       "hottest_gpu_c", "power_draw_w", "reasons" };
+			       "hottest_gpu_c", "power_draw_w", "reasons", "work" };
 	size_t ncols = sizeof(cols) / sizeof(cols[0]), order[16], i;
 	json_t *columns = json_array(), *rows = json_array(), *n;
 
@@ -375,16 +378,18 @@ static void test_table_example(void **state)
 	const char *answer =
 		"{\"columns\":[\"node\",\"power\",\"power_age_s\",\"agent_age_s\",\"health\","
 		"\"maintenance_reason\",\"gpus_seen\",\"gpus_expected\",\"driver\",\"cuda\","
-		"\"hottest_gpu_c\",\"power_draw_w\",\"reasons\"],\"rows\":["
-		"[\"gpu01\",\"on\",12,300,\"ok\",null,8,8,\"550.54.15\",\"12.4\",41.5,4898.8,[]],"
+		"\"hottest_gpu_c\",\"power_draw_w\",\"reasons\",\"work\"],\"rows\":["
+		"[\"gpu01\",\"on\",12,300,\"ok\",null,8,8,\"550.54.15\",\"12.4\",41.5,4898.8,[],"
+		"\"2 procs\"],"
 		"[\"gpu02\",\"off\",null,null,\"critical\",\"PSU\",null,null,null,null,null,null,"
-		"[\"xid: critical Xid 48\"]]],"
+		"[\"xid: critical Xid 48\"],null]],"
 		"\"summary\":{\"nodes\":2,\"ok\":1,\"warning\":0,\"critical\":1,\"unknown\":0,"
 		"\"maintenance\":1,\"hung\":0}}";
 	const char *want =
-		"NODE   POWER     AGENT  HEALTH          GPUS  DRIVER/CUDA     HOT  DRAW   REASONS\n"
-		"gpu01  on (12s)  5m     ok              8/8   550.54.15/12.4  42C  4899W  \n"
-		"gpu02  off (-)   never  maint/critical  -     -/-             -    -      "
+		"NODE   POWER     AGENT  HEALTH          GPUS  DRIVER/CUDA     HOT  DRAW   WORK     "
+		"REASONS\n"
+		"gpu01  on (12s)  5m     ok              8/8   550.54.15/12.4  42C  4899W  2 procs  \n"
+		"gpu02  off (-)   never  maint/critical  -     -/-             -    -      -        "
 		"maintenance: PSU; xid: critical Xid 48\n"
 		"2 nodes: 1 ok, 0 warning, 1 critical, 1 maintenance\n";
 	json_t *v = json_loads(answer, 0, NULL);

@@ -206,13 +206,13 @@ static void test_rows_fleet(void **state)
 	rows = json_object_get(v, "rows");
 	assert_int_equal(json_array_size(rows), 4);
 	row_is(rows, 0, "[\"n1\",\"unknown\",null,null,\"unknown\",null,null,null,null,null,null,"
-			"null,[],null]");
+			"null,[],null,null]");
 	row_is(rows, 1, "[\"n2\",\"on\",100,null,\"critical\",null,null,null,null,null,null,null,"
-			"[\"hung: powered on, agent silent\",\"bmc: unreachable\\n\"],\"unreachable\"]");
+			"[\"hung: powered on, agent silent\",\"bmc: unreachable\\n\"],\"unreachable\",null]");
 	row_is(rows, 2, "[\"n3\",\"unknown\",null,600,\"unknown\",null,7,8,\"550.54.15\",\"12.4\","
-			"41.0,4898.8,[],null]");
+			"41.0,4898.8,[],null,\"-\"]");
 	row_is(rows, 3, "[\"n4\",\"unknown\",null,0,\"unknown\",\"PSU \\\"2\\\"\",0,0,null,"
-			"\"12.4\",null,-0.0,[],null]");
+			"\"12.4\",null,-0.0,[],null,\"-\"]");
 	/* the reals are the object form's round(v * 10) / 10, bit for bit */
 	assert_true(json_real_value(json_array_get(json_array_get(rows, 2), 10)) ==
 		    round(41.04 * 10) / 10);
@@ -235,7 +235,7 @@ static void test_rows_columns(void **state)
 	json_t *cols = json_loads("[" API_STATUS_ROW_COLUMNS "]", 0, NULL);
 	const char *want[] = { "node", "power", "power_age_s", "agent_age_s", "health",
 			       "maintenance_reason", "gpus_seen", "gpus_expected", "driver", "cuda",
-			       "hottest_gpu_c", "power_draw_w", "reasons", "bmc" };
+			       "hottest_gpu_c", "power_draw_w", "reasons", "bmc", "work" };
 
 	(void)state;
 	assert_int_equal(json_array_size(cols), sizeof(want) / sizeof(want[0]));
@@ -282,7 +282,8 @@ static void test_rows_gpus_not_counted(void **state)
 	assert_int_equal(store_agent_state_put(f->st, &a), 0);
 	v = rows_get(f->st, NULL, 0);
 	row_is(json_object_get(v, "rows"), 0,
-	       "[\"n1\",\"unknown\",null,10,\"unknown\",null,null,8,null,null,null,null,[],null]");
+	       "[\"n1\",\"unknown\",null,10,\"unknown\",null,null,8,null,null,null,null,[],null,"
+	       "\"-\"]");
 	json_decref(v);
 }
 
@@ -305,7 +306,7 @@ static void test_rows_busy(void **state)
 	v = rows_get(f->st, NULL, 0);
 	row_is(json_object_get(v, "rows"), 0,
 	       "[\"b1\",\"on\",60,null,\"warning\",null,null,null,null,null,null,null,"
-	       "[\"bmc busy: 503 'RAC0218: sessions full'\"],\"busy\"]");
+	       "[\"bmc busy: 503 'RAC0218: sessions full'\"],\"busy\",null]");
 	json_decref(v);
 	/* the same error text while unreachable is no busy mark */
 	fs.reachable = 0;

@@ -153,6 +153,154 @@ static void test_cuda_table(void **state)
 	}
 }
 
+static void test_cuda_major_table(void **state)
+{
+	(void)state;
+	assert_string_equal(vaudit_cuda_major_min_driver("12.4"), "525.60.13");
+	assert_string_equal(vaudit_cuda_major_min_driver("12"), "525.60.13");
+	assert_string_equal(vaudit_cuda_major_min_driver("13.0"), "580.65.06");
+	assert_string_equal(vaudit_cuda_major_min_driver("11.7"), "450.36.06");
+	assert_null(vaudit_cuda_major_min_driver("10.2"));
+	assert_null(vaudit_cuda_major_min_driver("x"));
+	assert_null(vaudit_cuda_major_min_driver(NULL));
+}
+
+/* A node with these frameworks ("env:framework:version:cuda;..."), audited alone: its
+ * framework findings as "check(severity)" joined by spaces. */
+static void framework_findings(char *buf, size_t len, const char *driver, const char *module,
+			       const char *list)
+{
+	struct fake f = { .name = "gpu01", .driver = driver, .module = module, .gpus = 1,
+			  .gpus_max = 1, .host_mem_gib = 1024 };
+	json_t *r = report_of(&f), *fws = json_array(), *res = NULL, *o;
+	struct vaudit_node n;
+	char copy[512], *p, *save;
+	size_t i, off = 0;
+
+	snprintf(copy, sizeof(copy), "%s", list);
+	for (p = copy; p && *p; p = save) {
+		char *env = p, *fw, *ver, *cuda;
+
+		save = strchr(p, ';');
+		if (save)
+			*save++ = '\0';
+		fw = strchr(env, ':');
+		*fw++ = '\0';
+		ver = strchr(fw, ':');
+		*ver++ = '\0';
+		cuda = strchr(ver, ':');
+		*cuda++ = '\0';
+		json_array_append_new(fws, json_pack("{s:s, s:s, s:s, s:s}", "env", env, "framework",
+						     fw, "version", ver, "cuda", cuda));
+	}
+	/* one without a CUDA (a CPU build) is never a finding */
+	json_array_append_new(fws, json_pack("{s:s, s:s, s:s}", "env", "/cpu", "framework",
+					     "torch", "version", "2.1.0+cpu"));
+	json_object_set_new(r, "frameworks", fws);
+	/* through the stored facts, as kiln audit reads them */
+	{
+		char *facts = vaudit_facts_extract(r);
+		json_t *back = json_loads(facts, 0, NULL);
+
+		assert_non_null(back);
+		assert_int_equal(vaudit_node_from_report(&n, "gpu01", back, 1, NULL, 0), 0);
+		json_decref(back);
+		free(facts);
+	}
+	assert_int_equal(vaudit_run(&res, &n, 1, NULL), 0);
+	buf[0] = '\0';
+	json_array_foreach(json_object_get(res, "findings"), i, o) {
+		const char *check = json_string_value(json_object_get(o, "check"));
+
+		if (strncmp(check, "framework_", 10) != 0)
+			continue;
+		off += (size_t)snprintf(buf + off, len - off, "%s%s(%s)", off ? " " : "", check,
+					json_string_value(json_object_get(o, "severity")));
+	}
+	json_decref(res);
+	json_decref(r);
+	vaudit_node_clear(&n);
+}
+
+static void test_framework_checks(void **state)
+{
+	static const struct {
+		const char *driver, *module, *frameworks, *want;
+	} v[] = {
+		/* 12.1 on 550: fully supported */
+		{ "550.54.15", "550.54.15", "/a:torch:2.3.1+cu121:12.1", "" },
+		/* 12.4 needs 550.54.14; 535 is a 12.x driver: minor-version compatibility */
+		{ "535.104.05", "535.104.05", "/a:torch:2.4.0+cu124:12.4", "framework_cuda_mvc(warning)" },
+		/* exactly the release's minimum is enough */
+		{ "550.54.14", "550.54.14", "/a:torch:2.4.0+cu124:12.4", "" },
+		/* 12.x on a 470 (11.x) driver cannot run at all */
+		{ "470.223.02", "470.223.02", "/a:tensorflow:2.15.0:12.2",
+		  "framework_cuda_unsupported(critical)" },
+		/* the lower of library and module counts: the module loaded is still 470 */
+		{ "550.54.15", "470.223.02", "/a:torch:2.3.1+cu121:12.1",
+		  "framework_cuda_unsupported(critical)" },
+		/* a major only (jax's cuda12 plugin): only the major's minimum applies */
+		{ "525.60.13", "525.60.13", "/a:jaxlib:0.4.28:12", "" },
+		{ "520.61.05", "520.61.05", "/a:jaxlib:0.4.28:12", "framework_cuda_unsupported(critical)" },
+		/* two environments needing CUDA 11 and 12 on one node */
+		{ "550.54.15", "550.54.15", "/a:torch:2.3.1+cu121:12.1;/b:torch:1.13.1+cu117:11.7",
+		  "framework_cuda_majors(warning)" },
+		/* 13.0 needs 580.65.06 */
+		{ "575.51.03", "575.51.03", "/a:torch:2.9.0+cu130:13.0",
+		  "framework_cuda_unsupported(critical)" },
+	};
+	char got[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		framework_findings(got, sizeof(got), v[i].driver, v[i].module, v[i].frameworks);
+		if (strcmp(got, v[i].want) != 0)
+			fail_msg("%s on %s/%s: got '%s', want '%s'", v[i].frameworks, v[i].driver,
+				 v[i].module, got, v[i].want);
+	}
+}
+
+static void test_framework_groups(void **state)
+{
+	struct fake f[3] = {
+		{ .name = "gpu01", .driver = "550.54.15", .gpus = 1, .gpus_max = 1 },
+		{ .name = "gpu02", .driver = "550.54.15", .gpus = 1, .gpus_max = 1 },
+		{ .name = "gpu03", .driver = "550.54.15", .gpus = 1, .gpus_max = 1 },
+	};
+	const char *vers[3] = { "2.3.1+cu121", "2.3.1+cu121", "2.4.0+cu124" };
+	struct vaudit_node n[3];
+	json_t *res = NULL, *g;
+	char text[512] = "";
+	size_t i, off = 0;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		json_t *r = report_of(&f[i]);
+
+		json_object_set_new(r, "frameworks",
+				    json_pack("[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]", "env",
+					      "/a", "framework", "torch", "version", vers[i], "cuda",
+					      strstr(vers[i], "cu124") ? "12.4" : "12.1", "env", "/b",
+					      "framework", "torch", "version", vers[i], "cuda",
+					      strstr(vers[i], "cu124") ? "12.4" : "12.1"));
+		assert_int_equal(vaudit_node_from_report(&n[i], f[i].name, r, 1, NULL, 0), 0);
+		json_decref(r);
+	}
+	assert_int_equal(vaudit_run(&res, n, 3, NULL), 0);
+	json_array_foreach(json_object_get(res, "frameworks"), i, g)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s%s %s %s %lld %s",
+					i ? "; " : "",
+					json_string_value(json_object_get(g, "framework")),
+					json_string_value(json_object_get(g, "version")),
+					json_string_value(json_object_get(g, "cuda")),
+					(long long)json_integer_value(json_object_get(g, "count")),
+					json_string_value(json_object_get(g, "nodes")));
+	/* a node counted once however many environments hold the same version */
+	assert_string_equal(text, "torch 2.3.1+cu121 12.1 2 gpu[01-02]; torch 2.4.0+cu124 12.4 1 gpu03");
+	json_decref(res);
+	nodes_clear(n, 3);
+}
+
 /* One node each: the checks it must raise, exactly. */
 static void test_checks(void **state)
 {
@@ -352,6 +500,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_version_cmp),
 		cmocka_unit_test(test_cuda_table),
+		cmocka_unit_test(test_cuda_major_table),
+		cmocka_unit_test(test_framework_checks),
+		cmocka_unit_test(test_framework_groups),
 		cmocka_unit_test(test_checks),
 		cmocka_unit_test(test_fleet),
 		cmocka_unit_test(test_policy),
