@@ -36,7 +36,7 @@ same "a noderange completes after its comma" "$(comp kiln status gpu01,gp)" \
 same "kiln node <TAB> offers the verbs" "$(comp kiln node ma)" "maintenance"
 same "kiln agent enroll-token <TAB>" "$(comp kiln agent enroll-token c)" "create"
 same "options of the command and the global ones" "$(comp kiln power --on)" "--on-if-off"
-same "global options anywhere" "$(comp kiln power cycle --dr)" "--dry-run"
+same "global options anywhere" "$(comp kiln power cycle --dry)" "--dry-run"
 same "an option's fixed values" "$(comp kiln -o j)" "json"
 same "an option's value is not a command" "$(comp kiln --url x po)" "power"
 

@@ -66,31 +66,30 @@ fresh() {
 	for n in "$@"; do
 		[ "$(field "$n" power)" = on ] || return 1
 		[ "$(field "$n" agent_last_seen)" != null ] || return 1
-		[ $((now - $(date -d "$(field "$n" agent_last_seen)" +%s))) -le 3 ] || return 1
+		local seen
+		seen=$(field "$n" agent_last_seen)
+		case $seen in
+		*[!0-9]*) seen=$(date -d "$seen" +%s) ;;
+		esac
+		[ $((now - seen)) -le 3 ] || return 1
 	done
 }
 hung_events() { "$KILN" events --since 1h -o json | jq -r '[.[] | select(.kind == "hung") | .node] | join(",")'; }
 cycles() { "$KILN" audit log -o json | jq -r '[.[] | select(.actor == "kilnd" and .action == "power.cycle") | .target] | join(",")'; }
 
-# hold_listener PORT SECONDS: keeps kilnd's listener at its limit, as a slow client would:
-# 16 connections that each send a byte of a request line every 0.3 s (so its idle timeout
-# never ends them), each one that kilnd closed (it was over the limit) opened again until it
-# holds a place. Agents' connections end on the 1 s idle timeout, and then they cannot get one.
+# hold_listener PORT SECONDS: keeps kilnd's listener at its limit with 16 whole requests
+# that stay open (the dashboard's event stream: suspended between events, so no request
+# deadline ends them; a trickling slow client no longer can, since kilnd sheds those), as 16
+# open dashboards or console streams would. Agents' connections end on the 1 s idle timeout,
+# and then they cannot get one.
 hold_listener() {
-	local port=$1 end=$((SECONDS + $2)) fds=() k fd
-	trap '' PIPE
+	local port=$1 k pids=()
 	for ((k = 0; k < 16; k++)); do
-		exec {fd}<>"/dev/tcp/127.0.0.1/$port" && fds[k]=$fd
+		curl -s -N -o /dev/null -m "$2" -H "Authorization: Bearer $(cat "$KILN_TOKEN_FILE")" \
+			"http://127.0.0.1:$port/api/v1/ui/stream" &
+		pids[k]=$!
 	done
-	while [ "$SECONDS" -lt "$end" ]; do
-		for k in "${!fds[@]}"; do
-			if ! printf 'G' >&"${fds[k]}" 2>/dev/null; then
-				exec {fds[k]}>&-
-				exec {fd}<>"/dev/tcp/127.0.0.1/$port" 2>/dev/null && fds[k]=$fd
-			fi
-		done
-		sleep 0.3
-	done
+	wait "${pids[@]}"
 }
 
 # 1. Two agents report; the listener is then held full for 14 s (the threshold is 10 s): the
