@@ -178,26 +178,34 @@ static int bmc_misconfigured(const struct fleet_state *s)
 	       strncmp(s->power_error, HEALTH_BMC_CONFIG_ERROR, strlen(HEALTH_BMC_CONFIG_ERROR)) == 0;
 }
 
-/* The WORK cell: the GPU processes of the stored summary and the jobs of the guard's view
- * of Slurm ("1 job, 2 procs", "-"); null without an agent nor a scheduler. Slurm is asked
- * only by the guard's thread, never here. */
+/* The WORK cell, in cell: the GPU processes of the stored summary (procs, an agent seen
+ * age seconds ago; has_agent 0: none) and the jobs of the guard's view of Slurm ("1 job, 2
+ * procs", "-"). 0 without an agent nor a scheduler (no cell). Slurm is asked only by the
+ * guard's thread, never here. Both forms of GET /status write it. */
+static int work_text(char *cell, size_t len, const char *name, int has_agent, const char *procs,
+		     int64_t age)
+{
+	struct node_work w;
+
+	if (!has_agent && guard_view_jobs(name) == GUARD_VIEW_NONE)
+		return 0;
+	if (has_agent)
+		work_from_summary(&w, procs, age);
+	else
+		memset(&w, 0, sizeof(w));
+	guard_view_apply(&w, name);
+	work_cell(cell, len, &w);
+	return 1;
+}
+
 static json_t *work_cell_json(const char *name, const struct agent_gpu_summary *g,
 			      const struct agent_state *a, int64_t now)
 {
-	struct node_work w;
 	char cell[64];
 
-	if (!a && guard_view_jobs(name) == GUARD_VIEW_NONE)
+	if (!work_text(cell, sizeof(cell), name, a != NULL, g ? g->gpu_processes : NULL,
+		       a ? now - a->last_seen : 0))
 		return json_null();
-	if (!a) {
-		memset(&w, 0, sizeof(w));
-		guard_view_apply(&w, name);
-		work_cell(cell, sizeof(cell), &w);
-		return json_string(cell);
-	}
-	work_from_summary(&w, g ? g->gpu_processes : NULL, now - a->last_seen);
-	guard_view_apply(&w, name);
-	work_cell(cell, sizeof(cell), &w);
 	return json_string(cell);
 }
 
@@ -503,20 +511,13 @@ static int row_put(void *ud, const struct status_row *r)
 	jw_string_or_null(w, bmc_word(r->has_state, r->reachable, r->bmc_busy,
 				      r->bmc_misconfigured));
 	JW_LIT(w, ",");
-	if (r->has_agent || guard_view_jobs(r->node) != GUARD_VIEW_NONE) {
-		struct node_work nw;
-		char cell[64];
+	char cell[64];
 
-		if (r->has_agent)
-			work_from_summary(&nw, r->gpu_processes, rw->now - r->agent_last_seen);
-		else
-			memset(&nw, 0, sizeof(nw));
-		guard_view_apply(&nw, r->node);
-		work_cell(cell, sizeof(cell), &nw);
+	if (work_text(cell, sizeof(cell), r->node, r->has_agent, r->gpu_processes,
+		      rw->now - r->agent_last_seen))
 		jw_string(w, cell);
-	} else {
+	else
 		JW_LIT(w, "null");
-	}
 	JW_LIT(w, "]");
 	return w->rc;
 }
