@@ -3,10 +3,10 @@
 KILN_BUILD_PACKAGES=(build-essential cmake pkg-config libcurl4-openssl-dev libjansson-dev
 	libfreeipmi-dev libipmiconsole-dev libipmimonitoring-dev libsqlite3-dev
 	libmicrohttpd-dev libgnutls28-dev libsodium-dev libinih-dev libssl-dev zlib1g-dev
-	scdoc dpkg-dev libjs-chart.js)
+	scdoc dpkg-dev libjs-chart.js libpq-dev)
 KILN_TEST_PACKAGES=(libcmocka-dev openipmi ipmitool freeipmi-tools curl jq sqlite3 procps iproute2
 	python3 bsdutils openssl lintian systemd man-db zsh binutils prometheus chromium
-	clang libclang-rt-14-dev slurm-wlm munge)
+	clang libclang-rt-14-dev slurm-wlm munge postgresql)
 # The browser tests' npm (tests/browser): Debian's nodejs/npm only where no node/npm is there
 # already (a NodeSource install conflicts with Debian's packages).
 command -v node >/dev/null 2>&1 || KILN_TEST_PACKAGES+=(nodejs)

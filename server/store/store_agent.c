@@ -747,32 +747,6 @@ int store_agent_counts(struct store *st, int64_t node_id, int64_t *out_history,
 			  out_seen);
 }
 
-int store_wal_checkpoint(struct store *st)
-{
-	int rc;
-
-	if (!sqlite3_get_autocommit(st->db))
-		return kiln_fail(KILN_EINVAL, "store: checkpoint inside a transaction");
-	rc = sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-	if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
-		return store_fail(st, rc, "checkpointing the WAL");
-	return 0;
-}
-
-static int wal_frames_note(void *arg, sqlite3 *db, const char *name, int frames)
-{
-	(void)db;
-	(void)name;
-	*(int *)arg = frames;
-	return SQLITE_OK;
-}
-
-void store_wal_frames_watch(struct store *st, int *frames)
-{
-	*frames = 0;
-	sqlite3_wal_hook(st->db, wal_frames_note, frames);
-}
-
 /* --- nodes as agents find them ------------------------------------------------------ */
 
 int store_node_bmc_serial_set(struct store *st, const char *name, const char *serial)

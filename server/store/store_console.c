@@ -5,89 +5,61 @@
 #include "kiln/error.h"
 #include "store/store_internal.h"
 
-static int prepare(struct store *st, sqlite3_stmt **out, const char *sql)
-{
-	int rc = sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
+static const struct sql_stmt SET = {
+	STMT_NONE, "setting console capture",
+	"INSERT INTO console_capture (node_id, enabled, updated_at)"
+	" SELECT id, ?2, ?3 FROM nodes WHERE name = ?1"
+	" ON CONFLICT (node_id) DO UPDATE SET enabled = excluded.enabled,"
+	" updated_at = excluded.updated_at",
+	NULL};
 
-	return rc == SQLITE_OK ? 0 : store_fail(st, rc, "preparing a console statement");
-}
+static const struct sql_stmt GET = {
+	STMT_NONE, "reading console capture",
+	"SELECT coalesce(c.enabled, 0) FROM nodes n"
+	" LEFT JOIN console_capture c ON c.node_id = n.id WHERE n.name = ?1",
+	NULL};
+
+static const struct sql_stmt LIST = {
+	STMT_NONE, "listing console capture",
+	"SELECT n.name FROM console_capture c JOIN nodes n ON n.id = c.node_id"
+	" WHERE c.enabled = 1 ORDER BY n.name",
+	NULL};
 
 int store_console_capture_set(struct store *st, const char *node, int enabled)
 {
-	sqlite3_stmt *s = NULL;
-	int rc, ret;
+	int64_t ret = sql_exec(st, &SET,
+			       SQL_ARGS(SQL_TEXT(node), SQL_BOOL(enabled), SQL_INT(store_now(st))));
 
-	if ((ret = prepare(st, &s,
-			   "INSERT INTO console_capture (node_id, enabled, updated_at)"
-			   " SELECT id, ?2, ?3 FROM nodes WHERE name = ?1"
-			   " ON CONFLICT (node_id) DO UPDATE SET enabled = excluded.enabled,"
-			   " updated_at = excluded.updated_at")) < 0)
-		return ret;
-	store_bind_text(s, 1, node);
-	sqlite3_bind_int(s, 2, enabled ? 1 : 0);
-	sqlite3_bind_int64(s, 3, store_now(st));
-	rc = sqlite3_step(s);
-	if (rc != SQLITE_DONE)
-		ret = store_fail(st, rc, "setting console capture");
-	else if (sqlite3_changes(st->db) == 0)
-		ret = kiln_fail(KILN_ENOTFOUND, "node '%s' not found", node);
-	sqlite3_finalize(s);
-	return ret;
+	if (ret == 0)
+		return kiln_fail(KILN_ENOTFOUND, "node '%s' not found", node);
+	return ret < 0 ? (int)ret : 0;
 }
 
 int store_console_capture_get(struct store *st, const char *node, int *out_enabled)
 {
-	sqlite3_stmt *s = NULL;
-	int rc, ret;
+	int64_t on = 0;
+	int ret = sql_int(st, &GET, SQL_ARGS(SQL_TEXT(node)), &on);
 
-	if ((ret = prepare(st, &s,
-			   "SELECT ifnull(c.enabled, 0) FROM nodes n"
-			   " LEFT JOIN console_capture c ON c.node_id = n.id WHERE n.name = ?1")) < 0)
+	if (ret == 0)
+		return kiln_fail(KILN_ENOTFOUND, "node '%s' not found", node);
+	if (ret < 0)
 		return ret;
-	store_bind_text(s, 1, node);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*out_enabled = sqlite3_column_int(s, 0) != 0;
-	else if (rc == SQLITE_DONE)
-		ret = kiln_fail(KILN_ENOTFOUND, "node '%s' not found", node);
-	else
-		ret = store_fail(st, rc, "reading console capture");
-	sqlite3_finalize(s);
-	return ret;
+	*out_enabled = on != 0;
+	return 0;
+}
+
+static int name_read(const struct sql_row *r, void *elem)
+{
+	return sql_col_strdup(r, 0, elem);
+}
+
+static void name_clear(void *elem)
+{
+	free(*(char **)elem);
 }
 
 int store_console_capture_list(struct store *st, char ***out, size_t *out_count)
 {
-	sqlite3_stmt *s = NULL;
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	int rc, ret;
-
-	if ((ret = prepare(st, &s,
-			   "SELECT n.name FROM console_capture c JOIN nodes n ON n.id = c.node_id"
-			   " WHERE c.enabled = 1 ORDER BY n.name")) < 0)
-		return ret;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if ((ret = store_list_grow((void **)&names, &cap, n, sizeof(*names))) < 0)
-			goto cleanup;
-		if ((ret = store_column_strdup(&names[n], s, 0)) < 0)
-			goto cleanup;
-		if (!names[n]) /* a NOT NULL column: cannot happen */
-			continue;
-		n++;
-	}
-	if (rc != SQLITE_DONE) {
-		ret = store_fail(st, rc, "listing console capture");
-		goto cleanup;
-	}
-	*out = names;
-	*out_count = n;
-	names = NULL;
-	n = 0;
-cleanup:
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	sqlite3_finalize(s);
-	return ret;
+	return sql_list(st, &LIST, SQL_NO_ARGS, out, out_count, sizeof(char *), name_read,
+			name_clear);
 }

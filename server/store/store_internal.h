@@ -1,4 +1,4 @@
-/* What the store_*.c files share: the connection, the statement cache, error mapping. */
+/* What the store_*.c files share: the backend, the statement cache slots, the list helpers. */
 #ifndef KILN_STORE_INTERNAL_H
 #define KILN_STORE_INTERNAL_H
 
@@ -6,7 +6,11 @@
 
 #include <sqlite3.h>
 
+#include "store/sql.h"
 #include "store/store.h"
+
+/* A statement prepared for one call, not cached. */
+#define STMT_NONE (-1)
 
 /* One slot per cached statement; each store_*.c file owns the SQL of its own slots. */
 enum store_stmt_id {
@@ -128,11 +132,51 @@ enum store_stmt_id {
 	STMT_COUNT
 };
 
+/*
+ * What a backend implements (store_sqlite.c, store_pg.c). run() prepares q (cached in its slot
+ * unless STMT_NONE), binds args, and calls fn for each row with a struct sql_row whose h and
+ * row the column functions read; it maps the driver's errors to kiln codes (unique -> EEXISTS,
+ * foreign key -> ENOTFOUND, other constraints -> EINVAL, lock timeouts -> EBUSY) with
+ * "store: <q->what>: <message>". The column functions are called only on non-NULL columns
+ * (sql.c checks col_null first).
+ */
+struct store_backend {
+	const char *name; /* "sqlite", "postgresql" */
+	int (*run)(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n,
+		   sql_row_fn fn, void *ctx, int64_t *changes);
+	int (*col_null)(const struct sql_row *r, int col);
+	int64_t (*col_int)(const struct sql_row *r, int col);
+	double (*col_real)(const struct sql_row *r, int col);
+	const char *(*col_text)(const struct sql_row *r, int col);
+	const void *(*col_blob)(const struct sql_row *r, int col, size_t *len);
+	int (*begin)(struct store *st); /* takes the write lock now */
+	int (*commit)(struct store *st);
+	int (*rollback)(struct store *st); /* 0 when no transaction is open */
+	int (*savepoint)(struct store *st);
+	int (*release)(struct store *st);
+	int (*rollback_to)(struct store *st);
+	int (*schema_version)(struct store *st, int *out);
+	int (*checkpoint)(struct store *st); /* store_wal_checkpoint(); 0 where nothing to do */
+	void (*log_watch)(struct store *st, int *frames); /* store_wal_frames_watch() */
+	void (*close)(struct store *st);
+};
+
+struct sql_row {
+	struct store *st;
+	void *h;  /* the backend's statement or result */
+	int row;  /* the row number within h, where the backend needs it */
+};
+
 struct store {
-	sqlite3 *db;
-	sqlite3_stmt *stmt[STMT_COUNT];
+	const struct store_backend *be;
+	sqlite3 *db;                    /* the SQLite backend's connection */
+	sqlite3_stmt *stmt[STMT_COUNT]; /* its statement cache */
+	void *pg;                       /* the PostgreSQL backend's state */
 	int64_t (*now)(void); /* clock; time() unless a test replaces it */
 };
+
+/* Opens the backends (store.c's store_open() chooses): 0 or an error; st->be set on success. */
+int store_sqlite_open(struct store *st, const char *path);
 
 /*
  * The cached statement for id, prepared from sql on first use and reset otherwise.

@@ -12,7 +12,7 @@ static const char status_sql[] =
 	" b.node_id IS NOT NULL, b.power, b.power_time, b.reachable, b.health, b.health_time,"
 	" b.reasons, b.hung_since,"
 	" a.node_id IS NOT NULL, a.last_seen,"
-	" CASE WHEN ifnull(a.nvidia_status, 'ok') = 'ok' THEN a.gpu_count END, a.gpu_count_max, a.driver_version,"
+	" CASE WHEN coalesce(a.nvidia_status, 'ok') = 'ok' THEN a.gpu_count END, a.gpu_count_max, a.driver_version,"
 	" a.cuda_driver_version, s.gpu_hottest_c, s.gpu_power_w,"
 	" m.node_id IS NOT NULL, m.reason,"
 	" b.reachable = 1 AND b.power_error LIKE 'bmc busy: %',"
@@ -24,57 +24,48 @@ static const char status_sql[] =
 	" LEFT JOIN node_maintenance m ON m.node_id = n.id"
 	" ORDER BY n.name";
 
-static const char *text(sqlite3_stmt *s, int idx)
-{
-	return (const char *)sqlite3_column_text(s, idx);
-}
+struct status_cb {
+	store_status_fn fn;
+	void *ud;
+};
 
-static void row_read(struct status_row *r, sqlite3_stmt *s)
+static int row_read(const struct sql_row *q, void *ctx)
 {
-	r->node = text(s, 0);
-	r->has_state = sqlite3_column_int(s, 1);
-	r->power = r->has_state ? text(s, 2) : NULL;
-	r->power_time = sqlite3_column_int64(s, 3);
-	r->reachable = r->has_state ? sqlite3_column_int(s, 4) : 1;
-	r->health = sqlite3_column_int64(s, 6) != 0 ? text(s, 5) : NULL;
-	r->reasons = text(s, 7);
-	r->hung_since = sqlite3_column_int64(s, 8);
-	r->has_agent = sqlite3_column_int(s, 9);
-	r->agent_last_seen = sqlite3_column_int64(s, 10);
-	r->gpu_count = sqlite3_column_type(s, 11) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 11);
-	r->gpu_count_max = sqlite3_column_int64(s, 12);
-	r->driver_version = text(s, 13);
-	r->cuda_driver_version = text(s, 14);
-	r->hottest_c = r->has_agent ? store_column_real_or_nan(s, 15) : NAN;
-	r->power_w = r->has_agent ? store_column_real_or_nan(s, 16) : NAN;
-	r->in_maintenance = sqlite3_column_int(s, 17);
-	r->maint_reason = text(s, 18);
-	r->bmc_busy = r->has_state && sqlite3_column_int(s, 19);
-	r->bmc_misconfigured = r->has_state && sqlite3_column_int(s, 20);
-	r->gpu_processes = r->has_agent ? text(s, 21) : NULL;
+	const struct status_cb *cb = ctx;
+	struct status_row r;
+
+	r.node = sql_col_text(q, 0);
+	r.has_state = (int)sql_col_int(q, 1);
+	r.power = r.has_state ? sql_col_text(q, 2) : NULL;
+	r.power_time = sql_col_int(q, 3);
+	r.reachable = r.has_state ? (int)sql_col_int(q, 4) : 1;
+	r.health = sql_col_int(q, 6) != 0 ? sql_col_text(q, 5) : NULL;
+	r.reasons = sql_col_text(q, 7);
+	r.hung_since = sql_col_int(q, 8);
+	r.has_agent = (int)sql_col_int(q, 9);
+	r.agent_last_seen = sql_col_int(q, 10);
+	r.gpu_count = sql_col_int_or(q, 11, -1);
+	r.gpu_count_max = sql_col_int(q, 12);
+	r.driver_version = sql_col_text(q, 13);
+	r.cuda_driver_version = sql_col_text(q, 14);
+	r.hottest_c = r.has_agent ? sql_col_real(q, 15) : NAN;
+	r.power_w = r.has_agent ? sql_col_real(q, 16) : NAN;
+	r.in_maintenance = (int)sql_col_int(q, 17);
+	r.maint_reason = sql_col_text(q, 18);
+	r.bmc_busy = r.has_state && sql_col_int(q, 19);
+	r.bmc_misconfigured = r.has_state && sql_col_int(q, 20);
+	r.gpu_processes = r.has_agent ? sql_col_text(q, 21) : NULL;
+	if (!r.node)
+		return kiln_fail(KILN_ERROR, "store: reading the status: out of memory");
+	return cb->fn(cb->ud, &r);
 }
 
 int store_status_rows(struct store *st, store_status_fn fn, void *ud)
 {
-	sqlite3_stmt *s = NULL;
-	struct status_row r;
-	int rc, ret = 0;
-
 	/* Prepared per call: one request reads 10,000 rows, the prepare is noise beside it. */
-	rc = sqlite3_prepare_v2(st->db, status_sql, (int)sizeof(status_sql), &s, NULL);
-	if (rc != SQLITE_OK)
-		return store_fail(st, rc, "preparing the status query");
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		row_read(&r, s);
-		if (!r.node) {
-			ret = kiln_fail(KILN_ERROR, "store: reading the status: out of memory");
-			break;
-		}
-		if ((ret = fn(ud, &r)) < 0)
-			break;
-	}
-	if (ret == 0 && rc != SQLITE_DONE)
-		ret = store_fail(st, rc, "reading the status");
-	sqlite3_finalize(s);
-	return ret;
+	static const struct sql_stmt q = {STMT_NONE, "reading the status", status_sql, NULL};
+	struct status_cb cb = {fn, ud};
+	int ret = sql_run(st, &q, SQL_NO_ARGS, row_read, &cb, NULL);
+
+	return ret < 0 ? ret : 0;
 }
