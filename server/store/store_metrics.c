@@ -11,34 +11,34 @@
 /* Only the short columns, and of the report (4-5 KB a node) only what the metrics show, cut
  * out by the database (JSON(col, key) is the dialect's way), and only for an agent that is not
  * silent: a silent agent's numbers are stale and are not exported. */
-#define METRICS_SQL(JSON)                                                                           \
-	"SELECT n.id, n.name, n.rack,"                                                              \
+#define METRICS_SQL(JSON)                                                                          \
+	"SELECT n.id, n.name, n.rack,"                                                             \
 	" CASE WHEN b.node_id IS NOT NULL THEN 1 ELSE 0 END, b.power, b.power_time, b.reachable,"  \
 	" b.last_ok, CASE WHEN b.health_time != 0 THEN b.health END, b.reasons, b.hung_since,"     \
 	" b.sensors, CASE WHEN m.node_id IS NOT NULL THEN 1 ELSE 0 END,"                           \
-	" CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.node_id = n.id"                            \
-	"  AND j.state IN ('queued', 'running')) THEN 1 ELSE 0 END,"                                \
-	" " JSON(i.inventory, manufacturer) ", " JSON(i.inventory, model) ", i.bmc_firmware,"       \
+	" CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.node_id = n.id"                           \
+	"  AND j.state IN ('queued', 'running')) THEN 1 ELSE 0 END,"                               \
+	" " JSON(i.inventory, manufacturer) ", " JSON(i.inventory, model) ", i.bmc_firmware,"      \
 	" CASE WHEN a.node_id IS NOT NULL THEN 1 ELSE 0 END, a.last_seen,"                         \
-	" coalesce(a.interval_s, 0), f.fresh,"                                                      \
-	" CASE WHEN f.fresh = 1 THEN a.nvidia_status END,"                                          \
-	" CASE WHEN f.fresh = 1 THEN a.driver_version END,"                                         \
-	" CASE WHEN f.fresh = 1 THEN a.kernel_module_version END,"                                  \
-	" CASE WHEN f.fresh = 1 THEN a.cuda_driver_version END,"                                    \
-	" CASE WHEN f.fresh = 1 THEN a.nvml_version END, CASE WHEN f.fresh = 1 THEN a.os END,"      \
-	" CASE WHEN f.fresh = 1 THEN a.kernel END,"                                                 \
-	" CASE WHEN f.fresh = 1 THEN " JSON(a.report, cudnn_version) " END,"                        \
-	" CASE WHEN f.fresh = 1 THEN " JSON(a.report, gpus) " END,"                                 \
-	" CASE WHEN f.fresh = 1 THEN " JSON(a.report, cuda_toolkits) " END,"                        \
-	" CASE WHEN coalesce(a.nvidia_status, 'ok') = 'ok' THEN a.gpu_count END, a.gpu_count_max"   \
-	" FROM nodes n"                                                                             \
-	" LEFT JOIN node_bmc_state b ON b.node_id = n.id"                                           \
-	" LEFT JOIN node_maintenance m ON m.node_id = n.id"                                         \
-	" LEFT JOIN node_inventory i ON i.node_id = n.id"                                           \
-	" LEFT JOIN node_agent_state a ON a.node_id = n.id"                                         \
-	" LEFT JOIN (SELECT node_id, CASE WHEN ?1 - last_seen <= ?2 * (CASE WHEN"                   \
-	"   coalesce(interval_s, 0) > 0 THEN interval_s ELSE ?3 END) THEN 1 ELSE 0 END AS fresh"    \
-	"   FROM node_agent_state) f ON f.node_id = n.id"                                           \
+	" coalesce(a.interval_s, 0), f.fresh,"                                                     \
+	" CASE WHEN f.fresh = 1 THEN a.nvidia_status END,"                                         \
+	" CASE WHEN f.fresh = 1 THEN a.driver_version END,"                                        \
+	" CASE WHEN f.fresh = 1 THEN a.kernel_module_version END,"                                 \
+	" CASE WHEN f.fresh = 1 THEN a.cuda_driver_version END,"                                   \
+	" CASE WHEN f.fresh = 1 THEN a.nvml_version END, CASE WHEN f.fresh = 1 THEN a.os END,"     \
+	" CASE WHEN f.fresh = 1 THEN a.kernel END,"                                                \
+	" CASE WHEN f.fresh = 1 THEN " JSON(a.report, cudnn_version) " END,"                       \
+	" CASE WHEN f.fresh = 1 THEN " JSON(a.report, gpus) " END,"                                \
+	" CASE WHEN f.fresh = 1 THEN " JSON(a.report, cuda_toolkits) " END,"                       \
+	" CASE WHEN coalesce(a.nvidia_status, 'ok') = 'ok' THEN a.gpu_count END, a.gpu_count_max"  \
+	" FROM nodes n"                                                                            \
+	" LEFT JOIN node_bmc_state b ON b.node_id = n.id"                                          \
+	" LEFT JOIN node_maintenance m ON m.node_id = n.id"                                        \
+	" LEFT JOIN node_inventory i ON i.node_id = n.id"                                          \
+	" LEFT JOIN node_agent_state a ON a.node_id = n.id"                                        \
+	" LEFT JOIN (SELECT node_id, CASE WHEN ?1 - last_seen <= ?2 * (CASE WHEN"                  \
+	"   coalesce(interval_s, 0) > 0 THEN interval_s ELSE ?3 END) THEN 1 ELSE 0 END AS fresh"   \
+	"   FROM node_agent_state) f ON f.node_id = n.id"                                          \
 	" ORDER BY n.name"
 
 /* Prepared per call, as the status query: one scrape reads every node. */
@@ -49,10 +49,10 @@ static const struct sql_stmt ROWS = {STMT_NONE, "reading the metrics", METRICS_S
 #define XID_NUMBER_SQLITE "CAST(substr(e.message, 5) AS INTEGER)"
 #define XID_NUMBER_PG "coalesce(CAST(substring(e.message from '^Xid ([0-9]+)') AS bigint), 0)"
 /* events_by_kind_time finds the Xid events without reading the others */
-#define XIDS_SQL(NUMBER)                                                                            \
+#define XIDS_SQL(NUMBER)                                                                           \
 	"SELECT x.node_id, x.n, CASE WHEN e.message LIKE 'Xid %' THEN " NUMBER " ELSE -1 END FROM" \
-	" (SELECT node_id, count(*) AS n, max(id) AS last FROM events"                              \
-	"  WHERE kind = 'xid' AND node_id IS NOT NULL GROUP BY node_id) x"                          \
+	" (SELECT node_id, count(*) AS n, max(id) AS last FROM events"                             \
+	"  WHERE kind = 'xid' AND node_id IS NOT NULL GROUP BY node_id) x"                         \
 	" JOIN events e ON e.id = x.last ORDER BY x.node_id"
 
 static const struct sql_stmt XIDS = {STMT_NONE, "reading the Xid count",

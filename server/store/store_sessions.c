@@ -64,7 +64,8 @@ int store_bmc_session_get(struct store *st, struct bmc_session_row *out, int64_t
 	}
 	bmc_session_row_clear(&v);
 	if (ret == 0)
-		return kiln_fail(KILN_ENOTFOUND, "no session kept for node %lld", (long long)node_id);
+		return kiln_fail(KILN_ENOTFOUND, "no session kept for node %lld",
+				 (long long)node_id);
 	return ret;
 }
 
