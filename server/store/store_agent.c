@@ -9,21 +9,6 @@
 
 #define TOUCH_INTERVAL_S 60
 
-/* An integer argument, NULL when negative (unknown). */
-#define SQL_INT_KNOWN(v) SQL_INT_OR_NULL((v), (v) < 0)
-/* An id argument, NULL when not positive (none). */
-#define SQL_ID_OR_NULL(v) SQL_INT_OR_NULL((v), (v) <= 0)
-
-/* Frees list[0..count) (elements of size elem), clearing each with clear. */
-static void list_free(void *list, size_t count, size_t elem, void (*clear)(void *elem))
-{
-	if (!list)
-		return;
-	for (size_t i = 0; i < count; i++)
-		clear((char *)list + i * elem);
-	free(list);
-}
-
 /* --- report ids ---------------------------------------------------------------------- */
 
 static const struct sql_stmt REPORT_CLAIM = {
@@ -77,7 +62,7 @@ static void state_clear(void *elem)
 
 void agent_state_list_free(struct agent_state *list, size_t count)
 {
-	list_free(list, count, sizeof(*list), state_clear);
+	sql_list_free(list, count, sizeof(*list), state_clear);
 }
 
 #define STATE_COLUMNS                                                                        \
@@ -305,7 +290,7 @@ static void gpu_clear(void *elem)
 
 void agent_gpu_list_free(struct agent_gpu *gpus, size_t count)
 {
-	list_free(gpus, count, sizeof(*gpus), gpu_clear);
+	sql_list_free(gpus, count, sizeof(*gpus), gpu_clear);
 }
 
 static const struct sql_stmt GPUS_GET = {
@@ -425,7 +410,7 @@ int store_agent_gpu_summary_list(struct store *st, struct agent_gpu_summary **ou
 
 void agent_gpu_summary_list_free(struct agent_gpu_summary *list, size_t count)
 {
-	list_free(list, count, sizeof(*list), gpu_summary_clear);
+	sql_list_free(list, count, sizeof(*list), gpu_summary_clear);
 }
 
 static const struct sql_stmt AUDIT_ROWS = {
@@ -449,7 +434,7 @@ static void audit_row_clear(void *elem)
 
 void agent_audit_row_list_free(struct agent_audit_row *list, size_t count)
 {
-	list_free(list, count, sizeof(*list), audit_row_clear);
+	sql_list_free(list, count, sizeof(*list), audit_row_clear);
 }
 
 int store_agent_audit_rows(struct store *st, struct agent_audit_row **out, size_t *out_count)
@@ -764,7 +749,7 @@ static void enroll_token_clear(void *elem)
 
 void enroll_token_list_free(struct enroll_token *list, size_t count)
 {
-	list_free(list, count, sizeof(*list), enroll_token_clear);
+	sql_list_free(list, count, sizeof(*list), enroll_token_clear);
 }
 
 static const struct sql_stmt ENROLL_TOKEN_INSERT = {
@@ -871,7 +856,7 @@ static void pending_agent_clear(void *elem)
 
 void pending_agent_list_free(struct pending_agent *list, size_t count)
 {
-	list_free(list, count, sizeof(*list), pending_agent_clear);
+	sql_list_free(list, count, sizeof(*list), pending_agent_clear);
 }
 
 static const struct sql_stmt PENDING_COUNT = {

@@ -5,7 +5,7 @@
 #include "kiln/error.h"
 #include "store/store_internal.h"
 
-/* The images' columns: the strings first (texts_read()), then the numbers. */
+/* The images' columns: the strings first (sql_col_strdups()), then the numbers. */
 #define IMAGE_COLUMNS "name, kind, url, os, created_by, id, created_at"
 
 static const struct sql_stmt IMAGE_INSERT = {
@@ -23,7 +23,7 @@ static const struct sql_stmt IMAGE_LIST = {
 static const struct sql_stmt IMAGE_DELETE = {
 	STMT_NONE, "removing an image", "DELETE FROM images WHERE name = ?1", NULL};
 
-/* The jobs' columns with the node's name, strings first (texts_read()), and their join. */
+/* The jobs' columns with the node's name, strings first (sql_col_strdups()), and their join. */
 #define JOB_COLUMNS                                                                              \
 	"n.name, j.image, j.image_kind, j.image_url, j.image_os, j.state, j.step,"              \
 	" j.boot_id_before, j.error, j.created_by,"                                               \
@@ -57,25 +57,6 @@ static const struct sql_stmt JOB_UPDATE = {
 	" drain_started = ?13, drained = ?14 WHERE id = ?1",
 	NULL};
 
-/* Copies the text columns 0..n-1 into *dst[0..n-1]. */
-static int texts_read(const struct sql_row *r, char **const dst[], size_t n)
-{
-	int ret;
-
-	for (size_t i = 0; i < n; i++)
-		if ((ret = sql_col_strdup(r, (int)i, dst[i])) < 0)
-			return ret;
-	return 0;
-}
-
-/* Clears the count elements (of size elem) of list and frees it; accepts NULL. */
-static void list_free(void *list, size_t count, size_t elem, void (*clear)(void *elem))
-{
-	for (size_t i = 0; list && i < count; i++)
-		clear((char *)list + i * elem);
-	free(list);
-}
-
 /* --- images -------------------------------------------------------------------------- */
 
 void image_clear(struct image *img)
@@ -97,7 +78,7 @@ static void image_clear_elem(void *elem)
 
 void image_list_free(struct image *list, size_t count)
 {
-	list_free(list, count, sizeof(*list), image_clear_elem);
+	sql_list_free(list, count, sizeof(*list), image_clear_elem);
 }
 
 int store_image_insert(struct store *st, int64_t *out_id, const struct image *img)
@@ -125,7 +106,7 @@ static int image_read(const struct sql_row *r, void *elem)
 
 	o->id = sql_col_int(r, 5);
 	o->created_at = sql_col_int(r, 6);
-	return texts_read(r, text, sizeof(text) / sizeof(text[0]));
+	return sql_col_strdups(r, 0, text, sizeof(text) / sizeof(text[0]));
 }
 
 int store_image_get(struct store *st, struct image *out, const char *name)
@@ -184,7 +165,7 @@ static void job_clear_elem(void *elem)
 
 void job_list_free(struct job *list, size_t count)
 {
-	list_free(list, count, sizeof(*list), job_clear_elem);
+	sql_list_free(list, count, sizeof(*list), job_clear_elem);
 }
 
 int store_job_insert(struct store *st, struct job *j)
@@ -232,7 +213,7 @@ static int job_read(const struct sql_row *r, void *elem)
 	o->drain_timeout_s = sql_col_int(r, 22);
 	o->drain_started = sql_col_int(r, 23);
 	o->drained = (int)sql_col_int(r, 24);
-	return texts_read(r, text, sizeof(text) / sizeof(text[0]));
+	return sql_col_strdups(r, 0, text, sizeof(text) / sizeof(text[0]));
 }
 
 int store_job_get(struct store *st, struct job *out, int64_t id)

@@ -135,25 +135,12 @@ static int token_list_read(const struct sql_row *r, void *elem)
 	return token_read(r, t);
 }
 
-/* Runs an INSERT ... RETURNING id: 0 with *out_id set, or an error. */
-static int insert_id(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
-		     size_t n, int64_t *out_id)
-{
-	int64_t id = 0;
-	int ret = sql_int(st, q, args, n, &id);
-
-	if (ret < 0)
-		return ret;
-	*out_id = id;
-	return 0;
-}
-
 int store_token_insert(struct store *st, int64_t *out_id, const char *name, enum token_role role,
 		       const unsigned char hash[32])
 {
 	if (role < ROLE_VIEWER || role > ROLE_METRICS)
 		return kiln_fail(KILN_EINVAL, "store: token role %d out of range", (int)role);
-	return insert_id(st, &TOKEN_INSERT,
+	return sql_insert_id(st, &TOKEN_INSERT,
 			 SQL_ARGS(SQL_TEXT(name), SQL_TEXT(role_names[role]), SQL_BLOB(hash, 32),
 				  SQL_INT(store_now(st))),
 			 out_id);
@@ -202,7 +189,7 @@ int store_token_revoke(struct store *st, int64_t id)
 int store_agent_token_insert(struct store *st, int64_t *out_id, int64_t node_id,
 			     const unsigned char hash[32])
 {
-	int ret = insert_id(st, &AGENT_TOKEN_INSERT,
+	int ret = sql_insert_id(st, &AGENT_TOKEN_INSERT,
 			    SQL_ARGS(SQL_INT(node_id), SQL_BLOB(hash, 32), SQL_INT(store_now(st))),
 			    out_id);
 
@@ -278,7 +265,7 @@ int store_agent_token_revoke_node(struct store *st, int64_t node_id, int *out_re
 int store_session_insert(struct store *st, int64_t *out_id, const unsigned char hash[32],
 			 int64_t token_id, const char *csrf, int64_t expires_at)
 {
-	return insert_id(st, &SESSION_INSERT,
+	return sql_insert_id(st, &SESSION_INSERT,
 			 SQL_ARGS(SQL_BLOB(hash, 32), SQL_INT(token_id), SQL_TEXT(csrf),
 				  SQL_INT(store_now(st)), SQL_INT(expires_at)),
 			 out_id);
