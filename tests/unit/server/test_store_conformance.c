@@ -1403,6 +1403,24 @@ static void section_tx_and_conflicts(struct run *r, struct ids *id)
 	events_dump(r, events, count);
 }
 
+/* SQLite copies the database (test_store_backup.c reads the copy); PostgreSQL refuses,
+ * naming pg_dump: one line for both. */
+static void section_backup(struct run *r)
+{
+	char dir[] = "/tmp/kiln-conform-backup-XXXXXX", file[128];
+	int rc, ok;
+
+	out(r, "# backup");
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/copy.db", dir);
+	rc = store_backup(r->st, file);
+	ok = rc == 0 ? access(file, F_OK) == 0
+		     : rc == KILN_EINVAL && strstr(kiln_error_last(), "pg_dump") != NULL;
+	call(r, 0, ok ? 0 : rc, "store_backup(r->st, file): a copy, or a refusal naming pg_dump");
+	unlink(file);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void script(struct run *r)
 {
 	struct ids id = { 0 };
@@ -1421,6 +1439,7 @@ static void script(struct run *r)
 	section_bmc(r, &id);
 	section_jobs(r, &id);
 	section_reads(r, &id);
+	section_backup(r);
 	section_tx_and_conflicts(r, &id);
 	store_clock_set(r->st, NULL);
 }
