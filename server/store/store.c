@@ -114,3 +114,13 @@ void store_wal_frames_watch(struct store *st, int *frames)
 	if (st->be->log_watch)
 		st->be->log_watch(st, frames);
 }
+
+int store_backup(struct store *st, const char *path)
+{
+	if (!st->be->backup)
+		return kiln_fail(KILN_EINVAL,
+				 "store: backup: kiln does not copy a %s store: back it up with "
+				 "pg_dump, restore it with pg_restore (kilnd(8), BACKUP AND RESTORE)",
+				 st->be->name);
+	return st->be->backup(st, path);
+}

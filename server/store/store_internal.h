@@ -157,6 +157,9 @@ struct store_backend {
 	int (*schema_version)(struct store *st, int *out);
 	int (*checkpoint)(struct store *st); /* store_wal_checkpoint(); 0 where nothing to do */
 	void (*log_watch)(struct store *st, int *frames); /* store_wal_frames_watch() */
+	/* store_backup(): a consistent copy of the database into path while others write;
+	 * NULL where the backend's own tools do it (store.c answers with how). */
+	int (*backup)(struct store *st, const char *path);
 	void (*close)(struct store *st);
 };
 
