@@ -118,14 +118,14 @@ static const struct sql_stmt ECC_WINDOW = {
 static const struct sql_stmt EVENT_QUERY_NODE = {
 	STMT_EVENT_QUERY_NODE, "reading events",
 	STORE_EVENT_SELECT " WHERE e.node_id = ?2 AND e.time >= ?1"
-	" AND (?3 IS NULL OR e.kind = ?3) AND e.severity >= ?4"
+	" AND (CAST(?3 AS TEXT) IS NULL OR e.kind = ?3) AND e.severity >= ?4"
 	" ORDER BY e.time DESC, e.id DESC LIMIT ?5",
 	NULL};
 
 static const struct sql_stmt EVENT_QUERY = {
 	STMT_EVENT_QUERY, "reading events",
 	STORE_EVENT_SELECT " WHERE e.time >= ?1 AND (?2 = 0 OR e.node_id = ?2)"
-	" AND (?3 IS NULL OR e.kind = ?3) AND e.severity >= ?4"
+	" AND (CAST(?3 AS TEXT) IS NULL OR e.kind = ?3) AND e.severity >= ?4"
 	" ORDER BY e.time DESC, e.id DESC LIMIT ?5",
 	NULL};
 
