@@ -86,7 +86,7 @@ for n in rf1 ipmi1; do
 done
 scan "after power status and sensors (an IPMI session kept)"
 at_most_one "libfreeipmi's copy in the kept session's context"
-sleep 12
+sleep 14 # past ipmi_session_idle
 scan "after the kept IPMI session went idle"
 same "the helper holds no BMC password then" "$HELPER_HOLDS" "0 0 0"
 
