@@ -124,11 +124,19 @@ void console_target_free(struct console_target *t)
 	free(t->node);
 	free(t->host);
 	free(t->user);
-	if (t->password)
-		secret_free_string(t->password);
+	secret_free_string(t->password);
 	free(t->privilege);
 	free(t->workarounds);
 	free(t);
+}
+
+/* Wipes t's password once no session open needs it: an attached client may stay for hours,
+ * and the helper, not kilnd, holds what the open SOL session needs. */
+static void target_forget_password(struct console_target *t)
+{
+	secret_free_string(t->password);
+	t->password = NULL;
+	t->t.password = NULL;
 }
 
 static char *dup_or_null(const char *s)
@@ -458,6 +466,7 @@ void console_client_run(struct console_target *t, int sock, const char *initial,
 	n->clients = &c;
 	registered = 1;
 	pthread_mutex_unlock(&M.lock);
+	target_forget_password(t);
 
 	for (;;) {
 		struct pollfd p[2];

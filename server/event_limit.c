@@ -11,13 +11,19 @@
 #include "ratelimit.h"
 
 #define NODES_REMEMBERED 16384
+#define KINDS_NAMED 4 /* the summary names this many kinds; the rest count as "other" */
 
-/* What one node had held back since first. */
+/* What one node had held back since first, by kind in the order first held. */
 struct held {
 	int64_t node_id;
 	int64_t first, last;
 	uint64_t count, critical;
 	enum event_severity worst;
+	struct {
+		char kind[32];
+		uint64_t count;
+	} kinds[KINDS_NAMED];
+	uint64_t other;
 	char last_kind[32];
 	char last_message[200];
 };
@@ -52,6 +58,37 @@ void event_limit_free(void)
 	held = NULL;
 	nheld = capheld = 0;
 	pthread_mutex_unlock(&lock);
+}
+
+/* Counts one held event of kind into h's tally. */
+static void kind_count(struct held *h, const char *kind)
+{
+	size_t i;
+
+	for (i = 0; i < KINDS_NAMED && h->kinds[i].count; i++)
+		if (strncmp(h->kinds[i].kind, kind, sizeof(h->kinds[i].kind) - 1) == 0) {
+			h->kinds[i].count++;
+			return;
+		}
+	if (i == KINDS_NAMED) {
+		h->other++;
+		return;
+	}
+	snprintf(h->kinds[i].kind, sizeof(h->kinds[i].kind), "%s", kind);
+	h->kinds[i].count = 1;
+}
+
+/* "xid 1260, health 1" (and ", other N"): what h held by kind. */
+static void kinds_text(char *out, size_t n, const struct held *h)
+{
+	size_t at = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < KINDS_NAMED && h->kinds[i].count && at < n; i++)
+		at += (size_t)snprintf(out + at, n - at, "%s%s %llu", i ? ", " : "", h->kinds[i].kind,
+				       (unsigned long long)h->kinds[i].count);
+	if (h->other && at < n)
+		snprintf(out + at, n - at, ", other %llu", (unsigned long long)h->other);
 }
 
 /* The node's held entry, added when absent; NULL when out of memory. Under lock. */
@@ -94,6 +131,7 @@ int event_limit_take(int64_t node_id, enum event_severity sev, const char *kind,
 		if (sev > h->worst)
 			h->worst = sev;
 		h->last = now;
+		kind_count(h, kind ? kind : "");
 		snprintf(h->last_kind, sizeof(h->last_kind), "%s", kind ? kind : "");
 		snprintf(h->last_message, sizeof(h->last_message), "%s", message ? message : "");
 	}
@@ -129,7 +167,7 @@ int event_limit_due(struct event **out, size_t *out_count, int64_t now)
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < nheld;) {
 		struct held *h = &held[i];
-		char msg[512];
+		char msg[640], kinds[160];
 
 		if (now - h->last < EVENT_HELD_QUIET_S && now - h->first < EVENT_HELD_MAX_S) {
 			i++;
@@ -139,10 +177,11 @@ int event_limit_due(struct event **out, size_t *out_count, int64_t now)
 			rc = kiln_fail(KILN_ERROR, "out of memory");
 			break;
 		}
+		kinds_text(kinds, sizeof(kinds), h);
 		snprintf(msg, sizeof(msg), "%llu event(s) held back in %lld s (%llu critical; at most "
-			 "%d a minute per node); the last: %s: %.200s",
+			 "%d a minute per node); by kind: %s; the last: %s: %.200s",
 			 (unsigned long long)h->count, (long long)(h->last - h->first + 1),
-			 (unsigned long long)h->critical, per_minute_cfg, h->last_kind,
+			 (unsigned long long)h->critical, per_minute_cfg, kinds, h->last_kind,
 			 h->last_message);
 		list[n].time = now;
 		list[n].node_id = h->node_id;

@@ -360,16 +360,15 @@ static int list_versions_check(struct check *c, json_t *list, const char *name)
 	return 0;
 }
 
+/* The schema's report_id: exactly 32 lowercase hex digits (the agent's 128 random bits). */
 static int id_valid(const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = 0;
 
-	if (n == 0 || n > 64)
-		return 0;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.')
+	for (; s[n]; n++)
+		if (n == 32 || !((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
 			return 0;
-	return 1;
+	return n == 32;
 }
 
 /* "kiln.agent.report/1" or "kiln.agent.report/1.N": major version 1. */
@@ -596,7 +595,7 @@ static int parse_report(struct ingest_report *r, struct check *c)
 	if ((rc = req_str(c, &r->report_id, j, NULL, "report_id", 64)) < 0)
 		return rc;
 	if (!id_valid(r->report_id))
-		return bad(c, "report_id", "must be 1 to 64 characters of [A-Za-z0-9._-]");
+		return bad(c, "report_id", "must be 32 lowercase hex digits");
 	if ((rc = opt_str(c, &s, j, NULL, "time", 64)) < 0)
 		return rc;
 	if (s && time_parse(&r->time, s) < 0)

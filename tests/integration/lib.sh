@@ -40,6 +40,15 @@ wait_for() {
 	fail "$desc (waited ${secs}s)"
 	return 1
 }
+# kiln_test_report_id [LABEL]: a report_id as the schema wants it (32 lowercase hex digits):
+# random, or derived from LABEL, so a test can name the same id again.
+kiln_test_report_id() {
+	if [ $# -gt 0 ]; then
+		printf '%s' "$1" | md5sum | cut -c1-32
+	else
+		od -An -tx1 -N16 /dev/urandom | tr -d ' \n'
+	fi
+}
 
 # Stops every kilnd this script started (by pid), then removes the temporary files.
 kiln_test_cleanup() {

@@ -116,7 +116,7 @@ same "an agent token cannot enroll" \
 same "an admin token cannot post reports" \
 	"$(kiln_api POST /agent/report "$(sql "SELECT report FROM node_agent_state LIMIT 1")")" 401
 same "a bad report names the field" \
-	"$(kiln_api POST /agent/report '{"schema":"kiln.agent.report/1","report_id":"x1","host":{},"nvidia":{"status":"ok"},"gpus":[{"index":"zero"}]}' "$AGENT_TOKEN")" 400
+	"$(kiln_api POST /agent/report '{"schema":"kiln.agent.report/1","report_id":"0000000000000000000000000000abcd","host":{},"nvidia":{"status":"ok"},"gpus":[{"index":"zero"}]}' "$AGENT_TOKEN")" 400
 same "... as gpus[0].index" "$(jq -r .field "$KILN_BODY_FILE")" "gpus[0].index"
 
 # A new token for the node revokes the old one.

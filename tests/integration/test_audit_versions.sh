@@ -16,7 +16,7 @@ kiln_test_start_kilnd || exit 1
 # report NODE DRIVER MODULE CUDA TOOLKITS_JSON: a report shaped like the agent's.
 report() {
 	jq -cn --arg node "$1" --arg drv "$2" --arg mod "$3" --arg cuda "$4" --argjson tks "$5" \
-		--arg id "$1-$RANDOM$RANDOM" --arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" '{
+		--arg id "$(kiln_test_report_id)" --arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" '{
 	  schema: "kiln.agent.report/1", report_id: $id, time: $now,
 	  agent: {version: "test"},
 	  host: {hostname: $node, boot_id: "b-\($node)", kernel: "6.1.0",

@@ -62,7 +62,7 @@ done
 [ "$(kiln_api POST /agent/tokens '{"node":"gpu02"}')" = 201 ] || fail "agent token"
 atok=$(jq -r .token "$KILN_BODY_FILE")
 report=$(jq -cn --arg time "$(date -u +%Y-%m-%dT%H:%M:%SZ)" '{
-  schema: "kiln.agent.report/1", report_id: "r-contract-1", time: $time, agent: {version: "t"},
+  schema: "kiln.agent.report/1", report_id: "0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c01", time: $time, agent: {version: "t"},
   host: {hostname: "gpu02", boot_id: "b1", kernel: "6.1.0"},
   nvidia: {status: "ok", driver_version: "550.54.15", kernel_module_version: "550.54.15",
            cuda_driver_version: "12.4"},

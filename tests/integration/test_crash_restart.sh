@@ -2,8 +2,9 @@
 # reports and a bulk power cycle runs (issue 17). After each restart: every report kilnd
 # acknowledged is stored, PRAGMA integrity_check is ok, nothing is locked (kilnd starts on
 # its state dir and stores a new report), no audit row is left pending (kilnd closes them as
-# interrupted at start), and the BMCs' open sessions do not grow beyond one per BMC per
-# start (a killed kilnd cannot log out; kiln-bmcsim counts the sessions it holds).
+# interrupted at start), and each BMC holds at most one session, now and at its peak (a
+# killed kilnd cannot log out; the next start reuses the session it kept; kiln-bmcsim counts
+# the sessions it holds and the most it held at once).
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
@@ -56,13 +57,14 @@ done
 python3 "$HERE/report_load.py" "$KILND_URL" "$T/acked" "${SPECS[@]}" &
 LOAD_PID=$!
 
-sessions() { # the sessions every BMC holds, summed
-	local p s=0 v
+sessions() { # FIELD: that field of every BMC's simulator state, one line per BMC ("port value")
+	local p
 	for p in "${BMCSIM_PORTS[@]}"; do
-		v=$(curl -s --max-time 2 "http://127.0.0.1:$p/_sim/state" | jq -r '.sessions // 0')
-		s=$((s + ${v:-0}))
+		echo "$p $(curl -s --max-time 2 "http://127.0.0.1:$p/_sim/state" | jq -r ".$1 // \"?\"")"
 	done
-	echo "$s"
+}
+over_one() { # FIELD: the BMCs whose FIELD is not 0 or 1 ("port=value ...")
+	sessions "$1" | awk '$2 != "0" && $2 != "1" { printf "%s%s=%s", sep, $1, $2; sep = " " }'
 }
 missing() { # acknowledged reports not stored
 	local n id miss=0
@@ -72,7 +74,11 @@ missing() { # acknowledged reports not stored
 	comm -23 "$T/acked.sorted" "$T/stored" | wc -l
 }
 
-MAXSESS=0
+# The first kill comes once every BMC's first login is kept (bmc_sessions): a kill in the
+# moment between a login's answer and its row's commit would leave a session no later kilnd
+# knows of (the BMC times it out), which is not what the rounds below are about.
+kept_all() { [ "$(sql "SELECT count(*) FROM bmc_sessions WHERE token_enc IS NOT NULL")" = "$NODES" ]; }
+wait_for "every BMC's first session kept" 30 kept_all
 for ((r = 1; r <= ROUNDS; r++)); do
 	# a bulk power cycle in flight, then SIGKILL at a random moment of 0.3-2.3 s
 	"$KILN" power cycle all --yes --on-if-off >/dev/null 2>&1 &
@@ -87,10 +93,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	same "round $r: integrity_check" "$(sql 'PRAGMA integrity_check')" ok
 	same "round $r: all $ACKED acknowledged reports stored" "$(missing)" 0
 	same "round $r: no audit row pending" "$(sql "SELECT count(*) FROM audit_log WHERE outcome = 'pending'")" 0
-	S=$(sessions)
-	[ "$S" -gt "$MAXSESS" ] && MAXSESS=$S
-	[ "$S" -le $((NODES * (r + 1))) ] ||
-		fail "round $r: $S BMC sessions open for $NODES BMCs after $r restarts"
+	# kilnd reuses the session it kept (session_keep.c) and checks it with one GET: at no
+	# moment since the first start has any BMC held more than one session, however the
+	# kill fell (mid-login included), and none holds more than one now
+	S=$(over_one sessions)
+	[ -z "$S" ] || fail "round $r: BMCs holding more than one session now: $S"
+	S=$(over_one sessions_peak)
+	[ -z "$S" ] || fail "round $r: BMCs that held more than one session at once: $S"
 done
 # still writable: the load goes on after the last start
 BEFORE=$(sort -u "$T/acked" | wc -l)
@@ -105,7 +114,7 @@ INTERRUPTED=$(sql "SELECT count(*) FROM audit_log WHERE outcome = 'interrupted: 
 CYCLES=$(sql "SELECT count(*) FROM audit_log WHERE action = 'power.cycle'")
 [ "$CYCLES" -gt 0 ] && pass "$CYCLES power cycles were audited, $INTERRUPTED of them interrupted by a kill" ||
 	fail "no power cycle reached kilnd: the kills hit no bulk action"
-pass "$(sort -u "$T/acked" | wc -l) reports acknowledged over $ROUNDS kills; at most $MAXSESS BMC sessions open at once (${NODES} BMCs)"
+pass "$(sort -u "$T/acked" | wc -l) reports acknowledged over $ROUNDS kills; sessions created per BMC: $(sessions sessions_created | awk '{ printf "%s ", $2 }')"
 kiln_test_stop_kilnd || fail "kilnd exited with status $? (sanitizer report in $KILND_LOG?)"
 [ "$FAILS" -eq 0 ] && echo "all checks passed"
 exit $((FAILS > 0))

@@ -74,7 +74,7 @@ field() { status_json | jq -r ".[] | select(.node == \"gpu01\") | .$1"; }
 # strings become 9223372036854775807: jq's numbers are doubles)
 post() {
 	local id
-	id=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+	id=$(kiln_test_report_id)
 	jq -c --arg id "$id" ".report_id = \$id | $1" "$T/report.json" |
 		sed 's/"ECCMAX"/9223372036854775807/g' >"$T/post.json"
 	kiln_api POST /agent/report "$(cat "$T/post.json")" "$(cat "$T/gpu01.token")"

@@ -22,9 +22,10 @@ status=$(kiln_api POST /agent/tokens '{"node":"gpu01"}')
 [ "$status" = 201 ] || { echo "agent token: $status $(cat "$KILN_BODY_FILE")" >&2; exit 1; }
 TOKEN=$(jq -r .token "$KILN_BODY_FILE")
 
-# report ID: a minimal valid report (no GPUs) with that id.
+# report LABEL: a minimal valid report (no GPUs) with the id kiln_test_report_id LABEL.
 report() {
-	printf '{"schema":"kiln.agent.report/1","report_id":"%s","host":{"hostname":"gpu01",' "$1"
+	printf '{"schema":"kiln.agent.report/1","report_id":"%s","host":{"hostname":"gpu01",' \
+		"$(kiln_test_report_id "$1")"
 	printf '"boot_id":"b1"},"nvidia":{"status":"no_driver"},"gpus":[]}'
 }
 status=$(kiln_api POST /agent/report "$(report warmup)" "$TOKEN")
@@ -54,7 +55,7 @@ ok=0
 for i in $(seq 1 "$N"); do
 	code=$(cat "$T/out/$i" 2>/dev/null)
 	rows=$(sqlite3 -batch -noheader "$DB" \
-		"SELECT count(*) FROM agent_history WHERE report_id = 'storm-$i'" 2>/dev/null)
+		"SELECT count(*) FROM agent_history WHERE report_id = '$(kiln_test_report_id "storm-$i")'" 2>/dev/null)
 	case "$code" in
 	200 | 201)
 		ok=$((ok + 1))

@@ -35,47 +35,8 @@ kiln_test_stop_kilnd || fail "kilnd exited with status $?"
 rm -f "$T/bmc.pw"
 
 # holds FILE|PID: how many times the password and the key's bytes occur in a core FILE, or
-# in what a core of process PID would hold: its readable mappings of at most 4 GiB not marked
-# MADV_DONTDUMP ("dd" in smaps), read through /proc/PID/mem (gcore of a sanitizer build
-# walks terabytes of reserved shadow and does not finish).
-holds() {
-	python3 - "$1" "$DIR/secret.key" "$PW" <<'PY'
-import mmap, os, re, sys
-key = open(sys.argv[2], "rb").read()
-needles = [sys.argv[3].encode(), key]
-counts = [0, 0]
-def scan(buf):
-    for k, n in enumerate(needles):
-        i = buf.find(n)
-        while i >= 0:
-            counts[k] += 1
-            i = buf.find(n, i + 1)
-src = sys.argv[1]
-if src.isdigit():
-    maps, cur = [], None
-    for line in open(f"/proc/{src}/smaps"):
-        m = re.match(r"^([0-9a-f]+)-([0-9a-f]+) (\S+)", line)
-        if m:
-            cur = [int(m.group(1), 16), int(m.group(2), 16), m.group(3), False]
-            maps.append(cur)
-        elif line.startswith("VmFlags:") and " dd" in line:
-            cur[3] = True
-    with open(f"/proc/{src}/mem", "rb", 0) as mem:
-        for lo, hi, perms, dontdump in maps:
-            if perms[0] != "r" or dontdump or hi - lo > (4 << 30):
-                continue
-            for at in range(lo, hi, 1 << 24):
-                try:
-                    mem.seek(at)
-                    scan(mem.read(min(1 << 24, hi - at) + 64))
-                except OSError:
-                    pass
-else:
-    with open(src, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        scan(m)
-print(counts[0], counts[1])
-PY
-}
+# in what a core of process PID would hold (memscan.py).
+holds() { python3 "$HERE/memscan.py" "$1" "$PW" "@$DIR/secret.key"; }
 
 # --- by default: no core at all ----------------------------------------------------------
 for u in kilnd kiln-agent; do

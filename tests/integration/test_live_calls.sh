@@ -102,7 +102,7 @@ FAKE_NVML_CONFIG=$T/clean-nvml.conf "$AGENT" --print --once --root "$T/roots/ok1
 probe() { # probe SECONDS OUT: one report every 0.25 s, its time on a line
 	local until=$(($(date +%s) + $1)) id
 	while [ "$(date +%s)" -lt "$until" ]; do
-		id=$(cat /proc/sys/kernel/random/uuid)
+		id=$(kiln_test_report_id)
 		jq -c --arg id "$id" '.report_id = $id' "$T/report.json" >"$T/probe-body.json"
 		curl -s -o /dev/null -w '%{time_total} %{http_code}\n' -m 30 \
 			-H "Authorization: Bearer $(cat "$T/probe.token")" \

@@ -35,7 +35,7 @@ iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 # report NODE TIME NGPUS WATTS_PER_GPU TEMP XIDS_JSON
 report() {
 	jq -cn --arg node "$1" --arg time "$(iso "$2")" --argjson n "$3" --argjson w "$4" \
-		--argjson t "$5" --argjson xids "$6" --arg id "$1-$2-$RANDOM" '{
+		--argjson t "$5" --argjson xids "$6" --arg id "$(kiln_test_report_id)" '{
 	  schema: "kiln.agent.report/1", report_id: $id, time: $time, agent: {version: "test"},
 	  host: {hostname: $node, boot_id: "boot-\($node)", kernel: "6.1.0"},
 	  nvidia: {status: "ok", driver_version: "550.54.15", kernel_module_version: "550.54.15",

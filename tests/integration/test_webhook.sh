@@ -59,7 +59,7 @@ TOKEN=$(jq -r .token "$KILN_BODY_FILE")
 
 # report XID SEQ: one GPU, one kernel log Xid line.
 report() {
-	jq -cn --argjson xid "$1" --argjson seq "$2" --arg id "r-$2-$RANDOM" \
+	jq -cn --argjson xid "$1" --argjson seq "$2" --arg id "$(kiln_test_report_id)" \
 		--arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" '{
 	  schema: "kiln.agent.report/1", report_id: $id, time: $now, agent: {version: "test"},
 	  host: {hostname: "gpu23", boot_id: "boot-1"},

@@ -12,14 +12,16 @@
 #define CLOSE_THREADS 16
 
 /*
- * One kept session and what it was opened with. The password is kept only to tell whether a
- * later job asks for the same session; it is wiped when the entry goes and never logged.
- * K_g is not part of a job (kilnd opens sessions without one), so it cannot differ.
+ * One kept session and what it was opened with. Of the password only a keyed hash is kept
+ * (the key is the helper's, random), to tell whether a later job asks for the same session:
+ * libfreeipmi's context holds the password in clear while the session is open, this list
+ * need not hold a second copy. K_g is not part of a job (kilnd opens sessions without
+ * one), so it cannot differ.
  */
 struct kept {
 	char *host; /* "HOST:PORT": the BMC */
 	char *user;
-	char *password;
+	unsigned char password_hash[crypto_generichash_BYTES];
 	int cipher;
 	int privilege; /* 0 user, 1 operator, 2 admin: what the session was opened at */
 	unsigned int wa_session;
@@ -50,12 +52,20 @@ static long now_ms(void)
 	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void wipe_free(char *s)
+static unsigned char hash_key[crypto_generichash_KEYBYTES];
+static pthread_once_t hash_key_once = PTHREAD_ONCE_INIT;
+
+static void hash_key_make(void)
 {
-	if (!s)
-		return;
-	explicit_bzero(s, strlen(s));
-	free(s);
+	randombytes_buf(hash_key, sizeof(hash_key));
+}
+
+/* The keyed hash of a job's password; the key is made once per helper. */
+static void password_hash(unsigned char out[crypto_generichash_BYTES], const char *password)
+{
+	pthread_once(&hash_key_once, hash_key_make);
+	crypto_generichash(out, crypto_generichash_BYTES, (const unsigned char *)password,
+			   strlen(password), hash_key, sizeof(hash_key));
 }
 
 void ipmi_session_close(ipmi_ctx_t ctx)
@@ -66,29 +76,32 @@ void ipmi_session_close(ipmi_ctx_t ctx)
 	ipmi_ctx_destroy(ctx);
 }
 
-/* Frees an entry (not its context), wiping its password. */
+/* Frees an entry (not its context). */
 static void kept_free(struct kept *k)
 {
 	if (!k)
 		return;
 	free(k->host);
 	free(k->user);
-	wipe_free(k->password);
 	free(k);
 }
 
-/* Equal strings, compared in constant time (the password). */
-static int same_secret(const char *a, const char *b)
+/* Whether password is the one k was opened with (its hash, compared in constant time). */
+static int same_secret(const struct kept *k, const char *password)
 {
-	size_t la = strlen(a);
+	unsigned char h[crypto_generichash_BYTES];
+	int same;
 
-	return la == strlen(b) && sodium_memcmp(a, b, la) == 0;
+	password_hash(h, password);
+	same = sodium_memcmp(h, k->password_hash, sizeof(h)) == 0;
+	sodium_memzero(h, sizeof(h));
+	return same;
 }
 
 /* Would this kept session serve job? The host is already equal. */
 static int kept_fits(const struct kept *k, const struct ipmi_job *job)
 {
-	return strcmp(k->user, job->user) == 0 && same_secret(k->password, job->password) &&
+	return strcmp(k->user, job->user) == 0 && same_secret(k, job->password) &&
 	       k->cipher == job->cipher && k->wa_session == job->wa_session &&
 	       k->timeout_ms == job->timeout_ms && k->privilege >= job->privilege;
 }
@@ -246,9 +259,9 @@ void ipmi_sessions_put(const struct ipmi_job *job, ipmi_ctx_t ctx)
 	if (!ctx)
 		return;
 	k = calloc(1, sizeof(*k));
-	if (!k || !(k->host = strdup(job->host)) || !(k->user = strdup(job->user)) ||
-	    !(k->password = strdup(job->password)))
+	if (!k || !(k->host = strdup(job->host)) || !(k->user = strdup(job->user)))
 		goto drop;
+	password_hash(k->password_hash, job->password);
 	k->cipher = job->cipher;
 	k->privilege = job->privilege;
 	k->wa_session = job->wa_session;

@@ -9,6 +9,7 @@
 
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
+#include <sodium.h>
 
 #include "bmc/redfish/budget.h"
 #include "bmc/redfish/internal.h"
@@ -293,6 +294,43 @@ static size_t body_cap(const struct redfish *rf, const struct rf_step *step)
 	return rf->cfg.max_body < cap ? rf->cfg.max_body : cap;
 }
 
+/* Appends "Authorization: Basic ..." for user and the sealed password to *headers. Not
+ * CURLOPT_USERNAME/PASSWORD: curl copies those into the connection, which its cache keeps
+ * (with the password in clear) as long as the BMC keeps it alive. curl wipes the list's
+ * copy when it frees it (secret_curl_init); the local ones are wiped here. */
+static int basic_header(struct curl_slist **headers, const char *user,
+			const struct secret_sealed *sealed)
+{
+	static const char prefix[] = "Authorization: Basic ";
+	char pair[1024];
+	char line[sizeof(prefix) + sodium_base64_ENCODED_LEN(sizeof(pair),
+							     sodium_base64_VARIANT_ORIGINAL)];
+	char *password = NULL;
+	struct curl_slist *grown;
+	int n, rc;
+
+	if ((rc = secret_unseal(&password, sealed)) < 0)
+		return rc;
+	n = snprintf(pair, sizeof(pair), "%s:%s", user, password ? password : "");
+	secret_free_string(password);
+	if (n < 0 || (size_t)n >= sizeof(pair)) {
+		rc = kiln_fail(KILN_EINVAL, "BMC user and password too long for Basic");
+		goto cleanup;
+	}
+	memcpy(line, prefix, sizeof(prefix) - 1);
+	sodium_bin2base64(line + sizeof(prefix) - 1, sizeof(line) - (sizeof(prefix) - 1),
+			  (const unsigned char *)pair, (size_t)n, sodium_base64_VARIANT_ORIGINAL);
+	grown = curl_slist_append(*headers, line);
+	if (!grown)
+		rc = kiln_fail(KILN_ERROR, "out of memory");
+	else
+		*headers = grown;
+cleanup:
+	sodium_memzero(pair, sizeof(pair));
+	sodium_memzero(line, sizeof(line));
+	return rc;
+}
+
 int rf_request_start(struct rf_op *op, struct rf_step *step)
 {
 	struct redfish *rf = op->rf;
@@ -386,15 +424,8 @@ int rf_request_start(struct rf_op *op, struct rf_step *step)
 			kiln_buf_reset(&hdr);
 			kiln_buf_printf(&hdr, "X-Auth-Token: %s", b->token);
 			req->headers = curl_slist_append(req->headers, hdr.data);
-		} else if (b->user) {
-			curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-			char *password = NULL;
-
-			/* curl keeps its own copy in the handle for the request */
-			curl_easy_setopt(h, CURLOPT_USERNAME, b->user);
-			if (secret_unseal(&password, &b->password) == 0)
-				curl_easy_setopt(h, CURLOPT_PASSWORD, password ? password : "");
-			secret_free_string(password);
+		} else if (b->user && (rc = basic_header(&req->headers, b->user, &b->password)) < 0) {
+			goto cleanup;
 		}
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, req->headers);

@@ -41,6 +41,30 @@ static void test_budget_and_summary(void **state)
 	event_limit_free();
 }
 
+/* The summary counts what it held by kind: an Xid flood and the health change it caused
+ * (test_event_flood's one extra critical event), beyond four kinds as "other". */
+static void test_summary_by_kind(void **state)
+{
+	static const char *const kinds[] = { "xid", "health", "xid", "sel", "power", "xid",
+					     "gpu", "boot", "health" };
+	struct event *due = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(event_limit_configure(1), 0);
+	assert_int_equal(event_limit_take(4, SEV_CRITICAL, "xid", "Xid 79", 100), 1);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		assert_int_equal(event_limit_take(4, SEV_CRITICAL, kinds[i], "m", 100), 0);
+	assert_int_equal(event_limit_due(&due, &n, 100 + EVENT_HELD_QUIET_S), 0);
+	assert_int_equal(n, 1);
+	if (!strstr(due[0].message, "9 event(s) held back") ||
+	    !strstr(due[0].message, "by kind: xid 3, health 2, sel 1, power 1, other 2; the last: "
+				    "health: m"))
+		fail_msg("summary: %s", due[0].message);
+	event_list_free(due, n);
+	event_limit_free();
+}
+
 /* A flood that goes on gets a summary a minute, not one at its end only. */
 static void test_long_flood(void **state)
 {
@@ -73,6 +97,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_budget_and_summary),
+		cmocka_unit_test(test_summary_by_kind),
 		cmocka_unit_test(test_long_flood),
 		cmocka_unit_test(test_off),
 	};

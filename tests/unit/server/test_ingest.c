@@ -80,6 +80,27 @@ static int fx_teardown(void **state)
 	return 0;
 }
 
+/* The schema's report_id for a test's short label ("r1"): the label's bytes in hex, padded with
+ * zeros to 32 digits. A few rotating buffers, so one expression may hold several. */
+static const char *rid(const char *label)
+{
+	static char ring[8][33];
+	static unsigned next;
+	char *out = ring[next++ % 8];
+	size_t i;
+
+	assert_true(strlen(label) <= 16);
+	memset(out, '0', 32);
+	out[32] = '\0';
+	for (i = 0; label[i]; i++) {
+		static const char hex[] = "0123456789abcdef";
+
+		out[2 * i] = hex[(unsigned char)label[i] >> 4];
+		out[2 * i + 1] = hex[(unsigned char)label[i] & 15];
+	}
+	return out;
+}
+
 /* A report with ngpus H100s, as the agent sends it; the caller changes what it tests. */
 static json_t *mkreport(const char *id, int ngpus)
 {
@@ -101,7 +122,7 @@ static json_t *mkreport(const char *id, int ngpus)
 	}
 	r = json_pack("{s:s,s:s,s:s,s:{s:s},s:{s:s,s:s,s:s,s:s,s:s,s:s},"
 		      "s:{s:s,s:s,s:s,s:s,s:s},s:o,s:[],s:[],s:[]}",
-		      "schema", "kiln.agent.report/1", "report_id", id, "time", "2023-11-14T22:13:00Z",
+		      "schema", "kiln.agent.report/1", "report_id", rid(id), "time", "2023-11-14T22:13:00Z",
 		      "agent", "version", "0.1.0",
 		      "host", "hostname", "gpu01", "machine_id", "0123456789abcdef0123456789abcdef",
 		      "boot_id", "boot-1", "os", "Ubuntu 22.04.4 LTS", "kernel", "5.15.0-105-generic",
@@ -189,13 +210,14 @@ static void test_valid_report_stored(void **state)
 	struct agent_gpu *g = NULL;
 	size_t ng = 0;
 	int64_t hist = 0, seen = 0;
+	char want[64];
 	int dup = -1;
 
 	assert_int_equal(ingest(f, f->node, mkreport("r1", 8), &dup), 0);
 	assert_int_equal(dup, 0);
 	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 1), 0);
 	assert_string_equal(s.node, "gpu01");
-	assert_string_equal(s.report_id, "r1");
+	assert_string_equal(s.report_id, rid("r1"));
 	assert_string_equal(s.driver_version, "550.54.15");
 	assert_string_equal(s.cuda_driver_version, "12.4");
 	assert_string_equal(s.nvidia_status, "ok");
@@ -205,7 +227,8 @@ static void test_valid_report_stored(void **state)
 	assert_int_equal(s.gpu_count_max, 8);
 	assert_int_equal(s.report_time, 1699999980); /* 2023-11-14T22:13:00Z */
 	assert_int_equal(s.last_seen, fake_now);
-	assert_non_null(strstr(s.report, "\"report_id\":\"r1\""));
+	snprintf(want, sizeof(want), "\"report_id\":\"%s\"", rid("r1"));
+	assert_non_null(strstr(s.report, want));
 	agent_state_clear(&s);
 
 	assert_int_equal(store_agent_gpus_get(f->st, &g, &ng, f->node), 0);
@@ -285,6 +308,12 @@ static void test_invalid_fields_named(void **state)
 		{ NULL, "report_id", "\"\"", "report_id" },
 		{ NULL, "report_id", "\"has space\"", "report_id" },
 		{ NULL, "report_id", "12", "report_id" },
+		/* the schema's ^[0-9a-f]{32}$ and nothing looser */
+		{ NULL, "report_id", "\"r-contract-1\"", "report_id" },
+		{ NULL, "report_id", "\"D9C500937F87AAA74EA40ECF36737F5B\"", "report_id" },
+		{ NULL, "report_id", "\"d9c500937f87aaa74ea40ecf36737f5\"", "report_id" },
+		{ NULL, "report_id", "\"d9c500937f87aaa74ea40ecf36737f5b0\"", "report_id" },
+		{ NULL, "report_id", "\"d9c50093-7f87-aaa7-4ea4-0ecf36737f5b\"", "report_id" },
 		{ NULL, "time", "\"yesterday\"", "time" },
 		{ NULL, "host", NULL, "host" },
 		{ NULL, "host", "[]", "host" },
@@ -377,7 +406,7 @@ static void test_fields_rejected(void **state)
 		int dup = -1;
 
 		snprintf(id, sizeof(id), "r%zu", i);
-		set_path(r, NULL, "report_id", json_string(id));
+		set_path(r, NULL, "report_id", json_string(rid(id)));
 		add_xid(r, 13, 4, "00000000:18:00.0", "Graphics SM Warp Exception");
 		if (c->obj && strcmp(c->obj, "gpus0") == 0)
 			target = gpu(r, 0);
@@ -679,7 +708,7 @@ static void test_older_report_keeps_state(void **state)
 	add_xid(r, 48, 7, "00000000:18:00.0", "DBE (Double Bit Error) ECC Error");
 	assert_int_equal(ingest(f, f->node, r, NULL), 0);
 	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 0), 0);
-	assert_string_equal(s.report_id, "new");
+	assert_string_equal(s.report_id, rid("new"));
 	assert_int_equal(s.gpu_count, 2);
 	agent_state_clear(&s);
 	assert_int_equal(count_events(f, "gpu_lost"), 0);
@@ -696,7 +725,7 @@ static void test_older_report_keeps_state(void **state)
 	json_object_del(r, "time");
 	assert_int_equal(ingest(f, f->node, r, NULL), 0);
 	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 0), 0);
-	assert_string_equal(s.report_id, "after");
+	assert_string_equal(s.report_id, rid("after"));
 	agent_state_clear(&s);
 }
 
@@ -1057,7 +1086,7 @@ static void test_writer_cache_stale(void **state)
 	assert_int_equal(it[1].rc, 0);
 	ingest_writer_stop();
 	assert_int_equal(store_agent_state_get(f->st, &s, f->node, 0), 0);
-	assert_string_equal(s.report_id, "k3");
+	assert_string_equal(s.report_id, rid("k3"));
 	assert_int_equal(s.gpu_count, 2);
 	agent_state_clear(&s);
 	assert_int_equal(store_agent_gpus_get(f->st, &g, &ng, f->node), 0);
@@ -1346,10 +1375,12 @@ static void test_identity_refused(void **state)
 	/* nothing stored: state, history, GPUs, report id, reboot */
 	assert_int_equal(store_agent_state_get(f->st, &a, f->node, 0), 0);
 	assert_string_equal(a.hostname, "gpu01");
-	assert_string_equal(a.report_id, "r1");
+	assert_string_equal(a.report_id, rid("r1"));
 	agent_state_clear(&a);
 	assert_int_equal(count_rows(f, "SELECT count(*) FROM agent_history"), 1);
-	assert_int_equal(count_rows(f, "SELECT count(*) FROM agent_reports_seen WHERE report_id = 'r2'"), 0);
+	snprintf(buf, sizeof(buf), "SELECT count(*) FROM agent_reports_seen WHERE report_id = '%s'",
+		 rid("r2"));
+	assert_int_equal(count_rows(f, buf), 0);
 	assert_int_equal(count_events(f, "reboot"), 0);
 	assert_int_equal(count_events(f, "identity"), 1);
 	assert_non_null(strstr(last_message(f, "identity", buf, sizeof(buf)),
