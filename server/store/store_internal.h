@@ -177,6 +177,9 @@ struct store {
 
 /* Opens the backends (store.c's store_open() chooses): 0 or an error; st->be set on success. */
 int store_sqlite_open(struct store *st, const char *path);
+/* conninfo: a libpq connection string or URI; password_file: NULL, or the file whose first
+ * line is the password. */
+int store_pg_open(struct store *st, const char *conninfo, const char *password_file);
 
 /*
  * The cached statement for id, prepared from sql on first use and reset otherwise.

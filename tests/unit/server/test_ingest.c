@@ -20,10 +20,11 @@
 #include "receive_gap.h"
 #include "kiln/error.h"
 #include "store/store.h"
+#include "store_db.h"
 
 struct fx {
 	char dir[64];
-	char db[128];
+	char db[FX_TARGET_MAX];
 	struct store *st;
 	int64_t node; /* "gpu01" */
 	int64_t other; /* "gpu02" */
@@ -51,9 +52,7 @@ static int fx_setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/kiln-ingest-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->db, sizeof(f->db), "%s/kiln.db", f->dir);
+	fx_db_make(f->dir, sizeof(f->dir), f->db, sizeof(f->db), "kiln-ingest");
 	assert_int_equal(store_open(&f->st, f->db), 0);
 	fake_now = 1700000000;
 	store_clock_set(f->st, fake_clock);
@@ -67,15 +66,9 @@ static int fx_setup(void **state)
 static int fx_teardown(void **state)
 {
 	struct fx *f = *state;
-	char p[160];
 
 	store_close(f->st);
-	unlink(f->db);
-	snprintf(p, sizeof(p), "%s-wal", f->db);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", f->db);
-	unlink(p);
-	assert_int_equal(rmdir(f->dir), 0);
+	fx_db_remove(f->dir, f->db);
 	free(f);
 	return 0;
 }
