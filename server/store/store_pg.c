@@ -29,7 +29,7 @@
 #include "store/store_internal.h"
 
 /* The advisory lock keys: kiln's writers, and the migrations at open. */
-#define PG_LOCK_WRITERS "7305874131"
+#define PG_LOCK_WRITERS STORE_PG_WRITER_LOCK
 #define PG_LOCK_MIGRATE "7305874132"
 #define LOCK_TIMEOUT "5s" /* SQLite's busy timeout */
 #define PASSWORD_MAX 1024

@@ -9,6 +9,7 @@ SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
 KILN_LIB=${KILN_LIB:?"KILN_LIB must name the build's lib/ folder"}
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+kiln_test_sqlite_only "its checks (json_extract)"
 
 KILN=$KILN_BIN/kiln
 AGENT=$KILN_BIN/kiln-agent

@@ -10,6 +10,7 @@ SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
 KILN_LIB=${KILN_LIB:?"KILN_LIB must name the build's lib/ folder"}
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+kiln_test_sqlite_only "its checks (PRAGMA integrity_check)"
 . "$SRC/tests/sim/bmcsim.sh"
 for tool in python3 sqlite3; do
 	command -v "$tool" >/dev/null || { echo "skipped: $tool is missing"; exit 77; }

@@ -7,6 +7,7 @@ SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
 KILN_LIB=${KILN_LIB:?"KILN_LIB must name the build's lib/ folder"}
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+kiln_test_sqlite_only "its checks (group_concat, json_extract)"
 # shellcheck source=../sim/bmcsim.sh
 . "$SRC/tests/sim/bmcsim.sh"
 
