@@ -43,6 +43,7 @@
 struct pg {
 	PGconn *conn;
 	unsigned char prepared[STMT_COUNT];
+	int tx;          /* a transaction of ours is open (begun, not yet ended) */
 	int sp_depth;    /* savepoints open */
 	int sp_implicit; /* the outermost one began the transaction */
 	void **blobs;    /* bytea values decoded for the current row */
@@ -250,17 +251,21 @@ static int prepare(struct store *st, const struct sql_stmt *q, const struct para
 	return 0;
 }
 
-/* A lost connection is opened again before the next statement (outside a transaction
- * only: one cut in the middle of a transaction fails it). */
-static void reconnect(struct store *st)
+/* A lost connection is opened again before the next statement, outside a transaction only:
+ * one cut in the middle of a transaction fails every statement until the caller ends it. */
+static int reconnect(struct store *st)
 {
 	struct pg *pg = pg_of(st);
 
 	if (PQstatus(pg->conn) != CONNECTION_BAD)
-		return;
+		return 0;
+	if (pg->tx)
+		return kiln_fail(KILN_ERROR, "store: the connection to PostgreSQL was lost in a "
+					     "transaction");
 	PQreset(pg->conn);
 	memset(pg->prepared, 0, sizeof(pg->prepared));
 	pg->sp_depth = pg->sp_implicit = 0;
+	return 0;
 }
 
 static int pg_run(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
@@ -275,7 +280,8 @@ static int pg_run(struct store *st, const struct sql_stmt *q, const struct sql_a
 
 	if (n > 65535)
 		return kiln_fail(KILN_EINVAL, "store: %s: %zu parameters", q->what, n);
-	reconnect(st);
+	if ((ret = reconnect(st)) < 0)
+		return ret;
 	if ((ret = params_fill(&pp, args, n)) < 0)
 		goto done;
 	if (q->id == STMT_NONE) {
@@ -394,20 +400,23 @@ static const void *pg_col_blob(const struct sql_row *r, int col, size_t *len)
 
 static int begin_locked(struct store *st)
 {
-	int ret = simple(st, "BEGIN", "beginning a transaction");
+	int ret;
 
-	if (ret < 0)
+	pg_of(st)->tx = 0;
+	if ((ret = reconnect(st)) < 0 || (ret = simple(st, "BEGIN", "beginning a transaction")) < 0)
 		return ret;
 	if ((ret = simple(st, "SELECT pg_advisory_xact_lock(" PG_LOCK_WRITERS ")",
-			  "beginning a transaction")) < 0)
+			  "beginning a transaction")) < 0) {
 		simple(st, "ROLLBACK", "rolling back");
-	return ret;
+		return ret;
+	}
+	pg_of(st)->tx = 1;
+	return 0;
 }
 
 static int pg_begin(struct store *st)
 {
 	pg_of(st)->sp_depth = pg_of(st)->sp_implicit = 0;
-	reconnect(st);
 	return begin_locked(st);
 }
 
@@ -417,7 +426,7 @@ static int pg_commit(struct store *st)
 	int aborted = PQtransactionStatus(pg->conn) == PQTRANS_INERROR;
 	int ret;
 
-	pg->sp_depth = pg->sp_implicit = 0;
+	pg->sp_depth = pg->sp_implicit = pg->tx = 0;
 	if (aborted) {
 		simple(st, "ROLLBACK", "rolling back");
 		return kiln_fail(KILN_ERROR, "store: committing: the transaction was rolled back "
@@ -431,7 +440,7 @@ static int pg_commit(struct store *st)
 
 static int pg_rollback(struct store *st)
 {
-	pg_of(st)->sp_depth = pg_of(st)->sp_implicit = 0;
+	pg_of(st)->sp_depth = pg_of(st)->sp_implicit = pg_of(st)->tx = 0;
 	if (!in_transaction(st))
 		return 0;
 	return simple(st, "ROLLBACK", "rolling back");
@@ -444,7 +453,6 @@ static int pg_savepoint(struct store *st)
 	int ret;
 
 	if (!in_transaction(st)) {
-		reconnect(st);
 		if ((ret = begin_locked(st)) < 0)
 			return ret;
 		pg->sp_depth = 0;

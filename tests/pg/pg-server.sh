@@ -8,6 +8,9 @@
 #   tests/pg/pg-server.sh stop DIR    stops it and removes DIR
 #
 #   eval "$(tests/pg/pg-server.sh start /tmp/kiln-pg)"; ...; tests/pg/pg-server.sh stop /tmp/kiln-pg
+#
+# The data is thrown away, so the server does not fsync; KILN_PG_DURABLE=1 keeps fsync and
+# synchronous_commit on (benchmarks: a commit reaches the disk, as SQLite's does).
 set -euo pipefail
 
 cmd=${1:-}
@@ -66,15 +69,19 @@ start() {
 		local all postgres trust
 		host  all kiln_test 127.0.0.1/32 trust
 	HBA
-	# Throw-away data: no fsync. Many kilnd at once, each with a connection per thread.
+	# Many kilnd at once, each with a connection per thread. Throw-away data: no fsync.
 	as_user sh -c "cat >> '$dir/data/postgresql.conf'" <<-CONF
 		listen_addresses = '127.0.0.1'
 		unix_socket_directories = '$dir/run'
 		max_connections = 600
-		fsync = off
-		synchronous_commit = off
-		full_page_writes = off
 	CONF
+	if [ "${KILN_PG_DURABLE:-0}" != 1 ]; then
+		as_user sh -c "cat >> '$dir/data/postgresql.conf'" <<-CONF
+			fsync = off
+			synchronous_commit = off
+			full_page_writes = off
+		CONF
+	fi
 	local port tries=0
 	while :; do
 		port=$(free_port)
