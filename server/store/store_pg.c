@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,8 +351,17 @@ static int64_t pg_col_int(const struct sql_row *r, int col)
 
 	if (PQftype(r->h, col) == 16 /* bool */)
 		return v[0] == 't';
-	if (strchr(v, '.') || strchr(v, 'e'))
-		return (int64_t)strtod(v, NULL);
+	if (strpbrk(v, ".eEnN")) { /* a real (or numeric) read as an integer, as SQLite does */
+		double d = strtod(v, NULL);
+
+		if (isnan(d))
+			return 0;
+		if (d >= 9223372036854775807.0)
+			return INT64_MAX;
+		if (d <= -9223372036854775808.0)
+			return INT64_MIN;
+		return (int64_t)d;
+	}
 	return strtoll(v, NULL, 10);
 }
 
