@@ -43,7 +43,7 @@ static int token_ensure(struct delivery *d, json_t *report)
 	for (long waited = 0;;) {
 		long retry = 0;
 
-		rc = enroll_request(&node, &token, &retry, d->server, enroll, &d->trust,
+		rc = enroll_request(&node, &token, &retry, d->servers, enroll, &d->trust,
 				    json_string_value(json_object_get(host, "dmi_serial")),
 				    json_string_value(json_object_get(host, "hostname")),
 				    json_string_value(json_object_get(host, "machine_id")));
@@ -93,7 +93,7 @@ static int spool_drain(struct delivery *d)
 			return 0;
 		if (rc < 0)
 			return rc;
-		rc = send_report(NULL, d->server, d->token, &d->trust, data, len);
+		rc = send_report(NULL, d->servers, d->token, &d->trust, data, len);
 		free(data);
 		if (rc == KILN_EINVAL)
 			log_error("dropping a spooled report kilnd refused: %s", kiln_error_last());
@@ -113,7 +113,7 @@ int delivery_send(struct delivery *d, json_t *report, const char *text, size_t l
 	int rc = token_ensure(d, report);
 
 	if (rc == 0 && spool_count(d->spool) == 0) {
-		rc = send_report(NULL, d->server, d->token, &d->trust, text, len);
+		rc = send_report(NULL, d->servers, d->token, &d->trust, text, len);
 		if (rc == 0)
 			return 0;
 		if (rc == KILN_EINVAL) {

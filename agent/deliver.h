@@ -12,7 +12,7 @@ struct spool;
 
 /* What delivery needs; the caller fills the configuration and owns the spool. */
 struct delivery {
-	const char *server;
+	struct kiln_servers *servers;  /* --server: one URL or several, tried in turn */
 	const char *token_file;        /* one of token_file and enroll_token_file */
 	const char *enroll_token_file;
 	const char *state_dir;         /* where an enrolled token is kept */

@@ -16,27 +16,26 @@
 
 #define ENROLL_TIMEOUT_MS 30000
 
-int enroll_request(char **node, char **token, long *retry_after_s, const char *server,
+int enroll_request(char **node, char **token, long *retry_after_s, struct kiln_servers *servers,
 		   const char *enroll_token, const struct kiln_tls_trust *trust,
 		   const char *dmi_serial, const char *hostname, const char *machine_id)
 {
 	struct kiln_http_response resp = { 0 };
 	json_t *req = NULL, *ans = NULL;
 	const char *n = NULL, *t = NULL;
-	char *url = NULL, *body = NULL;
+	char *body = NULL;
 	int rc;
 
 	*retry_after_s = 0;
 	req = json_pack("{s:s,s:s?,s:s?,s:s?}", "schema", "kiln.agent.enroll/1", "dmi_serial",
 			dmi_serial, "hostname", hostname, "machine_id", machine_id);
 	body = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	url = send_url(server, "/api/v1/agent/enroll");
-	if (!body || !url) {
+	if (!body) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
 	}
-	rc = kiln_http_request(&resp, "POST", url, enroll_token, body, strlen(body), trust,
-			       ENROLL_TIMEOUT_MS, SEND_MAX_ANSWER);
+	rc = kiln_http_request_any(&resp, servers, "POST", "/api/v1/agent/enroll", enroll_token, body,
+				   strlen(body), trust, ENROLL_TIMEOUT_MS, SEND_MAX_ANSWER, NULL);
 	if (rc < 0)
 		goto cleanup;
 	if (resp.status == 202) {
@@ -83,7 +82,6 @@ cleanup:
 	json_decref(ans);
 	kiln_http_response_free(&resp);
 	free(body);
-	free(url);
 	return rc;
 }
 

@@ -20,6 +20,7 @@
 #include "kiln/http.h"
 #include "kiln/log.h"
 #include "kiln/parse.h"
+#include "kiln/servers.h"
 #include "kiln/version.h"
 #include "nvml.h"
 #include "report.h"
@@ -27,7 +28,8 @@
 #include "xid.h"
 
 struct options {
-	const char *server;
+	const char *server;        /* --server, else KILN_SERVER: one URL or several, comma-separated */
+	struct kiln_servers servers;
 	const char *token_file;
 	const char *enroll_token_file;
 	const char *ca;
@@ -53,13 +55,14 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fputs("usage: kiln-agent --server URL (--token-file F | --enroll-token-file F) [--ca FILE]\n"
+	fputs("usage: kiln-agent --server URL[,URL...] (--token-file F | --enroll-token-file F) [--ca FILE]\n"
 	      "                  [--interval S] [--once] [--print] [--nvml-lib PATH] [--root DIR]\n"
 	      "                  [--state-dir DIR] [--nvml-timeout S] [--spool-max-mb N]\n"
 	      "                  [--log-level error|warn|info|debug] [--cycles N]\n"
 	      "                  [--site-packages DIR[:DIR...]]\n"
 	      "       kiln-agent --version | --help\n"
-	      "  --print writes the report to stdout and sends nothing (no server or token needed).\n",
+	      "  --print writes the report to stdout and sends nothing (no server or token needed).\n"
+	      "  --server (or KILN_SERVER): several URLs of one fleet's kilnd are tried in turn.\n",
 	      f);
 }
 
@@ -152,12 +155,14 @@ static int parse_args(struct options *o, int argc, char **argv)
 		return usage_error("%s", "--interval: must be at least 1");
 	if (o->print)
 		return 0;
-	if (!o->server)
+	if (!o->server || !*o->server)
+		o->server = getenv("KILN_SERVER");
+	if (!o->server || !*o->server)
 		return usage_error("%s", "--server URL is required (or --print)");
 	if (!!o->token_file == !!o->enroll_token_file)
 		return usage_error("%s", "give exactly one of --token-file and --enroll-token-file");
-	if (strncmp(o->server, "https://", 8) != 0 && strncmp(o->server, "http://", 7) != 0)
-		return usage_error("--server: '%s' is not an http:// or https:// URL", o->server);
+	if (kiln_servers_parse(&o->servers, o->server, "--server") < 0)
+		return usage_error("%s", kiln_error_last());
 	return 0;
 }
 
@@ -196,7 +201,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 
-	d.server = o.server;
+	d.servers = &o.servers;
 	d.token_file = o.token_file;
 	d.enroll_token_file = o.enroll_token_file;
 	d.state_dir = o.state_dir;
@@ -267,5 +272,6 @@ cleanup:
 	delivery_free(&d);
 	curl_easy_cleanup(d.trust.reuse);
 	curl_global_cleanup();
+	kiln_servers_free(&o.servers);
 	return status;
 }

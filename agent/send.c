@@ -11,20 +11,6 @@
 
 #define SEND_TIMEOUT_MS 30000
 
-char *send_url(const char *server, const char *path)
-{
-	size_t n = strlen(server), len;
-	char *url;
-
-	while (n && server[n - 1] == '/')
-		n--;
-	len = n + strlen(path) + 1;
-	url = malloc(len);
-	if (url)
-		snprintf(url, len, "%.*s%s", (int)n, server, path);
-	return url;
-}
-
 /* A short, printable excerpt of an error body for the message. */
 static const char *answer_error(const struct kiln_http_response *resp)
 {
@@ -44,13 +30,12 @@ static const char *answer_error(const struct kiln_http_response *resp)
 	return msg;
 }
 
-int send_report(int *duplicate, const char *server, const char *token,
+int send_report(int *duplicate, struct kiln_servers *servers, const char *token,
 		const struct kiln_tls_trust *trust, const char *body, size_t len)
 {
 	struct kiln_http_response resp = { 0 };
 	json_t *report = NULL, *ack = NULL;
 	const char *id = NULL, *ack_id = NULL, *status = NULL;
-	char *url = NULL;
 	int rc;
 
 	if (len > SEND_MAX_REPORT)
@@ -61,13 +46,8 @@ int send_report(int *duplicate, const char *server, const char *token,
 	rc = kiln_json_get_string(&id, report, "report_id", true);
 	if (rc < 0)
 		goto cleanup;
-	url = send_url(server, "/api/v1/agent/report");
-	if (!url) {
-		rc = kiln_fail(KILN_ERROR, "out of memory");
-		goto cleanup;
-	}
-	rc = kiln_http_request(&resp, "POST", url, token, body, len, trust, SEND_TIMEOUT_MS,
-			       SEND_MAX_ANSWER);
+	rc = kiln_http_request_any(&resp, servers, "POST", "/api/v1/agent/report", token, body, len,
+				   trust, SEND_TIMEOUT_MS, SEND_MAX_ANSWER, NULL);
 	if (rc < 0)
 		goto cleanup;
 	if (resp.status == 401 || resp.status == 403) {
@@ -106,6 +86,5 @@ cleanup:
 	json_decref(report);
 	json_decref(ack);
 	kiln_http_response_free(&resp);
-	free(url);
 	return rc;
 }

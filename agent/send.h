@@ -11,17 +11,16 @@
 #define SEND_MAX_REPORT (1u << 20)
 #define SEND_MAX_ANSWER 65536
 
-/* Joins the server URL (trailing slashes dropped) and path into a malloc'd string. */
-char *send_url(const char *server, const char *path);
-
 /*
- * POSTs body (a report) to server/api/v1/agent/report with the agent token. Returns 0 only when
+ * POSTs body (a report) to /api/v1/agent/report on servers (the next one when nobody answers
+ * at one: kiln_http_request_any) with the agent token. Returns 0 only when
  * kilnd answered 200/201 with {"report_id": the report's id, "status": "stored"|"duplicate"};
  * *duplicate (may be NULL) tells which. KILN_EAUTH for 401/403 (keep the report),
  * KILN_EINVAL when kilnd refused the report itself (400, 413, 422: resending cannot help),
  * KILN_EPROTO for a malformed acknowledgement, KILN_ERROR/KILN_ETIMEOUT otherwise (retry later).
  */
-int send_report(int *duplicate, const char *server, const char *token,
+struct kiln_servers;
+int send_report(int *duplicate, struct kiln_servers *servers, const char *token,
 		const struct kiln_tls_trust *trust, const char *body, size_t len);
 
 #endif

@@ -20,7 +20,7 @@ enum {
 };
 
 static const struct cli_opt global_opts[] = {
-	{ "url", 0, "URL", G_URL, "kilnd's address (KILN_URL; default http://127.0.0.1:8470)" },
+	{ "url", 0, "URL", G_URL, "kilnd's address, or several comma-separated (tried in turn) (KILN_URL; default http://127.0.0.1:8470)" },
 	{ "token-file", 0, "FILE", G_TOKEN_FILE, "API token file (KILN_TOKEN_FILE, or KILN_TOKEN)" },
 	{ "ca", 0, "FILE", G_CA, "trust kilnd's HTTPS certificate through this CA file" },
 	{ "fingerprint", 0, "SHA256", G_FINGERPRINT, "trust kilnd's certificate with this SHA-256" },

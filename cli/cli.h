@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include <kiln/http.h>
+#include <kiln/servers.h>
 
 /*
  * Codes beyond kiln/error.h's that only the CLI uses; main() turns them into exit
@@ -39,7 +40,8 @@ struct cli_ctx {
 	char cmd_path[64]; /* "node add": the words so far, for messages and help */
 
 	/* Filled by cli_client_open() (client.c); freed by cli_ctx_free(). */
-	char *base_url;    /* "http://127.0.0.1:8470/api/v1" */
+	char *base_url;    /* the current server's: "http://127.0.0.1:8470/api/v1" */
+	struct kiln_servers servers; /* --url/KILN_URL/url: one or several, comma-separated */
 	char *token;
 	char *ca_file;
 	char *tls_fingerprint;

@@ -34,7 +34,7 @@ static const struct kiln_cfg_key conf_keys[] = {
 	  .offset = offsetof(struct cli_conf, ca), .help = "CA file for kilnd's HTTPS certificate" },
 	{ .section = "", .name = "fingerprint", .type = KILN_CFG_STRING,
 	  .offset = offsetof(struct cli_conf, fingerprint),
-	  .help = "SHA-256 fingerprint of kilnd's certificate" },
+	  .help = "SHA-256 fingerprint of kilnd's certificate (several kilnd: comma-separated, any one matches)" },
 	{ .section = "", .name = "confirm_above", .type = KILN_CFG_INT,
 	  .offset = offsetof(struct cli_conf, confirm_above), .min = -1, .max = 1000000,
 	  .def = "-1",
@@ -55,6 +55,7 @@ void cli_ctx_free(struct cli_ctx *ctx)
 	if (!ctx)
 		return;
 	free(ctx->base_url);
+	kiln_servers_free(&ctx->servers);
 	if (ctx->token) {
 		explicit_bzero(ctx->token, strlen(ctx->token));
 		free(ctx->token);
@@ -113,26 +114,31 @@ static const char *first(const char *a, const char *b, const char *c)
 	return c && *c ? c : NULL;
 }
 
-static int url_set(struct cli_ctx *ctx, const char *url)
+/* Points base_url at the current server: its URL with /api/v1. */
+static int base_url_set(struct cli_ctx *ctx)
 {
-	struct kiln_buf b;
+	const char *url = kiln_servers_current(&ctx->servers);
 	size_t len = strlen(url);
+	struct kiln_buf b;
 
-	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-		return kiln_fail(KILN_EINVAL, "server URL '%s' is not http:// or https://", url);
-	while (len > 0 && url[len - 1] == '/')
-		len--;
+	free(ctx->base_url);
+	ctx->base_url = NULL;
 	kiln_buf_init(&b, 4096);
-	if (kiln_buf_append(&b, url, len) < 0)
-		goto fail;
-	if (!(len >= 7 && strcmp(b.data + len - 7, "/api/v1") == 0) &&
-	    kiln_buf_puts(&b, "/api/v1") < 0)
+	if (kiln_buf_append(&b, url, len) < 0 || kiln_buf_puts(&b, "/api/v1") < 0)
 		goto fail;
 	ctx->base_url = kiln_buf_steal(&b);
-	return ctx->base_url ? 0 : kiln_fail(KILN_ERROR, "out of memory");
+	if (ctx->base_url)
+		return 0;
 fail:
 	kiln_buf_free(&b);
-	return kiln_fail_prefix(KILN_EINVAL, "server URL");
+	return kiln_fail(KILN_ERROR, "out of memory");
+}
+
+static int url_set(struct cli_ctx *ctx, const char *list)
+{
+	int rc = kiln_servers_parse(&ctx->servers, list, "server URL");
+
+	return rc < 0 ? rc : base_url_set(ctx);
 }
 
 static int conf_load(struct cli_conf *conf, char **path_out)
@@ -307,6 +313,13 @@ static int no_answer(const struct cli_ctx *ctx, int rc, enum kiln_http_failure f
 	snprintf(why, sizeof(why), "%s", kiln_error_last());
 	switch (failure) {
 	case KILN_HTTP_CONNECT:
+		if (ctx->servers.count > 1) {
+			char all[600];
+
+			kiln_servers_describe(&ctx->servers, all, sizeof(all));
+			return kiln_fail(rc, "cannot reach kilnd at any of %s: are they running? "
+					 "set KILN_URL or --url (%s)", all, why);
+		}
 		return kiln_fail(rc, "cannot reach kilnd at %.*s: is it running? set KILN_URL or "
 				 "--url (%s)", len, url, why);
 	case KILN_HTTP_UNTRUSTED:
@@ -347,21 +360,18 @@ static int call(struct kiln_http_response *resp, struct cli_ctx *ctx, const char
 	rc = cli_client_open(ctx);
 	if (rc < 0)
 		goto cleanup;
-	rc = kiln_buf_printf(&url, "%s%s", ctx->base_url, path);
+	rc = kiln_buf_printf(&url, "/api/v1%s", path);
 	if (rc < 0)
 		goto cleanup;
 	if (body && !(text = json_dumps(body, JSON_COMPACT))) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
 	}
-	if (lines)
-		rc = kiln_http_request_lines(resp, method, url.data, ctx->token, text,
-					     text ? strlen(text) : 0, &ctx->trust,
-					     CLI_REQUEST_TIMEOUT_MS, CLI_MAX_RESPONSE, lines);
-	else
-		rc = kiln_http_request(resp, method, url.data, ctx->token, text,
-				       text ? strlen(text) : 0, &ctx->trust, CLI_REQUEST_TIMEOUT_MS,
-				       CLI_MAX_RESPONSE);
+	rc = kiln_http_request_any(resp, &ctx->servers, method, url.data, ctx->token, text,
+				   text ? strlen(text) : 0, &ctx->trust, CLI_REQUEST_TIMEOUT_MS,
+				   CLI_MAX_RESPONSE, lines);
+	if (base_url_set(ctx) < 0) /* the server that answered stays current */
+		rc = KILN_ERROR;
 	if (rc < 0)
 		rc = no_answer(ctx, rc, resp->failure);
 cleanup:

@@ -18,6 +18,7 @@
 #include "kiln/buf.h"
 #include "kiln/error.h"
 #include "kiln/http.h"
+#include "kiln/servers.h"
 
 #define DEFAULT_TIMEOUT_MS 30000L
 #define CONNECT_TIMEOUT_MS 10000L /* a server that does not accept within 10 s is down */
@@ -94,6 +95,28 @@ static void hex_decode(unsigned char out[32], const char hex[65])
 }
 
 /*
+ * The next of a comma-separated list of fingerprints, normalised: 1 (*list moved past it,
+ * NULL after the last), 0 when *list is NULL, or KILN_EINVAL (message set) for a malformed one.
+ */
+static int pin_next(const char **list, char norm[65])
+{
+	const char *p = *list;
+	size_t n;
+	char one[200];
+
+	if (!p)
+		return 0;
+	n = strcspn(p, ",");
+	if (n >= sizeof(one))
+		return kiln_fail(KILN_EINVAL, "fingerprint: too long");
+	snprintf(one, sizeof(one), "%.*s", (int)n, p);
+	if (kiln_http_fingerprint_normalize(norm, one) < 0)
+		return KILN_EINVAL;
+	*list = p[n] == ',' ? p + n + 1 : NULL;
+	return 1;
+}
+
+/*
  * OpenSSL certificate verification, replacing the chain check: the leaf's SHA-256 (DER)
  * must equal the pin (arg: the caller's fingerprint text). It runs inside the handshake,
  * so a wrong peer never sees a request byte.
@@ -104,20 +127,25 @@ static int pin_check(X509_STORE_CTX *ctx, const char *fingerprint, char got[65])
 	unsigned int len = 0;
 	X509 *cert = X509_STORE_CTX_get0_cert(ctx);
 	char norm[65];
+	int match = 0, rc;
 
 	got[0] = '\0';
-	if (kiln_http_fingerprint_normalize(norm, fingerprint) < 0) {
-		snprintf(pin_mismatch, sizeof(pin_mismatch), "bad pinned fingerprint");
-		X509_STORE_CTX_set_error(ctx, X509_V_ERR_UNSPECIFIED);
-		return 0;
-	}
-	hex_decode(want, norm);
 	if (!cert || !X509_digest(cert, EVP_sha256(), md, &len) || len != 32) {
 		snprintf(pin_mismatch, sizeof(pin_mismatch), "no peer certificate to check");
 		X509_STORE_CTX_set_error(ctx, X509_V_ERR_UNSPECIFIED);
 		return 0;
 	}
-	if (CRYPTO_memcmp(md, want, 32) != 0) {
+	/* Several pins, comma-separated (the instances of one fleet): any one matches. */
+	for (const char *p = fingerprint; (rc = pin_next(&p, norm)) > 0;) {
+		hex_decode(want, norm);
+		match |= CRYPTO_memcmp(md, want, 32) == 0;
+	}
+	if (rc < 0) {
+		snprintf(pin_mismatch, sizeof(pin_mismatch), "bad pinned fingerprint");
+		X509_STORE_CTX_set_error(ctx, X509_V_ERR_UNSPECIFIED);
+		return 0;
+	}
+	if (!match) {
 		hex_encode(got, md, 32);
 		snprintf(pin_mismatch, sizeof(pin_mismatch),
 			 "server certificate sha256:%s does not match the pinned fingerprint", got);
@@ -205,8 +233,13 @@ int kiln_http_apply_trust(CURL *h, const struct kiln_tls_trust *trust)
 		return 0;
 	}
 	if (trust->fingerprint) {
-		if (kiln_http_fingerprint_normalize(norm, trust->fingerprint) < 0)
-			return KILN_EINVAL;
+		const char *p = trust->fingerprint;
+		int rc;
+
+		while ((rc = pin_next(&p, norm)) > 0)
+			;
+		if (rc < 0)
+			return rc;
 		/*
 		 * The pin replaces CA and host name checks (kilnd's self-signed certificate
 		 * names no address). VERIFYPEER stays on so that a failed check aborts the
@@ -537,6 +570,14 @@ cleanup:
 	if (rc < 0) {
 		kiln_http_response_free(resp);
 		resp->failure = pin_mismatch[0] ? KILN_HTTP_ANSWERED : failure_of(c);
+		if (c == CURLE_OPERATION_TIMEDOUT && h) {
+			curl_off_t connected = 0;
+
+			/* no connection within the time: nobody there, as good as refused */
+			curl_easy_getinfo(h, CURLINFO_CONNECT_TIME_T, &connected);
+			if (connected == 0)
+				resp->failure = KILN_HTTP_CONNECT;
+		}
 	}
 	kiln_buf_free(&sink.body);
 	kiln_buf_free(&sink.line);
@@ -561,6 +602,30 @@ int kiln_http_request_lines(struct kiln_http_response *resp, const char *method,
 {
 	return perform(resp, method, url, bearer_token, body, body_len, trust, timeout_ms, max_body,
 		       lines);
+}
+
+int kiln_http_request_any(struct kiln_http_response *resp, struct kiln_servers *servers,
+			  const char *method, const char *path, const char *bearer_token,
+			  const char *body, size_t body_len, const struct kiln_tls_trust *trust,
+			  long timeout_ms, size_t max_body, const struct kiln_http_lines *lines)
+{
+	struct kiln_buf url;
+	int rc;
+
+	for (size_t tries = 0;; tries++) {
+		kiln_buf_init(&url, 0);
+		if (kiln_buf_printf(&url, "%s%s", kiln_servers_current(servers), path) < 0) {
+			kiln_buf_free(&url);
+			return kiln_fail(KILN_ERROR, "out of memory");
+		}
+		rc = perform(resp, method, url.data, bearer_token, body, body_len, trust, timeout_ms,
+			     max_body, lines);
+		kiln_buf_free(&url);
+		if (rc >= 0 || resp->failure != KILN_HTTP_CONNECT ||
+		    !kiln_servers_failover(servers, tries))
+			return rc;
+		kiln_http_response_free(resp);
+	}
 }
 
 void kiln_http_response_free(struct kiln_http_response *resp)

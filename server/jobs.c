@@ -8,13 +8,13 @@
 
 #include <sodium.h>
 
-#include "api/api.h"
 #include "bmc/target.h"
 #include "config.h"
 #include "guard.h"
 #include "jobs.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
+#include "node_lock.h"
 
 static const char *const step_names[] = {
 	[JOB_STEP_BOOT_ID] = "boot_id",         [JOB_STEP_MEDIA_INSERT] = "media_insert",
@@ -381,7 +381,7 @@ static void job_end(struct jobs *js, struct store *st, struct job *j, struct job
 		log_info("jobs: job %lld (%s): done", (long long)j->id, j->node);
 	}
 	if (slot->claimed) {
-		api_node_busy_release(j->node_id);
+		node_lock_release(j->node_id);
 		slot->claimed = 0;
 	}
 	/* kiln's drain ends once the reinstalled node's agent reports; a failed job leaves the
@@ -711,7 +711,7 @@ static struct job_slot *slot_get(struct jobs *js, const struct job *j, int resum
 		 * takes it now (nothing else runs on the node yet). */
 		s->claimed = 1;
 		if (resumed)
-			api_node_busy_claim(j->node_id);
+			node_lock_claim(j->node_id);
 	}
 	s->live = 1;
 	pthread_mutex_unlock(&js->lock);
@@ -729,7 +729,7 @@ static void slots_sweep(struct jobs *js)
 
 		if (!s->live && !s->in_flight) {
 			if (s->claimed)
-				api_node_busy_release(s->node_id);
+				node_lock_release(s->node_id);
 			continue;
 		}
 		s->live = 0;
@@ -839,7 +839,7 @@ void jobs_free(struct jobs *js)
 	jobs_stop(js);
 	for (size_t i = 0; i < js->nslots; i++)
 		if (js->slots[i].claimed)
-			api_node_busy_release(js->slots[i].node_id);
+			node_lock_release(js->slots[i].node_id);
 	free(js->slots);
 	free(js->db_path);
 	pthread_cond_destroy(&js->cond);

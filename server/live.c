@@ -7,12 +7,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/api.h"
 #include "guard.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
 #include "live.h"
+#include "node_lock.h"
 #include "poller.h"
 
 /* The most an answer may hold unread (a client that stopped reading). */
@@ -111,7 +111,7 @@ void live_call_free(struct live_call *call)
 		struct live_node *n = &call->nodes[i];
 
 		if (n->claimed)
-			api_node_busy_release(n->node->id);
+			node_lock_release(n->node->id);
 		free(n->name);
 		node_free(n->node);
 		secret_free_string(n->password);
@@ -266,7 +266,7 @@ static void node_error(struct live_node *n, const char *msg)
 static void node_end(struct live_node *n)
 {
 	if (n->claimed) {
-		api_node_busy_release(n->node->id);
+		node_lock_release(n->node->id);
 		n->claimed = 0;
 	}
 	n->finished = 1;

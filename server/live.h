@@ -41,7 +41,7 @@ struct live_node {
 	struct node *node;          /* NULL: no such node */
 	json_t *out;                /* {"node", ...}: its answer so far */
 	int targeted;               /* a BMC call goes out for it; else out is its answer */
-	int claimed;                /* holds the busy mark (api_node_busy_claim) */
+	int claimed;                /* holds the busy mark (node_lock_claim) */
 	int batch;                  /* 1-based batch of a paced action (1 when not paced) */
 	char *password;
 	struct bmc_target target;   /* borrows from node and password */

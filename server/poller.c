@@ -9,9 +9,10 @@
 #include <strings.h>
 #include <time.h>
 
-#include "api/api.h"
 #include "bmc/target.h"
 #include "config.h"
+#include "console.h"
+#include "event_limit.h"
 #include "guard.h"
 #include "health/health_facts.h"
 #include "kiln/buf.h"
@@ -19,9 +20,8 @@
 #include "kiln/log.h"
 #include "kiln/parse.h"
 #include "metrics/counters.h"
-#include "event_limit.h"
+#include "node_lock.h"
 #include "poller.h"
-#include "console.h"
 #include "receive_gap.h"
 
 #define REFRESH_S 10        /* the node list is read again this often */
@@ -747,7 +747,7 @@ static void action_result(struct poller *p, struct slot *s, struct completion *c
 	const char *result = json_string_value(json_object_get(c->data, "result"));
 
 	s->acting = 0;
-	api_node_busy_release(s->node->id);
+	node_lock_release(s->node->id);
 	if (c->rc == 0)
 		snprintf(outcome, sizeof(outcome), "ok");
 	else
@@ -791,7 +791,7 @@ static void completions_process(struct poller *p, struct completion *list)
 			 * the audit row still need their end. */
 			char outcome[600];
 
-			api_node_busy_release(c->node_id);
+			node_lock_release(c->node_id);
 			snprintf(outcome, sizeof(outcome), "%s%s", c->rc == 0 ? "ok" : "failed: ",
 				 c->rc == 0 ? "" : c->error);
 			if (c->audit_id && store_audit_finish(p->st, c->audit_id, outcome) < 0)
@@ -992,7 +992,7 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 		}
 	}
 	/* An action through the API (or a reinstall job) holds the node: try at the next sweep. */
-	if (api_node_busy_claim(s->node->id) != 1)
+	if (node_lock_claim(s->node->id) != 1)
 		return;
 	detail = json_pack("{s:s, s:b, s:I}", "reason", reason, "automatic", 1, "hung_since",
 			   (json_int_t)s->st.hung_since);
@@ -1001,7 +1001,7 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 	if (store_audit_begin(p->st, &audit_id, "kilnd", "power.cycle", s->node->name, text) < 0) {
 		log_warn("poller: %s: audit: %s", s->node->name, kiln_error_last());
 		free(text);
-		api_node_busy_release(s->node->id);
+		node_lock_release(s->node->id);
 		return;
 	}
 	free(text);
@@ -1016,7 +1016,7 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 	s->acting = 1;
 	if (submit(p, s, &op, audit_id) < 0) {
 		s->acting = 0;
-		api_node_busy_release(s->node->id);
+		node_lock_release(s->node->id);
 		store_audit_finish(p->st, audit_id, "failed: not submitted");
 	}
 }

@@ -111,6 +111,18 @@ int kiln_http_request_lines(struct kiln_http_response *resp, const char *method,
 			    const struct kiln_tls_trust *trust, long timeout_ms, size_t max_body,
 			    const struct kiln_http_lines *lines);
 
+/*
+ * One request to path ("/api/v1/...") on the current server of servers, line by line when
+ * lines is given: a server that nobody answers at (KILN_HTTP_CONNECT: the request reached no
+ * kilnd, so nothing was done) is left for the next, each tried once; the one that answered
+ * stays current for the next request. Otherwise as kiln_http_request(_lines).
+ */
+struct kiln_servers;
+int kiln_http_request_any(struct kiln_http_response *resp, struct kiln_servers *servers,
+			  const char *method, const char *path, const char *bearer_token,
+			  const char *body, size_t body_len, const struct kiln_tls_trust *trust,
+			  long timeout_ms, size_t max_body, const struct kiln_http_lines *lines);
+
 void kiln_http_response_free(struct kiln_http_response *resp);
 
 /* Reads a token file: trims whitespace; refuses empty files. Caller frees *out. */

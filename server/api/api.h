@@ -68,14 +68,6 @@ void api_metrics_configure(const struct api_metrics_config *cfg);
 /* The pacing of POST /power when a request gives none ([power] batch and interval). */
 void api_power_pacing_set(int batch, int64_t interval_s);
 
-/*
- * The nodes with an action in flight (power, boot, media through the API, or a reinstall
- * job for its whole run): one at a time per node. claim returns 1 when claimed, 0 when the
- * node was busy, negative on ENOMEM; release accepts a node that is not marked.
- */
-int api_node_busy_claim(int64_t node_id);
-void api_node_busy_release(int64_t node_id);
-
 /* Prints the route table, "METHOD PATH ROLE" a line: the single list of endpoints. */
 int api_routes_print(FILE *f);
 

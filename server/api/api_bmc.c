@@ -9,58 +9,13 @@
 #include "api/api_internal.h"
 #include "bmc/bmc.h"
 #include "bmc/target.h"
-#include "live.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "kiln/parse.h"
+#include "live.h"
+#include "node_lock.h"
 
 #define URL_MAX 2048
-
-/*
- * Nodes with an action (power, boot, media) running through this API: a second action on
- * one of them is refused, never queued behind the first. Reads are not tracked (the engine
- * runs them after the action, one at a time per node).
- */
-static pthread_mutex_t busy_lock = PTHREAD_MUTEX_INITIALIZER;
-static int64_t *busy_ids;
-static size_t busy_count, busy_cap;
-
-static int busy_find(int64_t id)
-{
-	for (size_t i = 0; i < busy_count; i++)
-		if (busy_ids[i] == id)
-			return (int)i;
-	return -1;
-}
-
-/* Claims id; 1 when claimed, 0 when it was busy, negative on ENOMEM. Caller holds the lock. */
-static int busy_claim_locked(int64_t id)
-{
-	if (busy_find(id) >= 0)
-		return 0;
-	if (busy_count == busy_cap) {
-		size_t cap = busy_cap ? busy_cap * 2 : 64;
-		int64_t *ids = realloc(busy_ids, cap * sizeof(*ids));
-
-		if (!ids)
-			return kiln_fail(KILN_ERROR, "out of memory");
-		busy_ids = ids;
-		busy_cap = cap;
-	}
-	busy_ids[busy_count++] = id;
-	return 1;
-}
-
-static void busy_release(int64_t id)
-{
-	int i;
-
-	pthread_mutex_lock(&busy_lock);
-	i = busy_find(id);
-	if (i >= 0)
-		busy_ids[i] = busy_ids[--busy_count];
-	pthread_mutex_unlock(&busy_lock);
-}
 
 /* [power] batch and interval: the pacing of a power action that does not give its own. */
 static pthread_mutex_t pacing_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -80,21 +35,6 @@ struct pacing {
 	int size;
 	int64_t interval_s;
 };
-
-int api_node_busy_claim(int64_t node_id)
-{
-	int rc;
-
-	pthread_mutex_lock(&busy_lock);
-	rc = busy_claim_locked(node_id);
-	pthread_mutex_unlock(&busy_lock);
-	return rc;
-}
-
-void api_node_busy_release(int64_t node_id)
-{
-	busy_release(node_id);
-}
 
 /* A fan-out being built: the expanded range and the call it becomes. */
 struct fan {
@@ -242,30 +182,34 @@ cleanup:
  */
 static int fan_claim(struct api_ctx *c, struct fan *f)
 {
-	size_t want = 0, got = 0;
-	int rc = 0;
+	size_t want = 0;
+	int64_t *ids = calloc(f->call->count ? f->call->count : 1, sizeof(*ids));
+	int *claimed = calloc(f->call->count ? f->call->count : 1, sizeof(*claimed));
+	int got = 0;
 
-	pthread_mutex_lock(&busy_lock);
-	for (size_t i = 0; i < f->call->count && rc >= 0; i++) {
+	for (size_t i = 0; ids && i < f->call->count; i++)
+		if (f->call->nodes[i].targeted)
+			ids[want++] = f->call->nodes[i].node->id;
+	if (!ids || !claimed || (got = node_lock_claim_each(ids, want, claimed)) < 0) {
+		free(ids);
+		free(claimed);
+		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+		return KILN_ERROR;
+	}
+	for (size_t i = 0, k = 0; i < f->call->count; i++) {
 		struct live_node *n = &f->call->nodes[i];
 
 		if (!n->targeted)
 			continue;
-		want++;
-		rc = busy_claim_locked(n->node->id);
-		if (rc == 1) {
+		if (claimed[k++]) {
 			n->claimed = 1;
-			got++;
-		} else if (rc == 0) {
+		} else {
 			n->targeted = 0;
 			node_error(n, "action in flight");
 		}
 	}
-	pthread_mutex_unlock(&busy_lock);
-	if (rc < 0) {
-		api_fail_code(c, rc, NULL);
-		return rc;
-	}
+	free(ids);
+	free(claimed);
 	if (want > 0 && got == 0) {
 		api_fail(c, MHD_HTTP_CONFLICT, "range", "an action is in flight on every node of "
 			 "the range; nothing was sent");
@@ -434,13 +378,12 @@ static void fan_act(struct api_ctx *c, const struct bmc_op *op, const char *rang
 	if (fan_open(c, &f, range, field, retry, API_RANGE_ACTION) < 0)
 		goto cleanup;
 	if (dry_run) {
-		pthread_mutex_lock(&busy_lock);
 		for (size_t i = 0; i < f.call->count; i++) {
 			struct live_node *n = &f.call->nodes[i];
 
 			if (!n->targeted)
 				continue;
-			if (busy_find(n->node->id) >= 0) {
+			if (node_lock_held(n->node->id)) {
 				node_error(n, "action in flight");
 				n->targeted = 0;
 				continue;
@@ -449,7 +392,6 @@ static void fan_act(struct api_ctx *c, const struct bmc_op *op, const char *rang
 				json_object_set(n->out, key, v);
 			json_object_set_new(n->out, "dry_run", json_true());
 		}
-		pthread_mutex_unlock(&busy_lock);
 		fan_batches(&f, pace);
 		fan_reply_now(c, &f);
 		goto cleanup;

@@ -10,6 +10,7 @@
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "kiln/parse.h"
+#include "node_lock.h"
 
 #define IMAGE_NAME_MAX 64
 #define URL_MAX 2048
@@ -204,7 +205,7 @@ static int job_queue(struct api_ctx *c, int64_t *out_id, const struct node *n,
 
 	if (n->bmc_protocol == BMC_NONE || !n->bmc_host)
 		return kiln_fail(KILN_ENOTFOUND, "no BMC");
-	rc = api_node_busy_claim(n->id);
+	rc = node_lock_claim(n->id);
 	if (rc < 0)
 		return rc;
 	if (rc == 0)
@@ -249,7 +250,7 @@ static int job_queue(struct api_ctx *c, int64_t *out_id, const struct node *n,
 	*out_id = j.id;
 	return 0;
 cleanup:
-	api_node_busy_release(n->id);
+	node_lock_release(n->id);
 	return rc;
 }
 

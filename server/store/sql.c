@@ -66,6 +66,16 @@ int sql_col_blobdup(const struct sql_row *r, int col, unsigned char **out, size_
 	return 0;
 }
 
+int sql_col_strdups(const struct sql_row *r, int first, char **const dst[], size_t n)
+{
+	int ret;
+
+	for (size_t i = 0; i < n; i++)
+		if ((ret = sql_col_strdup(r, first + (int)i, dst[i])) < 0)
+			return ret;
+	return 0;
+}
+
 void sql_col_word(const struct sql_row *r, int col, char *buf, size_t len, const char *dflt)
 {
 	const char *v = sql_col_text(r, col);
@@ -142,6 +152,18 @@ int sql_text(struct store *st, const struct sql_stmt *q, const struct sql_arg *a
 	return ret;
 }
 
+int sql_insert_id(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
+		  size_t n, int64_t *out_id)
+{
+	int64_t id = 0;
+	int ret = sql_int(st, q, args, n, &id);
+
+	if (ret < 0)
+		return ret;
+	*out_id = id;
+	return 0;
+}
+
 struct list {
 	char *items;
 	size_t count, cap, elem;
@@ -175,12 +197,17 @@ int sql_list(struct store *st, const struct sql_stmt *q, const struct sql_arg *a
 	int ret = st->be->run(st, q, args, n, list_row, &l, &changes);
 
 	if (ret < 0) {
-		for (size_t i = 0; clear && i < l.count; i++)
-			clear(l.items + i * elem);
-		free(l.items);
+		sql_list_free(l.items, l.count, elem, clear);
 		return ret;
 	}
 	*(void **)out = l.items;
 	*out_count = l.count;
 	return 0;
+}
+
+void sql_list_free(void *list, size_t count, size_t elem, void (*clear)(void *elem))
+{
+	for (size_t i = 0; list && clear && i < count; i++)
+		clear((char *)list + i * elem);
+	free(list);
 }

@@ -51,6 +51,10 @@ struct sql_arg {
 /* An integer, or NULL when null is true. */
 #define SQL_INT_OR_NULL(v, null)                                                                    \
 	((struct sql_arg){.type = (null) ? SQL_T_NULL : SQL_T_INT, .i = (int64_t)(v)})
+/* An integer, NULL when negative (unknown). */
+#define SQL_INT_KNOWN(v) SQL_INT_OR_NULL((v), (v) < 0)
+/* An id, NULL when not positive (none). */
+#define SQL_ID_OR_NULL(v) SQL_INT_OR_NULL((v), (v) <= 0)
 /* A double; NaN (and infinities) bind NULL. */
 #define SQL_REAL(v) ((struct sql_arg){.type = isfinite(v) ? SQL_T_REAL : SQL_T_NULL, .r = (v)})
 /* A string; NULL binds NULL. */
@@ -86,6 +90,8 @@ const void *sql_col_blob(const struct sql_row *r, int col, size_t *len); /* NULL
 int sql_col_strdup(const struct sql_row *r, int col, char **out);
 /* A new copy of a blob column (*out NULL, *len 0 when NULL); KILN_ERROR on ENOMEM. */
 int sql_col_blobdup(const struct sql_row *r, int col, unsigned char **out, size_t *len);
+/* Copies the text columns first..first+n-1 into *dst[0..n-1] (sql_col_strdup each). */
+int sql_col_strdups(const struct sql_row *r, int first, char **const dst[], size_t n);
 /* Copies a text column into buf (truncating), dflt when NULL. */
 void sql_col_word(const struct sql_row *r, int col, char *buf, size_t len, const char *dflt);
 
@@ -116,6 +122,10 @@ int sql_int(struct store *st, const struct sql_stmt *q, const struct sql_arg *ar
 int sql_text(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n,
 	     char **out);
 
+/* An INSERT ... RETURNING id: 0 with *out_id set (0 when no row came back), or an error. */
+int sql_insert_id(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
+		  size_t n, int64_t *out_id);
+
 /*
  * Every row into a new array of elements of size elem: read fills one zeroed element from a
  * row; clear (may be NULL) frees what read put in one. On error the elements read so far are
@@ -124,5 +134,7 @@ int sql_text(struct store *st, const struct sql_stmt *q, const struct sql_arg *a
 int sql_list(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n,
 	     void *out, size_t *out_count, size_t elem,
 	     int (*read)(const struct sql_row *r, void *elem), void (*clear)(void *elem));
+/* Clears each of list[0..count) (elements of size elem) with clear and frees list; NULL-safe. */
+void sql_list_free(void *list, size_t count, size_t elem, void (*clear)(void *elem));
 
 #endif

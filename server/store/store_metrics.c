@@ -1,158 +1,137 @@
 /* What GET /metrics reads: one query over the nodes' state rows, one over the Xid events. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "kiln/error.h"
 #include "store/store_internal.h"
 
-/* Only the short columns, and of the report (4-5 KB a node) only what the metrics show,
- * cut out by SQLite, and only for an agent that is not silent: a silent agent's numbers
- * are stale and are not exported. */
-static const char metrics_sql[] =
-	"SELECT n.id, n.name, n.rack,"
-	" b.node_id IS NOT NULL, b.power, b.power_time, b.reachable, b.last_ok,"
-	" CASE WHEN b.health_time != 0 THEN b.health END, b.reasons, b.hung_since, b.sensors,"
-	" m.node_id IS NOT NULL,"
-	" EXISTS (SELECT 1 FROM jobs j WHERE j.node_id = n.id AND j.state IN ('queued', 'running')),"
-	" json_extract(i.inventory, '$.manufacturer'), json_extract(i.inventory, '$.model'),"
-	" i.bmc_firmware,"
-	" a.node_id IS NOT NULL, a.last_seen, ifnull(a.interval_s, 0), f.fresh,"
-	" CASE WHEN f.fresh THEN a.nvidia_status END, CASE WHEN f.fresh THEN a.driver_version END,"
-	" CASE WHEN f.fresh THEN a.kernel_module_version END,"
-	" CASE WHEN f.fresh THEN a.cuda_driver_version END,"
-	" CASE WHEN f.fresh THEN a.nvml_version END, CASE WHEN f.fresh THEN a.os END,"
-	" CASE WHEN f.fresh THEN a.kernel END,"
-	" CASE WHEN f.fresh THEN json_extract(a.report, '$.cudnn_version') END,"
-	" CASE WHEN f.fresh THEN json_extract(a.report, '$.gpus') END,"
-	" CASE WHEN f.fresh THEN json_extract(a.report, '$.cuda_toolkits') END,"
-	" CASE WHEN ifnull(a.nvidia_status, 'ok') = 'ok' THEN a.gpu_count END, a.gpu_count_max"
-	" FROM nodes n"
-	" LEFT JOIN node_bmc_state b ON b.node_id = n.id"
-	" LEFT JOIN node_maintenance m ON m.node_id = n.id"
-	" LEFT JOIN node_inventory i ON i.node_id = n.id"
-	" LEFT JOIN node_agent_state a ON a.node_id = n.id"
-	" LEFT JOIN (SELECT node_id, ?1 - last_seen <= ?2 * (CASE WHEN ifnull(interval_s, 0) > 0"
-	"   THEN interval_s ELSE ?3 END) AS fresh FROM node_agent_state) f ON f.node_id = n.id"
-	" ORDER BY n.name";
+/* A member of a JSON text column: JSON text for an array, the value for a scalar. */
+#define JSON_SQLITE(col, key) "json_extract(" #col ", '$." #key "')"
+#define JSON_PG(col, key) "(CAST(" #col " AS json) ->> '" #key "')"
 
-static const char *text(sqlite3_stmt *s, int idx)
-{
-	return (const char *)sqlite3_column_text(s, idx);
-}
+/* Only the short columns, and of the report (4-5 KB a node) only what the metrics show, cut
+ * out by the database (JSON(col, key) is the dialect's way), and only for an agent that is not
+ * silent: a silent agent's numbers are stale and are not exported. */
+#define METRICS_SQL(JSON)                                                                          \
+	"SELECT n.id, n.name, n.rack,"                                                             \
+	" CASE WHEN b.node_id IS NOT NULL THEN 1 ELSE 0 END, b.power, b.power_time, b.reachable,"  \
+	" b.last_ok, CASE WHEN b.health_time != 0 THEN b.health END, b.reasons, b.hung_since,"     \
+	" b.sensors, CASE WHEN m.node_id IS NOT NULL THEN 1 ELSE 0 END,"                           \
+	" CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.node_id = n.id"                           \
+	"  AND j.state IN ('queued', 'running')) THEN 1 ELSE 0 END,"                               \
+	" " JSON(i.inventory, manufacturer) ", " JSON(i.inventory, model) ", i.bmc_firmware,"      \
+	" CASE WHEN a.node_id IS NOT NULL THEN 1 ELSE 0 END, a.last_seen,"                         \
+	" coalesce(a.interval_s, 0), f.fresh,"                                                     \
+	" CASE WHEN f.fresh = 1 THEN a.nvidia_status END,"                                         \
+	" CASE WHEN f.fresh = 1 THEN a.driver_version END,"                                        \
+	" CASE WHEN f.fresh = 1 THEN a.kernel_module_version END,"                                 \
+	" CASE WHEN f.fresh = 1 THEN a.cuda_driver_version END,"                                   \
+	" CASE WHEN f.fresh = 1 THEN a.nvml_version END, CASE WHEN f.fresh = 1 THEN a.os END,"     \
+	" CASE WHEN f.fresh = 1 THEN a.kernel END,"                                                \
+	" CASE WHEN f.fresh = 1 THEN " JSON(a.report, cudnn_version) " END,"                       \
+	" CASE WHEN f.fresh = 1 THEN " JSON(a.report, gpus) " END,"                                \
+	" CASE WHEN f.fresh = 1 THEN " JSON(a.report, cuda_toolkits) " END,"                       \
+	" CASE WHEN coalesce(a.nvidia_status, 'ok') = 'ok' THEN a.gpu_count END, a.gpu_count_max"  \
+	" FROM nodes n"                                                                            \
+	" LEFT JOIN node_bmc_state b ON b.node_id = n.id"                                          \
+	" LEFT JOIN node_maintenance m ON m.node_id = n.id"                                        \
+	" LEFT JOIN node_inventory i ON i.node_id = n.id"                                          \
+	" LEFT JOIN node_agent_state a ON a.node_id = n.id"                                        \
+	" LEFT JOIN (SELECT node_id, CASE WHEN ?1 - last_seen <= ?2 * (CASE WHEN"                  \
+	"   coalesce(interval_s, 0) > 0 THEN interval_s ELSE ?3 END) THEN 1 ELSE 0 END AS fresh"   \
+	"   FROM node_agent_state) f ON f.node_id = n.id"                                          \
+	" ORDER BY n.name"
 
-static void row_read(struct metrics_row *r, sqlite3_stmt *s)
+/* Prepared per call, as the status query: one scrape reads every node. */
+static const struct sql_stmt ROWS = {STMT_NONE, "reading the metrics", METRICS_SQL(JSON_SQLITE),
+				     METRICS_SQL(JSON_PG)};
+
+/* The number after "Xid " in the messages ("Xid 79 on GPU 3 (...): ..."), -1 for none. */
+#define XID_NUMBER_SQLITE "CAST(substr(e.message, 5) AS INTEGER)"
+#define XID_NUMBER_PG "coalesce(CAST(substring(e.message from '^Xid ([0-9]+)') AS bigint), 0)"
+/* events_by_kind_time finds the Xid events without reading the others */
+#define XIDS_SQL(NUMBER)                                                                           \
+	"SELECT x.node_id, x.n, CASE WHEN e.message LIKE 'Xid %' THEN " NUMBER " ELSE -1 END FROM" \
+	" (SELECT node_id, count(*) AS n, max(id) AS last FROM events"                             \
+	"  WHERE kind = 'xid' AND node_id IS NOT NULL GROUP BY node_id) x"                         \
+	" JOIN events e ON e.id = x.last ORDER BY x.node_id"
+
+static const struct sql_stmt XIDS = {STMT_NONE, "reading the Xid count",
+				     XIDS_SQL(XID_NUMBER_SQLITE), XIDS_SQL(XID_NUMBER_PG)};
+
+struct metrics_cb {
+	store_metrics_fn fn;
+	void *ud;
+};
+
+static int row_read(const struct sql_row *q, void *ctx)
 {
-	memset(r, 0, sizeof(*r));
-	r->node_id = sqlite3_column_int64(s, 0);
-	r->node = text(s, 1);
-	r->rack = text(s, 2);
-	r->has_state = sqlite3_column_int(s, 3);
-	r->power = r->has_state ? text(s, 4) : NULL;
-	r->power_time = sqlite3_column_int64(s, 5);
-	r->reachable = r->has_state ? sqlite3_column_int(s, 6) : 1;
-	r->last_ok = sqlite3_column_int64(s, 7);
-	r->health = text(s, 8);
-	r->reasons = text(s, 9);
-	r->hung_since = sqlite3_column_int64(s, 10);
-	r->sensors = text(s, 11);
-	r->in_maintenance = sqlite3_column_int(s, 12);
-	r->reinstalling = sqlite3_column_int(s, 13);
-	r->bmc_manufacturer = text(s, 14);
-	r->bmc_model = text(s, 15);
-	r->bmc_firmware = text(s, 16);
-	r->has_agent = sqlite3_column_int(s, 17);
-	r->agent_last_seen = sqlite3_column_int64(s, 18);
-	r->agent_interval_s = sqlite3_column_int64(s, 19);
-	r->agent_fresh = r->has_agent && sqlite3_column_int(s, 20);
-	if (!r->agent_fresh)
-		return;
-	r->nvidia_status = text(s, 21);
-	r->driver_version = text(s, 22);
-	r->kernel_module_version = text(s, 23);
-	r->cuda_driver_version = text(s, 24);
-	r->nvml_version = text(s, 25);
-	r->os = text(s, 26);
-	r->kernel = text(s, 27);
-	r->cudnn_version = text(s, 28);
-	r->gpus = text(s, 29);
-	r->toolkits = text(s, 30);
-	r->gpu_count = sqlite3_column_type(s, 31) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 31);
-	r->gpu_count_max = sqlite3_column_int64(s, 32);
+	const struct metrics_cb *cb = ctx;
+	struct metrics_row r;
+
+	memset(&r, 0, sizeof(r));
+	r.node_id = sql_col_int(q, 0);
+	r.node = sql_col_text(q, 1);
+	r.rack = sql_col_text(q, 2);
+	r.has_state = (int)sql_col_int(q, 3);
+	r.power = r.has_state ? sql_col_text(q, 4) : NULL;
+	r.power_time = sql_col_int(q, 5);
+	r.reachable = r.has_state ? (int)sql_col_int(q, 6) : 1;
+	r.last_ok = sql_col_int(q, 7);
+	r.health = sql_col_text(q, 8);
+	r.reasons = sql_col_text(q, 9);
+	r.hung_since = sql_col_int(q, 10);
+	r.sensors = sql_col_text(q, 11);
+	r.in_maintenance = (int)sql_col_int(q, 12);
+	r.reinstalling = (int)sql_col_int(q, 13);
+	r.bmc_manufacturer = sql_col_text(q, 14);
+	r.bmc_model = sql_col_text(q, 15);
+	r.bmc_firmware = sql_col_text(q, 16);
+	r.has_agent = (int)sql_col_int(q, 17);
+	r.agent_last_seen = sql_col_int(q, 18);
+	r.agent_interval_s = sql_col_int(q, 19);
+	r.agent_fresh = r.has_agent && sql_col_int(q, 20);
+	if (r.agent_fresh) {
+		r.nvidia_status = sql_col_text(q, 21);
+		r.driver_version = sql_col_text(q, 22);
+		r.kernel_module_version = sql_col_text(q, 23);
+		r.cuda_driver_version = sql_col_text(q, 24);
+		r.nvml_version = sql_col_text(q, 25);
+		r.os = sql_col_text(q, 26);
+		r.kernel = sql_col_text(q, 27);
+		r.cudnn_version = sql_col_text(q, 28);
+		r.gpus = sql_col_text(q, 29);
+		r.toolkits = sql_col_text(q, 30);
+		r.gpu_count = sql_col_int_or(q, 31, -1);
+		r.gpu_count_max = sql_col_int(q, 32);
+	}
+	if (!r.node)
+		return kiln_fail(KILN_ERROR, "store: reading the metrics: out of memory");
+	return cb->fn(cb->ud, &r);
 }
 
 int store_metrics_rows(struct store *st, int64_t now, int silent_intervals,
 		       int64_t default_interval_s, store_metrics_fn fn, void *ud)
 {
-	sqlite3_stmt *s = NULL;
-	struct metrics_row r;
-	int rc, ret = 0;
+	struct metrics_cb cb = {fn, ud};
+	int ret = sql_run(st, &ROWS,
+			  SQL_ARGS(SQL_INT(now), SQL_INT(silent_intervals),
+				   SQL_INT(default_interval_s)),
+			  row_read, &cb, NULL);
 
-	/* Prepared per call, as the status query: one scrape reads every node. */
-	rc = sqlite3_prepare_v2(st->db, metrics_sql, (int)sizeof(metrics_sql), &s, NULL);
-	if (rc != SQLITE_OK)
-		return store_fail(st, rc, "preparing the metrics query");
-	sqlite3_bind_int64(s, 1, now);
-	sqlite3_bind_int64(s, 2, silent_intervals);
-	sqlite3_bind_int64(s, 3, default_interval_s);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		row_read(&r, s);
-		if (!r.node) {
-			ret = kiln_fail(KILN_ERROR, "store: reading the metrics: out of memory");
-			break;
-		}
-		if ((ret = fn(ud, &r)) < 0)
-			break;
-	}
-	if (ret == 0 && rc != SQLITE_DONE)
-		ret = store_fail(st, rc, "reading the metrics");
-	sqlite3_finalize(s);
-	return ret;
+	return ret < 0 ? ret : 0;
+}
+
+static int xid_read(const struct sql_row *r, void *elem)
+{
+	struct metrics_xid *x = elem;
+
+	x->node_id = sql_col_int(r, 0);
+	x->count = sql_col_int(r, 1);
+	x->last_xid = sql_col_int(r, 2);
+	return 0;
 }
 
 int store_metrics_xids(struct store *st, struct metrics_xid **out, size_t *out_count)
 {
-	/* events_by_kind_time finds the Xid events without reading the others */
-	static const char sql[] =
-		"SELECT x.node_id, x.n,"
-		/* the messages read "Xid 79 on GPU 3 (...): ...": the number after "Xid " */
-		" CASE WHEN e.message LIKE 'Xid %' THEN CAST(substr(e.message, 5) AS INTEGER)"
-		" ELSE -1 END FROM"
-		" (SELECT node_id, count(*) AS n, max(id) AS last FROM events"
-		"  WHERE kind = 'xid' AND node_id IS NOT NULL GROUP BY node_id) x"
-		" JOIN events e ON e.id = x.last ORDER BY x.node_id";
-	sqlite3_stmt *s = NULL;
-	struct metrics_xid *list = NULL;
-	size_t n = 0, cap = 0;
-	int rc, ret = 0;
-
-	rc = sqlite3_prepare_v2(st->db, sql, (int)sizeof(sql), &s, NULL);
-	if (rc != SQLITE_OK)
-		return store_fail(st, rc, "preparing the Xid count");
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct metrics_xid *grown = realloc(list, ncap * sizeof(*list));
-
-			if (!grown) {
-				ret = kiln_fail(KILN_ERROR, "store: out of memory");
-				break;
-			}
-			list = grown;
-			cap = ncap;
-		}
-		list[n].node_id = sqlite3_column_int64(s, 0);
-		list[n].count = sqlite3_column_int64(s, 1);
-		list[n].last_xid = sqlite3_column_int64(s, 2);
-		n++;
-	}
-	if (ret == 0 && rc != SQLITE_DONE)
-		ret = store_fail(st, rc, "reading the Xid count");
-	sqlite3_finalize(s);
-	if (ret < 0) {
-		free(list);
-		return ret;
-	}
-	*out = list;
-	*out_count = n;
-	return 0;
+	return sql_list(st, &XIDS, SQL_NO_ARGS, out, out_count, sizeof(**out), xid_read, NULL);
 }

@@ -46,6 +46,10 @@ expect "--fingerprint with colons" 0 "$KILN" --fingerprint "$fp" node list
 expect "--fingerprint sha256: lowercase" 0 "$KILN" --fingerprint "sha256:$plain" node list
 expect "wrong fingerprint: refused" 1 "$KILN" --fingerprint "$wrong" node list
 expect "malformed fingerprint: refused" 1 "$KILN" --fingerprint nonsense node list
+# the instances of one fleet: several pins, any one matches
+expect "a list of fingerprints with the right one second" 0 "$KILN" --fingerprint "$wrong,sha256:$plain" node list
+expect "a list of wrong fingerprints: refused" 1 "$KILN" --fingerprint "$wrong,$wrong" node list
+expect "a list with a malformed entry: refused" 1 "$KILN" --fingerprint "$fp,nonsense" node list
 expect "--ca" 0 "$KILN" --ca "$C/cert.pem" node list
 expect "KILN_FINGERPRINT" 0 env KILN_FINGERPRINT="$plain" "$KILN" node list
 printf 'fingerprint = %s\n' "$fp" >"$HOME/.config/kiln/cli.conf"

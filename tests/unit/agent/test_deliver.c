@@ -20,6 +20,7 @@
 #include "deliver.h"
 #include "enroll.h"
 #include "kiln/error.h"
+#include "kiln/servers.h"
 #include "send.h"
 #include "spool.h"
 
@@ -149,6 +150,9 @@ static void *serve(void *arg)
 	}
 }
 
+/* The test server as the agent's --server list. */
+static struct kiln_servers servers;
+
 static int srv_start(void **state)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
@@ -180,12 +184,17 @@ static int srv_stop(void **state)
 	pthread_join(srv.thread, NULL);
 	close(srv.fd);
 	curl_global_cleanup();
+	kiln_servers_free(&servers);
 	return 0;
 }
 
-static void url(char *out, size_t n)
+static void url_list(void)
 {
-	snprintf(out, n, "http://127.0.0.1:%d/", srv.port);
+	char u[64];
+
+	kiln_servers_free(&servers);
+	snprintf(u, sizeof u, "http://127.0.0.1:%d/", srv.port);
+	assert_int_equal(kiln_servers_parse(&servers, u, "--server"), 0);
 }
 
 /* A minimal report: send_report needs only its report_id. */
@@ -217,40 +226,88 @@ static void set_mode(enum mode m)
 
 static void test_send_answers(void **state)
 {
-	char server[64], text[200], id[33];
+	char text[200], id[33];
 	int dup = -1;
 
 	(void)state;
-	url(server, sizeof server);
+	url_list();
 	srv.nstored = 0;
 	make_report(text, sizeof text, id, 100);
 	set_mode(UP);
-	assert_int_equal(send_report(&dup, server, "tok-n1", NULL, text, strlen(text)), 0);
+	assert_int_equal(send_report(&dup, &servers, "tok-n1", NULL, text, strlen(text)), 0);
 	assert_int_equal(dup, 0);
-	assert_int_equal(send_report(&dup, server, "tok-n1", NULL, text, strlen(text)), 0);
+	assert_int_equal(send_report(&dup, &servers, "tok-n1", NULL, text, strlen(text)), 0);
 	assert_int_equal(dup, 1);
-	assert_int_equal(send_report(NULL, server, "wrong", NULL, text, strlen(text)), KILN_EAUTH);
+	assert_int_equal(send_report(NULL, &servers, "wrong", NULL, text, strlen(text)), KILN_EAUTH);
 	set_mode(WRONG_ID);
-	assert_int_equal(send_report(NULL, server, "tok-n1", NULL, text, strlen(text)), KILN_EPROTO);
+	assert_int_equal(send_report(NULL, &servers, "tok-n1", NULL, text, strlen(text)), KILN_EPROTO);
 	set_mode(INVALID);
-	assert_int_equal(send_report(NULL, server, "tok-n1", NULL, text, strlen(text)), KILN_EINVAL);
+	assert_int_equal(send_report(NULL, &servers, "tok-n1", NULL, text, strlen(text)), KILN_EINVAL);
 	assert_non_null(strstr(kiln_error_last(), "field 'gpus'"));
 	set_mode(DOWN);
-	assert_int_equal(send_report(NULL, server, "tok-n1", NULL, text, strlen(text)), KILN_ERROR);
-	assert_int_equal(send_report(NULL, server, "tok-n1", NULL, "{\"no\":1}", 8), KILN_EINVAL);
+	assert_int_equal(send_report(NULL, &servers, "tok-n1", NULL, text, strlen(text)), KILN_ERROR);
+	assert_int_equal(send_report(NULL, &servers, "tok-n1", NULL, "{\"no\":1}", 8), KILN_EINVAL);
 	assert_int_equal(srv.nstored, 1);
+}
+
+/* A port nothing listens on (bound, then closed). */
+static int dead_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* Two dead kilnd before the live one: the report is stored once and the live one is kept for
+ * the next report; with every kilnd dead the send fails (and the report would be spooled). */
+static void test_send_fails_over(void **state)
+{
+	struct kiln_servers list;
+	char urls[200], text[200], id[33];
+	int dup = -1, d1 = dead_port(), d2 = dead_port();
+
+	(void)state;
+	snprintf(urls, sizeof urls, "http://127.0.0.1:%d, http://127.0.0.1:%d/api/v1,"
+		 "http://127.0.0.1:%d/", d1, d2, srv.port);
+	assert_int_equal(kiln_servers_parse(&list, urls, "--server"), 0);
+	assert_int_equal(list.count, 3);
+	srv.nstored = 0;
+	set_mode(UP);
+	make_report(text, sizeof text, id, 200);
+	assert_int_equal(send_report(&dup, &list, "tok-n1", NULL, text, strlen(text)), 0);
+	assert_int_equal(dup, 0);
+	assert_int_equal(list.cur, 2);
+	make_report(text, sizeof text, id, 201);
+	assert_int_equal(send_report(&dup, &list, "tok-n1", NULL, text, strlen(text)), 0);
+	assert_int_equal(list.cur, 2);
+	assert_int_equal(srv.nstored, 2);
+	kiln_servers_free(&list);
+
+	snprintf(urls, sizeof urls, "http://127.0.0.1:%d,http://127.0.0.1:%d", d1, d2);
+	assert_int_equal(kiln_servers_parse(&list, urls, "--server"), 0);
+	make_report(text, sizeof text, id, 202);
+	assert_true(send_report(&dup, &list, "tok-n1", NULL, text, strlen(text)) < 0);
+	assert_int_equal(srv.nstored, 2);
+	kiln_servers_free(&list);
 }
 
 /* Reports made while kilnd is down arrive once each, in order, also when an ack is lost. */
 static void test_spool_exactly_once(void **state)
 {
 	struct delivery d = { 0 };
-	char server[64], dir[64], tokfile[96], id[33], text[200];
+	char dir[64], tokfile[96], id[33], text[200];
 	FILE *f;
 	int k;
 
 	(void)state;
-	url(server, sizeof server);
+	url_list();
 	snprintf(dir, sizeof dir, "/tmp/kiln-deliver-XXXXXX");
 	assert_non_null(mkdtemp(dir));
 	snprintf(tokfile, sizeof tokfile, "%s/token", dir);
@@ -259,7 +316,7 @@ static void test_spool_exactly_once(void **state)
 	fputs("tok-n1\n", f);
 	fclose(f);
 	assert_int_equal(spool_open(&d.spool, dir, 1 << 20, 100), 0);
-	d.server = server;
+	d.servers = &servers;
 	d.token_file = tokfile;
 	d.state_dir = dir;
 	srv.nstored = 0;
@@ -297,30 +354,30 @@ static void test_spool_exactly_once(void **state)
 static void test_enroll(void **state)
 {
 	struct delivery d = { 0 };
-	char server[64], dir[64], path[128], cmd[128], *node = NULL, *tok = NULL, *stored = NULL;
+	char dir[64], path[128], cmd[128], *node = NULL, *tok = NULL, *stored = NULL;
 	struct stat st;
 	time_t t0;
 	long retry = -1;
 	FILE *f;
 
 	(void)state;
-	url(server, sizeof server);
-	assert_int_equal(enroll_request(&node, &tok, &retry, server, "fleet-secret", NULL, "SN-1",
+	url_list();
+	assert_int_equal(enroll_request(&node, &tok, &retry, &servers, "fleet-secret", NULL, "SN-1",
 					"h1", NULL), 0);
 	assert_string_equal(node, "n1");
 	assert_string_equal(tok, "tok-n1");
 	free(node);
 	free(tok);
-	assert_int_equal(enroll_request(&node, &tok, &retry, server, "wrong", NULL, "SN-1", "h1",
+	assert_int_equal(enroll_request(&node, &tok, &retry, &servers, "wrong", NULL, "SN-1", "h1",
 					NULL), KILN_EAUTH);
-	assert_int_equal(enroll_request(&node, &tok, &retry, server, "fleet-secret", NULL,
+	assert_int_equal(enroll_request(&node, &tok, &retry, &servers, "fleet-secret", NULL,
 					"SN-unknown", "h1", NULL), KILN_EBUSY);
 	assert_int_equal(retry, 0); /* pending: nothing to wait for */
 	/* kilnd's rate limit: 429 with Retry-After */
 	pthread_mutex_lock(&srv.lock);
 	srv.enroll_busy = 1;
 	pthread_mutex_unlock(&srv.lock);
-	assert_int_equal(enroll_request(&node, &tok, &retry, server, "fleet-secret", NULL, "SN-1",
+	assert_int_equal(enroll_request(&node, &tok, &retry, &servers, "fleet-secret", NULL, "SN-1",
 					"h1", NULL), KILN_EBUSY);
 	assert_int_equal(retry, 1);
 
@@ -333,7 +390,7 @@ static void test_enroll(void **state)
 	fputs("fleet-secret\n", f);
 	fclose(f);
 	assert_int_equal(spool_open(&d.spool, dir, 1 << 20, 100), 0);
-	d.server = server;
+	d.servers = &servers;
 	d.enroll_token_file = path;
 	d.state_dir = dir;
 	set_mode(UP);
@@ -370,6 +427,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_send_answers),
+		cmocka_unit_test(test_send_fails_over),
 		cmocka_unit_test(test_spool_exactly_once),
 		cmocka_unit_test(test_enroll),
 	};
