@@ -4,8 +4,7 @@
  * results read as text.
  *
  * Writers are serialised the way SQLite's BEGIN IMMEDIATE serialises them: store_begin()
- * (and a savepoint opened outside a transaction) takes one transaction-scoped advisory lock
- * right after BEGIN, so a read-modify-write inside a transaction sees no other kiln
+ * takes one transaction-scoped advisory lock right after BEGIN, so a read-modify-write inside a transaction sees no other kiln
  * transaction's writes between its read and its write, across connections and kilnd
  * processes alike. SERIALIZABLE would give the same atomicity but fails a transaction at
  * commit instead, and kilnd's callers have no retry loops; the lock waits instead, at most
@@ -408,15 +407,17 @@ static const void *pg_col_blob(const struct sql_row *r, int col, size_t *len)
 
 /* --- transactions ----------------------------------------------------------------------- */
 
-static int begin_locked(struct store *st)
+/* BEGIN, with the writers' lock when locked (store_begin(); a savepoint outside a
+ * transaction begins one without, as SQLite's deferred one takes its lock only to write). */
+static int begin(struct store *st, int locked)
 {
 	int ret;
 
 	pg_of(st)->tx = 0;
 	if ((ret = reconnect(st)) < 0 || (ret = simple(st, "BEGIN", "beginning a transaction")) < 0)
 		return ret;
-	if ((ret = simple(st, "SELECT pg_advisory_xact_lock(" PG_LOCK_WRITERS ")",
-			  "beginning a transaction")) < 0) {
+	if (locked && (ret = simple(st, "SELECT pg_advisory_xact_lock(" PG_LOCK_WRITERS ")",
+				    "beginning a transaction")) < 0) {
 		simple(st, "ROLLBACK", "rolling back");
 		return ret;
 	}
@@ -427,7 +428,7 @@ static int begin_locked(struct store *st)
 static int pg_begin(struct store *st)
 {
 	pg_of(st)->sp_depth = pg_of(st)->sp_implicit = 0;
-	return begin_locked(st);
+	return begin(st, 1);
 }
 
 static int pg_commit(struct store *st)
@@ -456,14 +457,16 @@ static int pg_rollback(struct store *st)
 	return simple(st, "ROLLBACK", "rolling back");
 }
 
-/* As in SQLite, a savepoint outside a transaction begins one, and releasing it commits. */
+/* As in SQLite, a savepoint outside a transaction begins one (deferred: without the
+ * writers' lock; its statements are atomic together, row locks order it against others),
+ * and releasing it commits. */
 static int pg_savepoint(struct store *st)
 {
 	struct pg *pg = pg_of(st);
 	int ret;
 
 	if (!in_transaction(st)) {
-		if ((ret = begin_locked(st)) < 0)
+		if ((ret = begin(st, 0)) < 0)
 			return ret;
 		pg->sp_depth = 0;
 		pg->sp_implicit = 1;
