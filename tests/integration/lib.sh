@@ -54,8 +54,7 @@ kiln_test_cleanup() {
 	KILN_TEST_PIDS=()
 	if [ -n "${KILN_TEST_PG:-}" ] && [ -z "${KILN_TEST_KEEP:-}" ]; then
 		for db in "${KILN_TEST_PG_DBS[@]}"; do
-			psql "$KILN_TEST_PG" -qAt -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" \
-				>/dev/null 2>&1
+			psql "$KILN_TEST_PG" -qAt -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1
 		done
 	fi
 	KILN_TEST_PG_DBS=()
