@@ -24,6 +24,7 @@
 #include <libpq-fe.h>
 
 #include "kiln/error.h"
+#include "kiln/escape.h"
 #include "store/migrate.h"
 #include "store/migrations.h"
 #include "store/store_internal.h"
@@ -166,13 +167,58 @@ static void stmt_name(char *buf, size_t len, int id)
 	snprintf(buf, len, "kiln_%d", id);
 }
 
-/* The parameters as libpq wants them: text for numbers (into num), binary for blobs. */
+/* The parameters as libpq wants them: text for numbers (into num), binary for blobs, text
+ * that is not UTF-8 mended into fixed[i]. */
 struct params {
 	Oid *types;
 	const char **values;
 	int *lengths, *formats;
 	char (*num)[32];
+	char **fixed;
+	size_t n;
 };
+
+/*
+ * A copy of s with each byte that is not part of valid UTF-8 as U+FFFD, or NULL (s is valid,
+ * or out of memory: *err set). PostgreSQL refuses such text in a UTF-8 database ("invalid
+ * byte sequence", where SQLite stores or compares the bytes): a name looked up this way is
+ * simply not found, and a message is stored with the replacement character.
+ */
+static char *utf8_mended(const char *s, int *err)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t bad = 0, len = 0;
+	uint32_t cp;
+	char *out, *o;
+
+	*err = 0;
+	while (*p) {
+		size_t n = kiln_utf8_seq(p, &cp);
+
+		bad += n == 0;
+		len += n ? n : 3;
+		p += n ? n : 1;
+	}
+	if (!bad)
+		return NULL;
+	if (!(out = o = malloc(len + 1))) {
+		*err = 1;
+		return NULL;
+	}
+	for (p = (const unsigned char *)s; *p;) {
+		size_t n = kiln_utf8_seq(p, &cp);
+
+		if (n) {
+			memcpy(o, p, n);
+			o += n, p += n;
+		} else {
+			memcpy(o, "\xEF\xBF\xBD", 3);
+			o += 3, p++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
 
 /* Whether sql tests placeholder ?idx (1-based) with IS [NOT] NULL. PostgreSQL cannot type a
  * parameter from "$3 IS NULL" when that comes before its other uses ("could not determine
@@ -199,7 +245,9 @@ static int params_fill(struct params *pp, const char *sql, const struct sql_arg 
 	pp->lengths = calloc(n ? n : 1, sizeof(*pp->lengths));
 	pp->formats = calloc(n ? n : 1, sizeof(*pp->formats));
 	pp->num = calloc(n ? n : 1, sizeof(*pp->num));
-	if (!pp->types || !pp->values || !pp->lengths || !pp->formats || !pp->num)
+	pp->fixed = calloc(n ? n : 1, sizeof(*pp->fixed));
+	pp->n = n;
+	if (!pp->types || !pp->values || !pp->lengths || !pp->formats || !pp->num || !pp->fixed)
 		return kiln_fail(KILN_ERROR, "store: out of memory");
 	for (size_t i = 0; i < n; i++) {
 		switch (args[i].type) {
@@ -219,10 +267,16 @@ static int params_fill(struct params *pp, const char *sql, const struct sql_arg 
 			snprintf(pp->num[i], sizeof(pp->num[i]), "%.17g", args[i].r);
 			pp->values[i] = pp->num[i];
 			break;
-		case SQL_T_TEXT:
+		case SQL_T_TEXT: {
+			int err;
+
 			pp->types[i] = OID_TEXT;
-			pp->values[i] = args[i].p;
+			pp->fixed[i] = utf8_mended(args[i].p, &err);
+			if (err)
+				return kiln_fail(KILN_ERROR, "store: out of memory");
+			pp->values[i] = pp->fixed[i] ? pp->fixed[i] : args[i].p;
 			break;
+		}
 		case SQL_T_BLOB:
 			if (args[i].len > (size_t)INT32_MAX)
 				return kiln_fail(KILN_ETOOBIG, "store: a blob of %zu bytes",
@@ -248,6 +302,9 @@ static void params_clear(struct params *pp)
 	free(pp->lengths);
 	free(pp->formats);
 	free(pp->num);
+	for (size_t i = 0; pp->fixed && i < pp->n; i++)
+		free(pp->fixed[i]);
+	free(pp->fixed);
 }
 
 /* Prepares q on this connection under its slot's name unless it already is. */

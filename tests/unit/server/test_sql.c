@@ -1,6 +1,7 @@
 /* Tests for the statement mechanism (sql.h) on the backend the fixture opens: SQLite, or
  * PostgreSQL with KILN_TEST_PG. What kilnd's store code relies on reads the same on both:
- * placeholders, NULLs, blobs, reals, comparisons read as integers, error codes, savepoints
+ * placeholders, NULLs, blobs, reals, comparisons read as integers, text that is not UTF-8,
+ * error codes, savepoints
  * outside a transaction, writers serialised by store_begin(). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -109,6 +110,9 @@ static void test_types(void **state)
 	assert_true(isnan(g.r));
 	assert_true(g.bnull);
 	assert_int_equal(sql_one(f->st, &GET, SQL_ARGS(SQL_TEXT("none")), got_read, &g), 0);
+	/* bytes that are not UTF-8 find nothing (PostgreSQL would refuse them as they are) */
+	assert_int_equal(sql_one(f->st, &GET, SQL_ARGS(SQL_TEXT("a\xff")), got_read, &g), 0);
+	assert_true(insert(f->st, "c\xff\xc3", 1, 0, NULL, 0) > 0);
 }
 
 static int key_read(const struct sql_row *r, void *elem)
