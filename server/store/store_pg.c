@@ -4,11 +4,18 @@
  * results read as text.
  *
  * Writers are serialised the way SQLite's BEGIN IMMEDIATE serialises them: store_begin()
- * takes one transaction-scoped advisory lock right after BEGIN, so a read-modify-write inside a transaction sees no other kiln
- * transaction's writes between its read and its write, across connections and kilnd
- * processes alike. SERIALIZABLE would give the same atomicity but fails a transaction at
- * commit instead, and kilnd's callers have no retry loops; the lock waits instead, at most
- * lock_timeout (the busy timeout SQLite has), then KILN_EBUSY.
+ * takes one transaction-scoped advisory lock right after BEGIN, so a read-modify-write inside
+ * a transaction sees no other kiln transaction's writes between its read and its write,
+ * across connections and kilnd processes alike. SERIALIZABLE would give the same atomicity
+ * but fails a transaction at commit instead, and kilnd's callers have no retry loops; the lock
+ * waits instead, at most lock_timeout (the busy timeout SQLite has), then KILN_EBUSY. A
+ * single write outside store_begin() takes no lock (as on SQLite it is atomic by itself; it
+ * is not ordered against another handle's read-modify-write the way SQLite's one writer
+ * orders it: a read-modify-write that must be atomic belongs inside store_begin()).
+ *
+ * Unlike SQLite, PostgreSQL fails the whole transaction at a failed statement: what follows
+ * fails until a rollback (to a savepoint: store_rollback_to() recovers), and store_commit()
+ * of such a transaction rolls back and says so.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -56,14 +63,24 @@ static struct pg *pg_of(struct store *st)
 	return st->pg;
 }
 
-/* The libpq message without its trailing newline. */
+/* A libpq message on one line: its line breaks as "; ", none at the end. */
 static const char *message(const char *m, char *buf, size_t len)
 {
-	size_t n;
+	size_t n, o = 0;
 
-	snprintf(buf, len, "%s", m && *m ? m : "unknown error");
+	if (!m || !*m)
+		m = "unknown error";
+	for (const char *p = m; *p && o + 3 < len; p++) {
+		if (*p != '\n') {
+			buf[o++] = *p;
+		} else if (p[1]) {
+			buf[o++] = ';';
+			buf[o++] = ' ';
+		}
+	}
+	buf[o] = '\0';
 	n = strlen(buf);
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+	while (n > 0 && buf[n - 1] == ' ')
 		buf[--n] = '\0';
 	return buf;
 }
@@ -89,7 +106,9 @@ static int code_of(const char *state)
 static int pg_fail(struct store *st, PGresult *res, const char *what)
 {
 	char buf[512];
-	const char *m = res ? PQresultErrorMessage(res) : NULL;
+	/* the primary message alone ("duplicate key value violates ..."), without the
+	 * "ERROR:" and the LINE/DETAIL lines of PQresultErrorMessage */
+	const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	int code = code_of(res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL);
 
 	if (!m || !*m)
@@ -783,8 +802,11 @@ static int connect_db(struct store *st, const char *conninfo, const char *passwo
 	int ret = 0;
 
 	if (!opts) {
-		ret = kiln_fail(KILN_ECONFIG, "store: the PostgreSQL connection string: %s",
-				message(err ? err : "out of memory", buf, sizeof(buf)));
+		/* libpq's own message quotes the string around the fault, which may be a
+		 * password: not repeated */
+		ret = kiln_fail(KILN_ECONFIG, err ? "store: the PostgreSQL connection string does "
+					      "not parse (keyword=value pairs, or a postgresql:// URI)"
+						  : "store: out of memory");
 		PQfreemem(err);
 		return ret;
 	}
