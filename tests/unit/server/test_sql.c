@@ -12,6 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kiln/error.h"
 #include "store/store_internal.h"
@@ -253,6 +254,38 @@ static void test_writers_serialised(void **state)
 	assert_int_equal(n, 100);
 }
 
+/* PostgreSQL only: the password file is read at connect, refused while others may read it,
+ * and its password is in no message (the test server trusts the test role: any password
+ * connects). */
+static void test_password_file(void **state)
+{
+	struct fx *f = *state;
+	char file[96], target[FX_TARGET_MAX + 128];
+	struct store *st = NULL;
+	FILE *fp;
+
+	if (!fx_pg()) {
+		print_message("skipped: the password file is the PostgreSQL backend's\n");
+		skip();
+	}
+	snprintf(file, sizeof(file), "%s/db.password", f->dir);
+	assert_non_null(fp = fopen(file, "w"));
+	fputs("Hunter2-secret\n", fp);
+	fclose(fp);
+	snprintf(target, sizeof(target), STORE_PG_PREFIX "password_file=%s;%s", file,
+		 f->db + strlen(STORE_PG_PREFIX));
+	assert_int_equal(chmod(file, 0644), 0);
+	assert_int_equal(store_open(&st, target), KILN_ECONFIG);
+	assert_non_null(strstr(kiln_error_last(), "others may read it"));
+	assert_null(strstr(kiln_error_last(), "Hunter2"));
+	assert_int_equal(chmod(file, 0600), 0);
+	assert_int_equal(store_open(&st, target), 0);
+	make_table(st);
+	assert_int_equal(count(st), 0);
+	store_close(st);
+	unlink(file);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -262,6 +295,7 @@ int main(void)
 		T(test_error_codes),
 		T(test_savepoints),
 		T(test_writers_serialised),
+		T(test_password_file),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
