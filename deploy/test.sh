@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need, builds kiln with sanitizers and -Werror,
-# and runs every test (ctest). Usage: deploy/test.sh [ctest arguments...]
+# and runs every test (ctest), then the store and integration tests again on a throw-away
+# PostgreSQL server. Usage: deploy/test.sh [ctest arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/packages.sh
@@ -11,6 +12,24 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DKILN_WERROR=ON \
 	-DKILN_SANITIZE=address,undefined -DKILN_TESTS=ON
 cmake --build "$build" -j"$(nproc)"
 (cd "$build" && ctest --output-on-failure -j"$(nproc)" "$@")
+
+# The PostgreSQL leg: one throw-away server (tests/pg/pg-server.sh) for the store unit tests
+# and the integration label, each test on databases of its own. The tests mostly wait
+# (kilnd, agents, BMC simulators), so more run at once than there are CPUs.
+# KILN_TEST_PG_LEG=0 leaves it out.
+if [ "${KILN_TEST_PG_LEG:-1}" != 0 ]; then
+	pgdir=$(mktemp -d /tmp/kiln-pg.XXXXXX)
+	eval "$(tests/pg/pg-server.sh start "$pgdir")"
+	export KILN_TEST_PG
+	start=$(date +%s)
+	rc=0
+	(cd "$build" && ctest --output-on-failure -j"${KILN_TEST_PG_JOBS:-$(($(nproc) * 2))}" \
+		-L 'store|integration' "$@") || rc=$?
+	echo "PostgreSQL leg: $(($(date +%s) - start)) s"
+	tests/pg/pg-server.sh stop "$pgdir"
+	unset KILN_TEST_PG
+	[ "$rc" = 0 ] || exit "$rc"
+fi
 
 # The libFuzzer harnesses of tests/fuzz, each for about 10 s from its seeds (a longer run:
 # tests/fuzz/README.md). Their corpus replays ran above with the unit tests.

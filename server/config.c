@@ -24,6 +24,17 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	KEY("", "allow_core_dumps", KILN_CFG_BOOL, allow_core_dumps, 0, 0, NULL, "no",
 	    "Let kilnd leave a core file when it crashes. A core holds secret.key and the BMC "
 	    "passwords in use: leave it off unless debugging on a machine you trust."),
+	KEY("store", "backend", KILN_CFG_ENUM, store_backend, 0, 0, "sqlite|postgresql", "sqlite",
+	    "Where kilnd keeps its data: sqlite, the file kiln.db in the state dir (one kilnd), "
+	    "or postgresql, the database named by connection."),
+	KEY("store", "connection", KILN_CFG_STRING, store_connection, 0, 0, NULL, NULL,
+	    "With backend = postgresql: the libpq connection string (host=db.lab port=5432 "
+	    "dbname=kiln user=kiln sslmode=verify-full) or URI (postgresql://kiln@db.lab/kiln). "
+	    "Put the password in password_file, not here."),
+	KEY("store", "password_file", KILN_CFG_STRING, store_password_file, 0, 0, NULL, NULL,
+	    "With backend = postgresql: a file whose first line is the database password, read "
+	    "at every connect and never logged. Others must not be able to read it (chmod 0600 "
+	    "or 0640 with kilnd's group)."),
 	KEY("http", "threads", KILN_CFG_INT, http_threads, 0, 256, NULL, "0",
 	    "Threads serving the REST API (epoll each); 0 means one per CPU, at most 16."),
 	KEY("http", "max_connections", KILN_CFG_INT, http_max_connections, 16, 1000000, NULL,

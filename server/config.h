@@ -30,6 +30,10 @@ struct kilnd_config {
 	int webhook_queue;       /* deliveries waiting at most; the oldest is dropped beyond */
 	double report_energy_price; /* per kWh, 0: no cost in the report */
 	char *report_currency;   /* shown with the cost, or NULL */
+	/* [store] */
+	char *store_backend;       /* sqlite|postgresql */
+	char *store_connection;    /* libpq connection string or URI, or NULL */
+	char *store_password_file; /* or NULL */
 	/* [bmc] the engine shared by the poller and the actions */
 	int bmc_fanout;          /* BMC requests in flight at most */
 	char *bmc_ca_dir;        /* nodes' tls_ca_file must be in it; NULL or "": anywhere */

@@ -39,7 +39,8 @@
 
 enum {
 	OPT_STATE_DIR = 256, OPT_LISTEN, OPT_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY, OPT_LOG_LEVEL,
-	OPT_LIST_ROUTES, OPT_PRINT_CONFIG_EXAMPLE, OPT_VERSION, OPT_HELP, OPT_BACKUP,
+	OPT_STORE_CONNECTION, OPT_LIST_ROUTES, OPT_PRINT_CONFIG_EXAMPLE, OPT_VERSION, OPT_HELP,
+	OPT_BACKUP,
 };
 
 static const struct option long_options[] = {
@@ -49,6 +50,7 @@ static const struct option long_options[] = {
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "store-connection", required_argument, NULL, OPT_STORE_CONNECTION },
 	{ "backup", required_argument, NULL, OPT_BACKUP },
 	{ "list-routes", no_argument, NULL, OPT_LIST_ROUTES },
 	{ "print-config-example", no_argument, NULL, OPT_PRINT_CONFIG_EXAMPLE },
@@ -62,6 +64,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kilnd --state-dir DIR [--listen ADDR:PORT] [--config FILE]\n"
 		"             [--tls-cert FILE --tls-key FILE] [--log-level error|warn|info|debug]\n"
+		"             [--store-connection CONNINFO]\n"
 		"       kilnd --state-dir DIR [--config FILE] --backup FILE\n"
 		"       kilnd --list-routes | --print-config-example | --version | --help\n"
 		"\n"
@@ -70,12 +73,41 @@ static void usage(FILE *f)
 		"  --config FILE       kilnd.conf (see deploy/kilnd.conf.example)\n"
 		"  --tls-cert/--tls-key  PEM certificate and key for HTTPS; without them a non-loopback\n"
 		"                      listen uses a generated self-signed certificate\n"
+		"  --store-connection CONNINFO  keep the data in PostgreSQL (libpq connection string\n"
+		"                      or URI): [store] backend = postgresql with this connection\n"
 		"  --backup FILE       copy kiln.db into FILE (while kilnd runs) and exit; FILE does\n"
 		"                      not hold secret.key: keep a copy of it with FILE\n"
 		"  --list-routes       print the REST endpoints and the role each needs\n");
 }
 
 /* Startup failures: one line, "kilnd: what went wrong". */
+/*
+ * The store target every thread opens (store_open()): the state dir's kiln.db, or with
+ * [store] backend = postgresql "postgresql:[password_file=FILE;]CONNECTION". *out is new.
+ */
+static int store_target(char **out, const struct kilnd_config *cfg, const struct statedir *sd)
+{
+	const char *file = cfg->store_password_file;
+	size_t len;
+
+	if (strcmp(cfg->store_backend, "postgresql") != 0) {
+		if (!(*out = statedir_file(sd, "kiln.db")))
+			return kiln_fail(KILN_ERROR, "out of memory");
+		return 0;
+	}
+	if (!cfg->store_connection || !*cfg->store_connection)
+		return kiln_fail(KILN_ECONFIG, "backend = postgresql needs connection");
+	if (file && (!*file || strchr(file, ';')))
+		return kiln_fail(KILN_ECONFIG, "password_file must be a path without ';'");
+	len = strlen(STORE_PG_PREFIX) + strlen(cfg->store_connection) +
+	      (file ? strlen(file) + 16 : 0) + 1;
+	if (!(*out = malloc(len)))
+		return kiln_fail(KILN_ERROR, "out of memory");
+	snprintf(*out, len, "%s%s%s%s%s", STORE_PG_PREFIX, file ? "password_file=" : "",
+		 file ? file : "", file ? ";" : "", cfg->store_connection);
+	return 0;
+}
+
 static int die(const char *what)
 {
 	const char *msg = kiln_error_last();
@@ -178,6 +210,7 @@ int main(int argc, char **argv)
 	struct kilnd_config cfg;
 	const char *state_dir = NULL, *config_path = NULL;
 	const char *over_listen = NULL, *over_cert = NULL, *over_key = NULL, *over_level = NULL;
+	const char *over_store = NULL;
 	const char *backup_file = NULL;
 	struct statedir *sd = NULL;
 	struct store *st = NULL;
@@ -209,6 +242,7 @@ int main(int argc, char **argv)
 		case OPT_TLS_CERT: over_cert = optarg; break;
 		case OPT_TLS_KEY: over_key = optarg; break;
 		case OPT_LOG_LEVEL: over_level = optarg; break;
+		case OPT_STORE_CONNECTION: over_store = optarg; break;
 		case OPT_BACKUP: backup_file = optarg; break;
 		case OPT_LIST_ROUTES:
 			ret = api_routes_print(stdout) < 0;
@@ -245,7 +279,9 @@ int main(int argc, char **argv)
 	if ((over_listen && kilnd_config_set(&cfg, "listen", over_listen) < 0) ||
 	    (over_cert && kilnd_config_set(&cfg, "tls_cert", over_cert) < 0) ||
 	    (over_key && kilnd_config_set(&cfg, "tls_key", over_key) < 0) ||
-	    (over_level && kilnd_config_set(&cfg, "log_level", over_level) < 0)) {
+	    (over_level && kilnd_config_set(&cfg, "log_level", over_level) < 0) ||
+	    (over_store && (kilnd_config_set(&cfg, "store.backend", "postgresql") < 0 ||
+			    kilnd_config_set(&cfg, "store.connection", over_store) < 0))) {
 		ret = die(NULL);
 		goto cleanup;
 	}
@@ -254,6 +290,13 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	kiln_log_set_level(level);
+	if (backup_file && strcmp(cfg.store_backend, "sqlite") != 0) {
+		/* PostgreSQL's own tools take the copy (kilnd(8), BACKUP AND RESTORE) */
+		fprintf(stderr, "kilnd: --backup: [store] backend = %s: back the database up with "
+				"pg_dump\n", cfg.store_backend);
+		ret = 1;
+		goto cleanup;
+	}
 	if (backup_file) {
 		ret = backup_run(state_dir, backup_file);
 		goto cleanup;
@@ -321,14 +364,14 @@ int main(int argc, char **argv)
 		log_info("created %s/secret.key (mode 0600): keep it with kiln.db, the BMC "
 			 "passwords are encrypted with it",
 			 sd->path);
-	db_path = statedir_file(sd, "kiln.db");
-	if (!db_path) {
-		ret = die("out of memory");
+	if (store_target(&db_path, &cfg, sd) < 0) {
+		ret = die("[store]");
 		goto cleanup;
 	}
-	db_existed = access(db_path, F_OK) == 0;
+	db_existed = store_target_is_pg(db_path) || access(db_path, F_OK) == 0;
 	if (store_open(&st, db_path) < 0) {
-		ret = die(db_path);
+		/* a PostgreSQL target is not printed: its connection string may hold a password */
+		ret = die(store_target_is_pg(db_path) ? "[store] postgresql" : db_path);
 		goto cleanup;
 	}
 	if (!db_existed)

@@ -127,6 +127,15 @@ static int record(sqlite3 *db, const struct kiln_migration *m)
 	return rc;
 }
 
+int migrate_check_newer(int current, int known)
+{
+	if (current <= known)
+		return 0;
+	return kiln_fail(KILN_ENEWER,
+			 "store: the database has schema version %d, newer than this kiln knows "
+			 "(%d): it was written by a newer kiln; upgrade kiln", current, known);
+}
+
 int migrate_apply(sqlite3 *db, const struct kiln_migration *list, unsigned count)
 {
 	int current = 0, known = count ? list[count - 1].number : 0;
@@ -149,12 +158,8 @@ int migrate_apply(sqlite3 *db, const struct kiln_migration *list, unsigned count
 	}
 	if ((ret = migrate_version(db, &current)) < 0)
 		goto cleanup;
-	if (current > known) {
-		ret = kiln_fail(KILN_ENEWER,
-				"store: the database has schema version %d, newer than this kiln knows "
-				"(%d): it was written by a newer kiln; upgrade kiln", current, known);
+	if ((ret = migrate_check_newer(current, known)) < 0)
 		goto cleanup;
-	}
 	for (unsigned i = 0; i < count; i++) {
 		const struct kiln_migration *m = &list[i];
 

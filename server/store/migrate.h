@@ -14,6 +14,10 @@
  */
 int migrate_apply(sqlite3 *db, const struct kiln_migration *list, unsigned count);
 
+/* KILN_ENEWER, naming both numbers, when the database's version current is above known,
+ * the last migration this kiln has (both backends refuse such a database). */
+int migrate_check_newer(int current, int known);
+
 /* Highest number in schema_version; 0 for a database without one. */
 int migrate_version(sqlite3 *db, int *out);
 

@@ -38,7 +38,29 @@ int store_list_grow(void **list, size_t *cap, size_t count, size_t sz)
 	return 0;
 }
 
-int store_open(struct store **out, const char *path)
+/* "postgresql:[password_file=FILE;]CONNINFO" (or a postgresql:// URI): the PostgreSQL
+ * backend; anything else is a SQLite path. */
+static int open_target(struct store *st, const char *target)
+{
+	const char *rest, *semi;
+	char *file;
+	int ret;
+
+	if (strncmp(target, STORE_PG_PREFIX, strlen(STORE_PG_PREFIX)) != 0)
+		return store_sqlite_open(st, target);
+	rest = target + strlen(STORE_PG_PREFIX);
+	if (strncmp(rest, "//", 2) == 0) /* a URI: libpq reads it whole */
+		return store_pg_open(st, target, NULL);
+	if (strncmp(rest, "password_file=", 14) != 0 || !(semi = strchr(rest, ';')))
+		return store_pg_open(st, rest, NULL);
+	if (!(file = strndup(rest + 14, (size_t)(semi - rest - 14))))
+		return kiln_fail(KILN_ERROR, "store: out of memory");
+	ret = store_pg_open(st, semi + 1, file);
+	free(file);
+	return ret;
+}
+
+int store_open(struct store **out, const char *target)
 {
 	struct store *st = calloc(1, sizeof(*st));
 	int ret;
@@ -46,12 +68,17 @@ int store_open(struct store **out, const char *path)
 	if (!st)
 		return kiln_fail(KILN_ERROR, "store: out of memory");
 	st->now = clock_time;
-	if ((ret = store_sqlite_open(st, path)) < 0) {
+	if ((ret = open_target(st, target)) < 0) {
 		store_close(st);
 		return ret;
 	}
 	*out = st;
 	return 0;
+}
+
+int store_target_is_pg(const char *target)
+{
+	return target && strncmp(target, STORE_PG_PREFIX, strlen(STORE_PG_PREFIX)) == 0;
 }
 
 void store_close(struct store *st)

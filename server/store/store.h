@@ -1,4 +1,4 @@
-/* kilnd's store: every SQL statement of kilnd lives behind these functions (SQLite today). */
+/* kilnd's store: every SQL statement of kilnd lives behind these functions (SQLite or PostgreSQL). */
 #ifndef KILN_STORE_H
 #define KILN_STORE_H
 
@@ -7,15 +7,23 @@
 
 #include <jansson.h>
 
-struct store; /* opaque: one SQLite connection with its prepared statements */
+struct store; /* opaque: one database connection with its prepared statements */
 
 /*
- * Opens (creating) the database at path in WAL mode and applies the embedded migrations
- * in order inside one transaction, recording each in schema_version. A database whose
- * schema_version is newer than this kiln knows fails with KILN_ENEWER and a message
- * naming both versions. Each thread that uses the store opens its own handle.
+ * Opens the store named by target and applies the embedded migrations in order inside one
+ * transaction, recording each in schema_version. A database whose schema_version is newer
+ * than this kiln knows fails with KILN_ENEWER and a message naming both versions. Each
+ * thread that uses the store opens its own handle.
+ *
+ * target is a SQLite path (created, opened in WAL mode), or "postgresql:" followed by a
+ * libpq connection string (or a whole postgresql:// URI), optionally led by
+ * "password_file=FILE;": the password is then read from FILE (which others must not be
+ * able to read) at every connect and never appears in a message.
  */
-int store_open(struct store **out, const char *path);
+#define STORE_PG_PREFIX "postgresql:"
+int store_open(struct store **out, const char *target);
+/* Whether target names the PostgreSQL backend. */
+int store_target_is_pg(const char *target);
 void store_close(struct store *st);
 
 /* Highest applied migration number. */

@@ -177,8 +177,15 @@ struct store {
 	int64_t (*now)(void); /* clock; time() unless a test replaces it */
 };
 
+/* The PostgreSQL advisory lock store_begin() takes (store_pg.c): kiln's writers, one at a
+ * time (tests hold it to stall a writer). */
+#define STORE_PG_WRITER_LOCK "7305874131"
+
 /* Opens the backends (store.c's store_open() chooses): 0 or an error; st->be set on success. */
 int store_sqlite_open(struct store *st, const char *path);
+/* conninfo: a libpq connection string or URI; password_file: NULL, or the file whose first
+ * line is the password. */
+int store_pg_open(struct store *st, const char *conninfo, const char *password_file);
 
 /*
  * The cached statement for id, prepared from sql on first use and reset otherwise.

@@ -2,7 +2,7 @@
 # Benchmark (on demand, not CI): agent-report ingest into kilnd from 10,000 distinct nodes.
 #
 # usage: tests/bench/ingest.sh [--nodes N] [--conns C] [--duration S] [--shape lean|full]
-#                              [--no-build] [--perf] [--build DIR] [--prime]
+#                              [--no-build] [--perf] [--build DIR] [--prime] [--pg]
 #   --shape lean   8-GPU report with the GPU fields kilnd reads (about 4.7 KB, the issue's 3-5 KB)
 #   --shape full   kiln-agent --print as it is, without Xid events (about 9.6 KB)
 #   --threads T    kilnd's [http] threads (default: kilnd's own choice)
@@ -10,19 +10,22 @@
 #   --build DIR    the build tree to use (default build-bench), e.g. one per helper
 #   --prime        one report per node before the measured run, so that every report of the
 #                  run updates a node that has a state (steady state, as in a running fleet)
+#   --pg           kilnd on PostgreSQL: a throw-away server (tests/pg/pg-server.sh) on this
+#                  machine, durable (fsync and synchronous_commit on, as SQLite's WAL here;
+#                  KILN_PG_DURABLE=0: off)
 #   KILN_BENCH_KEEP=1 keeps the temporary folder.
 #
 # Builds a plain RelWithDebInfo tree into build-bench, starts kilnd on 127.0.0.1 (plain HTTP,
 # ephemeral port, fresh state dir), makes N nodes (POST /nodes/import) and their agent tokens,
 # takes a real report (kiln-agent --print, fake NVML h100-8gpu config) as the template and
 # runs kiln-bench-ingest against it: round-robin over the nodes, report_id/time/host ids
-# varied. After kilnd stops, sqlite3 counts the stored reports: every acknowledged report must
-# be there.
+# varied. After kilnd stops, sqlite3 (psql with --pg) counts the stored reports: every
+# acknowledged report must be there.
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$SRC/build-bench
-NODES=10000 CONNS=32 DURATION=30 SHAPE=lean BUILD_IT=1 PERF=0 THREADS= PRIME=0
+NODES=10000 CONNS=32 DURATION=30 SHAPE=lean BUILD_IT=1 PERF=0 THREADS= PRIME=0 PG=0
 CMDLINE="tests/bench/ingest.sh $*"
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -33,9 +36,10 @@ while [ $# -gt 0 ]; do
 	--no-build) BUILD_IT=0; shift ;;
 	--perf) PERF=1; shift ;;
 	--prime) PRIME=1; shift ;;
+	--pg) PG=1; shift ;;
 	--threads) THREADS=$2; shift 2 ;;
 	--build) BUILD=$(realpath -m "$2"); shift 2 ;;
-	-h | --help) sed -n "2,21p" "$0"; exit 0 ;;
+	-h | --help) sed -n "2,23p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -69,6 +73,17 @@ CONF=()
 if [ -n "$THREADS" ]; then
 	printf '[http]\nthreads = %s\n' "$THREADS" >"$TMP/kilnd.conf"
 	CONF=(--config "$TMP/kilnd.conf")
+fi
+# count SQL: one number from the store kilnd wrote
+count() { sqlite3 -readonly "$TMP/kilnd/kiln.db" "$1"; }
+if [ "$PG" = 1 ]; then
+	PGDIR=$(mktemp -d /tmp/kiln-bench-pg.XXXXXX)
+	bench_pg_stop() { "$SRC/tests/pg/pg-server.sh" stop "$PGDIR" || true; bench_cleanup; }
+	trap bench_pg_stop EXIT
+	eval "$(KILN_PG_DURABLE=${KILN_PG_DURABLE:-1} "$SRC/tests/pg/pg-server.sh" start "$PGDIR")"
+	psql "$KILN_TEST_PG" -qc "CREATE DATABASE kiln_bench"
+	CONF+=(--store-connection "$KILN_TEST_PG dbname=kiln_bench")
+	count() { psql "$KILN_TEST_PG dbname=kiln_bench" -qAt -c "$1"; }
 fi
 "$BUILD/bin/kilnd" --state-dir "$TMP/kilnd" --listen 127.0.0.1:0 "${CONF[@]}" 2>"$TMP/kilnd.log" &
 KILND_PID=$!
@@ -112,8 +127,8 @@ if [ "$PERF" = 1 ]; then
 fi
 kill -TERM "$KILND_PID"; wait "$KILND_PID" || true
 ACKED=$(awk '$1 == "acknowledged" { print $2 }' "$TMP/load.txt")
-STORED=$(sqlite3 -readonly "$TMP/kilnd/kiln.db" "SELECT count(*) FROM agent_history")
-SEEN=$(sqlite3 -readonly "$TMP/kilnd/kiln.db" "SELECT count(*) FROM agent_reports_seen")
+STORED=$(count "SELECT count(*) FROM agent_history")
+SEEN=$(count "SELECT count(*) FROM agent_reports_seen")
 TCK=$(getconf CLK_TCK)
 printf '%-28s %s\n' "kilnd CPU s (whole run)" "$(awk -v a="$CPU0" -v b="$CPU1" -v t="$TCK" 'BEGIN { printf "%.1f", (b - a) / t }')"
 printf '%-28s %s\n' "kilnd CPU ms / stored report" "$(awk -v a="$CPU0" -v b="$CPU1" -v t="$TCK" -v n="$((STORED - ${PRIMED:-0}))" 'BEGIN { if (n > 0) printf "%.3f", (b - a) / t * 1000 / n }')"

@@ -16,6 +16,7 @@ unset _tool
 
 KILN_TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/kiln-test.XXXXXX") || exit 1
 KILN_TEST_PIDS=()
+KILN_TEST_PG_DBS=()   # the databases this script made (KILN_TEST_PG), dropped at exit
 
 # fail/pass MESSAGE: one check's outcome; fail counts into FAILS (the test sets FAILS=0).
 fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
@@ -52,7 +53,7 @@ kiln_test_report_id() {
 
 # Stops every kilnd this script started (by pid), then removes the temporary files.
 kiln_test_cleanup() {
-	local pid
+	local pid db
 	for pid in "${KILN_TEST_PIDS[@]}"; do
 		if kill -0 "$pid" 2>/dev/null; then
 			kill -TERM "$pid" 2>/dev/null
@@ -60,6 +61,12 @@ kiln_test_cleanup() {
 		fi
 	done
 	KILN_TEST_PIDS=()
+	if [ -n "${KILN_TEST_PG:-}" ] && [ -z "${KILN_TEST_KEEP:-}" ]; then
+		for db in "${KILN_TEST_PG_DBS[@]}"; do
+			psql "$KILN_TEST_PG" -qAt -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1
+		done
+	fi
+	KILN_TEST_PG_DBS=()
 	if [ -n "${KILN_TEST_KEEP:-}" ]; then
 		echo "kept $KILN_TEST_TMP" >&2
 	else
@@ -68,17 +75,80 @@ kiln_test_cleanup() {
 }
 trap kiln_test_cleanup EXIT
 
+# On the PostgreSQL leg (KILN_TEST_PG: tests/pg/pg-server.sh), kilnd keeps its data in a
+# database of that server, one per state dir. kiln_test_pg_db DIR sets KILN_TEST_PG_DB to
+# DIR's database name, making the database the first time (a restart of the same state dir
+# finds its data again; the name is kept beside DIR, in DIR.kiln-pg).
+kiln_test_pg_db() {
+	local mark="${1%/}.kiln-pg" name
+	if [ ! -s "$mark" ]; then
+		name=kiln_it_$(date +%s)_$$_$RANDOM
+		psql "$KILN_TEST_PG" -qAt -c "CREATE DATABASE $name" >/dev/null || return 1
+		echo "$name" >"$mark"
+		KILN_TEST_PG_DBS+=("$name")
+	fi
+	KILN_TEST_PG_DB=$(cat "$mark")
+}
+
+# kiln_test_sql SQL [STATE_DIR]: runs SQL on the database of STATE_DIR (default KILND_DIR)
+# on either backend and prints the rows as sqlite3 -batch -noheader does ("a|b", NULL empty);
+# SQL written in the dialect both accept (count(*), ||, LIKE, coalesce, no json_extract).
+kiln_test_sql() {
+	local dir=${2:-$KILND_DIR}
+	if [ -n "${KILN_TEST_PG:-}" ]; then
+		psql "$KILN_TEST_PG dbname=$(cat "${dir%/}.kiln-pg")" -qAtX -c "$1" 2>/dev/null
+	else
+		sqlite3 -batch -noheader "$dir/kiln.db" "$1" 2>/dev/null
+	fi
+}
+
+# kiln_test_json EXPR PATH: the SQL that reads PATH (a.b) of the JSON text EXPR on this run's
+# backend (SQLite's json_extract, PostgreSQL's #>>), for kiln_test_sql.
+kiln_test_json() {
+	if [ -n "${KILN_TEST_PG:-}" ]; then
+		printf "((%s)::json #>> '{%s}')" "$1" "${2//./,}"
+	else
+		printf "json_extract(%s, '\$.%s')" "$1" "$2"
+	fi
+}
+
+# kiln_test_sql_concat EXPR ORDER: the SQL aggregate of EXPR's values joined by commas, in
+# the order of ORDER (SQLite's group_concat in scan order, PostgreSQL's string_agg).
+kiln_test_sql_concat() {
+	if [ -n "${KILN_TEST_PG:-}" ]; then
+		printf "string_agg((%s)::text, ',' ORDER BY %s)" "$1" "$2"
+	else
+		printf "group_concat(%s)" "$1"
+	fi
+}
+
+# kiln_test_db_has TEXT [STATE_DIR]: whether TEXT stands anywhere in the stored data (the
+# SQLite files byte for byte; on PostgreSQL a pg_dump of the database).
+kiln_test_db_has() {
+	local dir=${2:-$KILND_DIR}
+	if [ -n "${KILN_TEST_PG:-}" ]; then
+		pg_dump "$KILN_TEST_PG dbname=$(cat "${dir%/}.kiln-pg")" 2>/dev/null | grep -qaF -- "$1"
+	else
+		cat "$dir"/kiln.db* 2>/dev/null | grep -qaF -- "$1"
+	fi
+}
+
 # kiln_test_start_kilnd [STATE_DIR [KILND_ARGS...]]
 # Starts kilnd on 127.0.0.1:0 (unless KILND_ARGS name another --listen) with STATE_DIR
 # (default: a new temporary one), waits for DIR/kilnd.url and /api/v1/health, and sets
 # KILND_DIR (the state dir; KILND_STATE names it too), KILND_PID, KILND_LOG (stderr,
 # appended), KILND_URL; exports KILN_URL and
 # KILN_TOKEN_FILE. Returns 1 (and prints the log) if kilnd exits or does not answer in 30 s.
+# With KILN_TEST_PG set, kilnd runs on STATE_DIR's own PostgreSQL database (kiln_test_pg_db).
 kiln_test_start_kilnd() {
-	local dir=${1:-} listen=(--listen 127.0.0.1:0) arg i
+	local dir=${1:-} listen=(--listen 127.0.0.1:0) store=() arg i
 	[ $# -gt 0 ] && shift
 	if [ -z "$dir" ]; then
 		dir=$(mktemp -d "$KILN_TEST_TMP/kilnd.XXXXXX") || return 1
+	fi
+	if [ -n "${KILN_TEST_PG:-}" ]; then
+		kiln_test_pg_db "$dir" || { echo "cannot make a test database" >&2; return 1; }
+		store=(--store-connection "$KILN_TEST_PG dbname=$KILN_TEST_PG_DB")
 	fi
 	for arg in "$@"; do
 		[ "$arg" = "--listen" ] && listen=()
@@ -87,7 +157,7 @@ kiln_test_start_kilnd() {
 	KILND_STATE=$dir
 	KILND_LOG=$dir/kilnd.log
 	rm -f "$dir/kilnd.url"
-	"$KILND" --state-dir "$dir" "${listen[@]}" "$@" 2>>"$KILND_LOG" &
+	"$KILND" --state-dir "$dir" "${listen[@]}" "${store[@]}" "$@" 2>>"$KILND_LOG" &
 	KILND_PID=$!
 	KILN_TEST_PIDS+=("$KILND_PID")
 	for ((i = 0; i < 300; i++)); do

@@ -99,7 +99,7 @@ for n in nodea nodeb; do
 		--bmc-password-file "$T/bmc.pw" >/dev/null || { echo "node add $n failed" >&2; exit 1; }
 	"$KILN" agent token "$n" >"$T/$n.token" 2>/dev/null || { echo "agent token $n failed" >&2; exit 1; }
 done
-sql() { sqlite3 -batch -noheader "$KILND_DIR/kiln.db" "$1" 2>/dev/null; }
+sql() { kiln_test_sql "$1"; }
 field() { "$KILN" status -o json | jq -r --arg n "$1" ".[] | select(.node == \$n) | .$2"; }
 agentf() { "$KILN" node show "$1" -o json | jq -r ".agent.$2"; }
 # The BMC serials are known before the agents report: the check against them is in force.

@@ -279,7 +279,7 @@ if grep -qa -- "$secret" "$KILND_LOG"; then
 else
 	pass "no password in kilnd's log"
 fi
-if grep -qa -- "$secret" "$KILND_STATE"/kiln.db* 2>/dev/null; then
+if kiln_test_db_has "$secret" "$KILND_STATE"; then
 	fail "the BMC password is in kiln.db in clear"
 else
 	pass "no password in kiln.db"

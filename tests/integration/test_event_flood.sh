@@ -11,7 +11,8 @@ KILN_LIB=${KILN_LIB:?"KILN_LIB must name the build's lib/ folder"}
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 command -v python3 >/dev/null || { echo "skipped: python3 (the webhook receiver) is missing"; exit 77; }
-command -v sqlite3 >/dev/null || { echo "skipped: the sqlite3 shell is missing"; exit 77; }
+[ -n "${KILN_TEST_PG:-}" ] || command -v sqlite3 >/dev/null ||
+	{ echo "skipped: the sqlite3 shell is missing"; exit 77; }
 FAILS=0
 T=$KILN_TEST_TMP
 REPORTS=5
@@ -50,8 +51,7 @@ urls = http://127.0.0.1:$(cat "$T/port")/hook
 min_severity = critical
 CONF
 kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
-DB=$KILND_DIR/kiln.db
-sql() { sqlite3 -batch -noheader "$DB" "$1" 2>/dev/null; }
+sql() { kiln_test_sql "$1"; }
 "$KILN_BIN/kiln" node add gpu01 >/dev/null || fail "node add"
 "$KILN_BIN/kiln" agent token gpu01 >"$T/token" 2>/dev/null || fail "agent token"
 NODE=$(sql "SELECT id FROM nodes WHERE name = 'gpu01'")

@@ -109,10 +109,10 @@ same "gpu01 is ok while its agent reports" "$(field gpu01 health)/$(field gpu01 
 # An unchanged health outcome is not written again on every sweep (here every second), only
 # once a minute: gpu01's health_time stands still over three sweeps.
 health_time() {
-	sqlite3 -batch -noheader "$KILND_DIR/kiln.db" \
+	kiln_test_sql \
 		"SELECT b.health_time FROM node_bmc_state b JOIN nodes n ON n.id = b.node_id WHERE n.name = 'gpu01'"
 }
-if command -v sqlite3 >/dev/null 2>&1; then
+if [ -n "${KILN_TEST_PG:-}" ] || command -v sqlite3 >/dev/null 2>&1; then
 	ht1=$(health_time)
 	sleep 3
 	ht2=$(health_time)

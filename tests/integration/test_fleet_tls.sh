@@ -11,7 +11,7 @@ SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
 
 KILN=$KILN_BIN/kiln
 MOCKUP=$SRC/tests/sim/fixtures/generic
-if ! command -v sqlite3 >/dev/null 2>&1; then
+if [ -z "${KILN_TEST_PG:-}" ] && ! command -v sqlite3 >/dev/null 2>&1; then
 	echo "skipped: the sqlite3 shell (to read the poller's failure count) is not installed"
 	exit 77
 fi
@@ -42,7 +42,6 @@ GOOD_HEX=$(printf '%s' "${GOOD_FP#*sha256:}" | tr -d ':' | tr 'A-F' 'a-f')
 # The fingerprint of another certificate: what the node was pinned to before the BMC's changed.
 OLD_FP=$(printf 'an older certificate' | sha256sum | cut -d' ' -f1)
 kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
-DB=$KILND_DIR/kiln.db
 
 printf 'password\n' >"$T/bmc.pw"
 "$KILN" node add good --bmc "redfish://127.0.0.1:${BMCSIM_PORTS[0]}" --bmc-user admin \
@@ -53,8 +52,8 @@ printf 'password\n' >"$T/bmc.pw"
 	{ echo "node add changed failed" >&2; exit 1; }
 
 status_field() { "$KILN" status -o json 2>/dev/null | jq -r --arg n "$1" ".[] | select(.node == \$n) | .$2"; }
-failures() { sqlite3 -batch -noheader "$DB" "SELECT b.failures FROM node_bmc_state b
-	JOIN nodes n ON n.id = b.node_id WHERE n.name = 'changed'" 2>/dev/null; }
+failures() { kiln_test_sql "SELECT b.failures FROM node_bmc_state b
+	JOIN nodes n ON n.id = b.node_id WHERE n.name = 'changed'"; }
 # Two refused polls at least (the second after the backoff), so a repeated event would show.
 settled() {
 	[ "$(status_field good power)" = on ] && [ "$(failures)" -ge 2 ] 2>/dev/null

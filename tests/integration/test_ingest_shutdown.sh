@@ -7,7 +7,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
-if ! command -v sqlite3 >/dev/null 2>&1; then
+if [ -z "${KILN_TEST_PG:-}" ] && ! command -v sqlite3 >/dev/null 2>&1; then
 	echo "skipped: the sqlite3 shell (to read stored rows) is not installed"
 	exit 77
 fi
@@ -16,7 +16,6 @@ N=${KILN_TEST_REPORTS:-150}
 
 kiln_test_start_kilnd || exit 1
 T=$KILN_TEST_TMP
-DB=$KILND_DIR/kiln.db
 "$KILN_BIN/kiln" node add gpu01 >/dev/null || { echo "node add failed" >&2; exit 1; }
 status=$(kiln_api POST /agent/tokens '{"node":"gpu01"}')
 [ "$status" = 201 ] || { echo "agent token: $status $(cat "$KILN_BODY_FILE")" >&2; exit 1; }
@@ -54,8 +53,7 @@ fi
 ok=0
 for i in $(seq 1 "$N"); do
 	code=$(cat "$T/out/$i" 2>/dev/null)
-	rows=$(sqlite3 -batch -noheader "$DB" \
-		"SELECT count(*) FROM agent_history WHERE report_id = '$(kiln_test_report_id "storm-$i")'" 2>/dev/null)
+	rows=$(kiln_test_sql "SELECT count(*) FROM agent_history WHERE report_id = '$(kiln_test_report_id "storm-$i")'")
 	case "$code" in
 	200 | 201)
 		ok=$((ok + 1))

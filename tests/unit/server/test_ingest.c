@@ -20,10 +20,12 @@
 #include "receive_gap.h"
 #include "kiln/error.h"
 #include "store/store.h"
+#include "store/store_internal.h"
+#include "store_db.h"
 
 struct fx {
 	char dir[64];
-	char db[128];
+	char db[FX_TARGET_MAX];
 	struct store *st;
 	int64_t node; /* "gpu01" */
 	int64_t other; /* "gpu02" */
@@ -51,9 +53,7 @@ static int fx_setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/kiln-ingest-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->db, sizeof(f->db), "%s/kiln.db", f->dir);
+	fx_db_make(f->dir, sizeof(f->dir), f->db, sizeof(f->db), "kiln-ingest");
 	assert_int_equal(store_open(&f->st, f->db), 0);
 	fake_now = 1700000000;
 	store_clock_set(f->st, fake_clock);
@@ -67,15 +67,9 @@ static int fx_setup(void **state)
 static int fx_teardown(void **state)
 {
 	struct fx *f = *state;
-	char p[160];
 
 	store_close(f->st);
-	unlink(f->db);
-	snprintf(p, sizeof(p), "%s-wal", f->db);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", f->db);
-	unlink(p);
-	assert_int_equal(rmdir(f->dir), 0);
+	fx_db_remove(f->dir, f->db);
 	free(f);
 	return 0;
 }
@@ -796,25 +790,47 @@ static void test_history_pruned(void **state)
 	assert_int_equal(store_wal_checkpoint(f->st), 0);
 }
 
+/* One text column of the first row of sql on f's database (either backend), copied into
+ * buf. */
+static const char *db_text(struct fx *f, const char *sql, char *buf, size_t len)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+
+	buf[0] = '\0';
+	if (fx_pg()) {
+		PGconn *c = PQconnectdb(f->db + strlen(STORE_PG_PREFIX));
+		PGresult *res = PQexec(c, sql);
+
+		assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+		if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
+			snprintf(buf, len, "%s", PQgetvalue(res, 0, 0));
+		PQclear(res);
+		PQfinish(c);
+		return buf;
+	}
+	assert_int_equal(sqlite3_open_v2(f->db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return buf;
+}
+
 /* ECC counts at the top of their range (issue 17, finding 6): the history row's sum
  * saturates instead of overflowing (UBSan aborted here: signed integer overflow). */
 static void test_ecc_sum_saturates(void **state)
 {
 	struct fx *f = *state;
 	json_t *r = mkreport("r1", 2);
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
+	char buf[32];
 
 	json_object_set_new(gpu(r, 0), "ecc_volatile_uncorrected", json_integer(INT64_MAX));
 	json_object_set_new(gpu(r, 1), "ecc_volatile_uncorrected", json_integer(INT64_MAX));
 	assert_int_equal(ingest(f, f->node, r, NULL), 0);
-	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, "SELECT ecc_uncorrected FROM agent_history", -1,
-					    &s, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-	assert_true(sqlite3_column_int64(s, 0) == INT64_MAX);
-	sqlite3_finalize(s);
-	sqlite3_close(db);
+	assert_true(strtoll(db_text(f, "SELECT ecc_uncorrected FROM agent_history", buf,
+				    sizeof(buf)), NULL, 10) == INT64_MAX);
 }
 
 /* Several threads queue reports for the writer at once, each waiting for its answer. */
@@ -900,21 +916,6 @@ static void test_submit_concurrent(void **state)
 	assert_int_equal(seen, THREADS * PER_THREAD / 2);
 }
 
-/* One text column of the first row of sql on f's database, copied into buf. */
-static const char *db_text(struct fx *f, const char *sql, char *buf, size_t len)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
-
-	buf[0] = '\0';
-	assert_int_equal(sqlite3_open_v2(f->db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
-		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(s, 0));
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return buf;
-}
 
 /* The body is stored as it came (not re-dumped); GPU rows are written only when they
  * changed; the history's GPU array has jansson's number format. */
@@ -1134,6 +1135,34 @@ static void test_writer_queue_full_and_stop(void **state)
 		ingest_report_free(r[i]);
 }
 
+/* Holds the store's write lock from another connection, as another kilnd would: SQLite's
+ * BEGIN IMMEDIATE, or the PostgreSQL backend's advisory lock in a transaction. */
+static void lock_hold(struct fx *f, sqlite3 **db, PGconn **pg)
+{
+	if (fx_pg()) {
+		PGresult *res;
+
+		*pg = PQconnectdb(f->db + strlen(STORE_PG_PREFIX));
+		res = PQexec(*pg, "BEGIN; SELECT pg_advisory_xact_lock(" STORE_PG_WRITER_LOCK ")");
+		assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+		PQclear(res);
+		return;
+	}
+	assert_int_equal(sqlite3_open(f->db, db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(*db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+}
+
+static void lock_release(sqlite3 *db, PGconn *pg)
+{
+	if (pg) {
+		PQclear(PQexec(pg, "COMMIT"));
+		PQfinish(pg);
+		return;
+	}
+	assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
 /* kilnd not receiving is a gap in every agent's silence (receive_gap.h): a writer held on
  * the store's lock past RECEIVE_GAP_STALL_S counts as one while it waits and marks its end;
  * a report refused for a full queue marks its moment. */
@@ -1144,14 +1173,14 @@ static void test_writer_stall_is_a_gap(void **state)
 	struct ingest_report *r[3] = { parsed("g1", 1), parsed("g2", 1), parsed("g3", 1) };
 	struct ingest_item it[3];
 	sqlite3 *locker = NULL;
+	PGconn *pg_locker = NULL;
 	int64_t before;
 
 	receive_gap_reset();
 	for (int i = 0; i < 3; i++)
 		it[i] = (struct ingest_item){ .node_id = f->node, .report = r[i] };
 	assert_int_equal(ingest_writer_start(f->db, 1), 0);
-	assert_int_equal(sqlite3_open(f->db, &locker), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(locker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	lock_hold(f, &locker, &pg_locker);
 	assert_int_equal(receive_gap_last(time(NULL)), 0);
 	assert_int_equal(ingest_enqueue(&it[0], w_queued, w_done, &w), 0);
 	sleep(RECEIVE_GAP_STALL_S + 1); /* under the store's 5 s busy timeout */
@@ -1159,14 +1188,13 @@ static void test_writer_stall_is_a_gap(void **state)
 	assert_int_equal(ingest_enqueue(&it[1], w_queued, w_done, &w), 0);
 	before = time(NULL);
 	assert_int_equal(ingest_enqueue(&it[2], w_queued, w_done, &w), KILN_EBUSY);
-	assert_int_equal(sqlite3_exec(locker, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	lock_release(locker, pg_locker);
 	w_wait(&w, 2);
 	assert_int_equal(it[0].rc, 0);
 	/* over: the last moment is the stall's end (or the refusal), no longer "now" */
 	assert_true(receive_gap_last(time(NULL) + 100) >= before);
 	assert_true(receive_gap_last(time(NULL) + 100) <= time(NULL));
 	ingest_writer_stop();
-	sqlite3_close(locker);
 	for (int i = 0; i < 3; i++)
 		ingest_report_free(r[i]);
 	receive_gap_reset();
@@ -1449,8 +1477,8 @@ static void test_identity_elsewhere(void **state)
 	assert_int_equal(ingest(f, f->node, foreign(mkreport("x1", 1), "ffff"), NULL),
 			 KILN_EIDENTITY);
 	assert_int_equal(ingest(f, f->node, mkreport("a3", 1), NULL), 0);
-	assert_string_equal(db_text(f, "SELECT ifnull(elsewhere_node, '-') || ' ' ||"
-				    " ifnull(mismatch_field, '-') FROM agent_identity i JOIN nodes n"
+	assert_string_equal(db_text(f, "SELECT coalesce(elsewhere_node, '-') || ' ' ||"
+				    " coalesce(mismatch_field, '-') FROM agent_identity i JOIN nodes n"
 				    " ON n.id = i.node_id WHERE n.name = 'gpu01'", buf, sizeof(buf)),
 			    "- host.dmi_serial");
 }

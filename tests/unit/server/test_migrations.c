@@ -16,6 +16,7 @@
 #include "store/migrate.h"
 #include "store/migrations.h"
 #include "store/store.h"
+#include "store_db.h"
 
 struct tmp {
 	char dir[64];
@@ -294,6 +295,61 @@ static void test_embedded_list_in_order(void **state)
 	assert_int_equal(kiln_migrations[0].number, 1);
 }
 
+/* PostgreSQL's list has the SQLite list's numbers and names, one for one (a number is one
+ * change on both backends, recorded in the same schema_version). */
+static void test_pg_list_matches(void **state)
+{
+	(void)state;
+	assert_int_equal(kiln_pg_migrations_count, kiln_migrations_count);
+	for (unsigned i = 0; i < kiln_migrations_count; i++) {
+		assert_int_equal(kiln_pg_migrations[i].number, kiln_migrations[i].number);
+		assert_string_equal(kiln_pg_migrations[i].name, kiln_migrations[i].name);
+	}
+}
+
+/* On PostgreSQL (KILN_TEST_PG): every migration applies and is recorded; a database written
+ * by a newer kiln is refused with KILN_ENEWER and left as it was. */
+static void test_pg_newer_refused(void **state)
+{
+	char dir[64], target[FX_TARGET_MAX], known[16];
+	struct store *st = NULL;
+	PGconn *c;
+	PGresult *res;
+	int v = 0;
+
+	(void)state;
+	if (!fx_pg()) {
+		print_message("skipped: KILN_TEST_PG names no PostgreSQL server\n");
+		skip();
+	}
+	fx_db_make(dir, sizeof(dir), target, sizeof(target), "kiln-migr-pg");
+	assert_int_equal(store_open(&st, target), 0);
+	assert_int_equal(store_schema_version(st, &v), 0);
+	assert_int_equal(v, kiln_migrations[kiln_migrations_count - 1].number);
+	store_close(st);
+	st = NULL;
+
+	c = PQconnectdb(target + strlen(STORE_PG_PREFIX));
+	res = PQexec(c, "SELECT count(*) FROM schema_version");
+	assert_int_equal(atoi(PQgetvalue(res, 0, 0)), (int)kiln_migrations_count);
+	PQclear(res);
+	res = PQexec(c, "INSERT INTO schema_version VALUES (999, '999_future', 0)");
+	assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+	PQclear(res);
+
+	assert_int_equal(store_open(&st, target), KILN_ENEWER);
+	assert_null(st);
+	snprintf(known, sizeof(known), "(%d)", kiln_migrations[kiln_migrations_count - 1].number);
+	assert_non_null(strstr(kiln_error_last(), "999"));
+	assert_non_null(strstr(kiln_error_last(), known));
+	assert_non_null(strstr(kiln_error_last(), "newer"));
+	res = PQexec(c, "SELECT max(version) FROM schema_version");
+	assert_int_equal(atoi(PQgetvalue(res, 0, 0)), 999);
+	PQclear(res);
+	PQfinish(c);
+	fx_db_remove(dir, target);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +361,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_lists, tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_telemetry_moved, tmp_setup, tmp_teardown),
 		cmocka_unit_test(test_embedded_list_in_order),
+		cmocka_unit_test(test_pg_list_matches),
+		cmocka_unit_test(test_pg_newer_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -429,6 +429,8 @@ static void section_nodes(struct run *r, struct ids *id)
 	OK(store_schema_version(r->st, &v));
 	out(r, "  version %d", v);
 	out(r, "  now %lld", (long long)store_now(r->st));
+	out(r, "  targets %d %d", store_target_is_pg("/var/lib/kiln/kiln.db"),
+	    store_target_is_pg(STORE_PG_PREFIX "dbname=kiln"));
 
 	out(r, "# nodes");
 	node_fill(&n, "gpu01", g12, 2);
@@ -1561,7 +1563,7 @@ static void run_pg(struct run *r, const char *base)
 	script(r);
 	store_close(r->st);
 	r->st = NULL;
-	snprintf(sql, sizeof(sql), "DROP DATABASE %s WITH (FORCE)", db);
+	snprintf(sql, sizeof(sql), "DROP DATABASE %s", db);
 	if (pg_admin(base, sql, err, sizeof(err)) < 0)
 		fprintf(stderr, "note: %s: %s", sql, err);
 	free(path);
