@@ -474,23 +474,11 @@ int store_bmc_sample_insert(struct store *st, int64_t node_id, int64_t time, dou
 	return ret < 0 ? (int)ret : 0;
 }
 
-/* A row of (node_id, time, temperature, power). */
-static int sample_read(const struct sql_row *r, void *elem)
-{
-	struct agent_sample *a = elem;
-
-	a->node_id = sql_col_int(r, 0);
-	a->time = sql_col_int(r, 1);
-	a->temperature_max_c = sql_col_real(r, 2);
-	a->power_draw_total_w = sql_col_real(r, 3);
-	return 0;
-}
-
 int store_bmc_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
 			   int64_t since, int64_t until)
 {
 	return sql_list(st, &SAMPLES_LIST, SQL_ARGS(SQL_INT(since), SQL_INT(until)), out, out_count,
-			sizeof(**out), sample_read, NULL);
+			sizeof(**out), store_sample_read, NULL);
 }
 
 int store_node_samples_list(struct store *st, struct agent_sample **out, size_t *out_count,
@@ -500,7 +488,7 @@ int store_node_samples_list(struct store *st, struct agent_sample **out, size_t 
 	return sql_list(st, bmc ? &NODE_BMC_SAMPLES : &NODE_AGENT_SAMPLES,
 			SQL_ARGS(SQL_INT(node_id), SQL_INT(since),
 				 limit ? SQL_LIMIT(limit) : SQL_INT(0)),
-			out, out_count, sizeof(**out), sample_read, NULL);
+			out, out_count, sizeof(**out), store_sample_read, NULL);
 }
 
 int store_bmc_history_prune(struct store *st, int64_t before, int limit, int *out_deleted)

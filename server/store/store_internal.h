@@ -230,6 +230,9 @@ int store_list_grow(void **list, size_t *cap, size_t count, size_t sz);
 int store_event_rows(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
 		     size_t n, struct event **out, size_t *out_count);
 
+/* Reads a (node_id, time, temperature, power) row into a struct agent_sample (sql_list). */
+int store_sample_read(const struct sql_row *r, void *elem);
+
 int64_t store_now(struct store *st);
 /* For tests: replaces the clock (NULL restores time()). */
 void store_clock_set(struct store *st, int64_t (*now)(void));

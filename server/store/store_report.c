@@ -39,7 +39,7 @@ int store_event_list_after(struct store *st, struct event **out, size_t *out_cou
 				out, out_count);
 }
 
-static int sample_read(const struct sql_row *r, void *elem)
+int store_sample_read(const struct sql_row *r, void *elem)
 {
 	struct agent_sample *a = elem;
 
@@ -54,5 +54,5 @@ int store_agent_samples_list(struct store *st, struct agent_sample **out, size_t
 			     int64_t since, int64_t until)
 {
 	return sql_list(st, &SAMPLES, SQL_ARGS(SQL_INT(since), SQL_INT(until)), out, out_count,
-			sizeof(**out), sample_read, NULL);
+			sizeof(**out), store_sample_read, NULL);
 }

@@ -83,16 +83,19 @@ summary() { [ "$(sql "SELECT count(*) FROM events WHERE node_id = $NODE AND kind
 wait_for "one summary event of what was held back" 20 summary && pass "one summary event"
 MSG=$(sql "SELECT message FROM events WHERE node_id = $NODE AND kind = 'events-held'")
 HELD=$((REPORTS * 256 - XIDS))
-# The Xids held back, and one more: the first report's Xid 79 turns the node's health
-# critical, and that change's event ("health ok -> critical: xid: critical Xid 79") comes
-# after its Xids have spent the budget. Nothing else of the node's is held.
-case $MSG in
-"$((HELD + 1)) event(s) held back "*"($((HELD + 1)) critical; "*"; by kind: xid $HELD, health 1; the last: xid: Xid 79"*)
+# The Xids held back, and the node's health change: the first report's Xid 79 turns its health
+# critical, and that change's event ("health ok -> critical: xid: critical Xid 79") comes after
+# its Xids have spent the budget. The budget refills at one event per 60/PER_NODE s, so when the
+# health sweep runs that late (a slow store, a loaded machine) the change is stored instead of
+# held. Either way it is counted exactly once, and nothing else of the node's is held.
+HEALTH_STORED=$(sql "SELECT count(*) FROM events WHERE node_id = $NODE AND kind = 'health'")
+case "$HEALTH_STORED:$MSG" in
+"0:$((HELD + 1)) event(s) held back "*"($((HELD + 1)) critical; "*"; by kind: xid $HELD, health 1; the last: xid: Xid 79"*)
 	pass "it counts the $HELD Xids and the health change held back: $MSG" ;;
-*) fail "the summary says '$MSG' (want $HELD Xids and 1 health change held back)" ;;
+"1:$HELD event(s) held back "*"($HELD critical; "*"; by kind: xid $HELD; the last: xid: Xid 79"*)
+	pass "it counts the $HELD Xids held back; the health change was stored after the budget refilled: $MSG" ;;
+*) fail "the summary says '$MSG' with $HEALTH_STORED health event(s) stored (want $HELD Xids held, and the health change held or stored, once)" ;;
 esac
-same "the node's health change is not in the events table (it was held)" \
-	"$(sql "SELECT count(*) FROM events WHERE node_id = $NODE AND kind = 'health'")" 0
 same "... and is critical, as they were" \
 	"$(sql "SELECT severity FROM events WHERE node_id = $NODE AND kind = 'events-held'")" 2
 CRIT=$(sql "SELECT count(*) FROM events WHERE node_id = $NODE AND severity = 2")
