@@ -64,7 +64,7 @@ for n in n0 n2; do
 		"$T/base.json" >"$T/$n.json"
 done
 post() { # post NODE REPORT_ID: one report with the node's agent token; prints the status
-	jq -c --arg id "$2" '.report_id = $id' "$T/$1.json" >"$T/post.json"
+	jq -c --arg id "$(kiln_test_report_id "$2")" '.report_id = $id' "$T/$1.json" >"$T/post.json"
 	curl -s -o "$T/post.out" -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$T/$1.token")" \
 		-H "Content-Type: application/json" --data-binary @"$T/post.json" "$KILN_URL/api/v1/agent/report"
 }
