@@ -174,7 +174,25 @@ struct params {
 	char (*num)[32];
 };
 
-static int params_fill(struct params *pp, const struct sql_arg *args, size_t n)
+/* Whether sql tests placeholder ?idx (1-based) with IS [NOT] NULL. PostgreSQL cannot type a
+ * parameter from "$3 IS NULL" when that comes before its other uses ("could not determine
+ * data type of parameter $3"), so a NULL bound there is sent as text. */
+static int null_tested(const char *sql, size_t idx)
+{
+	char pat[32];
+	size_t len;
+
+	snprintf(pat, sizeof(pat), "?%zu IS ", idx);
+	len = strlen(pat);
+	for (const char *p = strstr(sql, pat); p; p = strstr(p + 1, pat)) {
+		if (strncmp(p + len, "NULL", 4) == 0 || strncmp(p + len, "NOT NULL", 8) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int params_fill(struct params *pp, const char *sql, const struct sql_arg *args,
+		       size_t n)
 {
 	pp->types = calloc(n ? n : 1, sizeof(*pp->types));
 	pp->values = calloc(n ? n : 1, sizeof(*pp->values));
@@ -214,8 +232,10 @@ static int params_fill(struct params *pp, const struct sql_arg *args, size_t n)
 			pp->lengths[i] = (int)args[i].len;
 			pp->formats[i] = 1;
 			break;
-		default:
-			break; /* NULL, its type inferred */
+		default: /* NULL: its type inferred from where it stands */
+			if (null_tested(sql, i + 1))
+				pp->types[i] = OID_TEXT;
+			break;
 		}
 	}
 	return 0;
@@ -282,7 +302,7 @@ static int pg_run(struct store *st, const struct sql_stmt *q, const struct sql_a
 		return kiln_fail(KILN_EINVAL, "store: %s: %zu parameters", q->what, n);
 	if ((ret = reconnect(st)) < 0)
 		return ret;
-	if ((ret = params_fill(&pp, args, n)) < 0)
+	if ((ret = params_fill(&pp, q->pg ? q->pg : q->sql, args, n)) < 0)
 		goto done;
 	if (q->id == STMT_NONE) {
 		char *sql = rewrite(q->pg ? q->pg : q->sql);
