@@ -125,9 +125,9 @@ set(CPACK_COMPONENT_SERVER_DESCRIPTION
     "out-of-band fleet manager for GPU clusters: the server\n\
 kilnd talks Redfish and IPMI to the nodes' BMCs, receives the reports of\n\
 kiln-agent on every node, keeps the inventory and the history in SQLite\n\
-and serves the REST API the kiln command drives: power actions confirmed\n\
-by reading the state back, hung node detection, reinstalls, audits of\n\
-driver and CUDA versions.")
+(or PostgreSQL) and serves the REST API the kiln command drives: power\n\
+actions confirmed by reading the state back, hung node detection,\n\
+reinstalls, audits of driver and CUDA versions.")
 kiln_deb_control(SERVER server ${KILN_INSTALL_ETC}/kiln/kilnd.conf)
 
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME kiln-cli)

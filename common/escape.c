@@ -9,9 +9,7 @@
 /* The longest escape ("\uXXXX" or "\xNN") a character can take. */
 #define ESC_MAX 6
 
-/* Length of the valid UTF-8 sequence at p (1-4) with its code point in *cp, or 0 when the
- * bytes there are not one (the caller escapes the first byte and goes on). */
-static size_t utf8_seq(const unsigned char *p, uint32_t *cp)
+size_t kiln_utf8_seq(const unsigned char *p, uint32_t *cp)
 {
 	size_t n;
 	uint32_t c, min;
@@ -59,7 +57,7 @@ static size_t escape_into(char *out, size_t outlen, const char *s, int flags)
 		char esc[ESC_MAX + 1];
 		const char *piece = (const char *)p;
 		uint32_t cp = 0;
-		size_t n = utf8_seq(p, &cp), len = n;
+		size_t n = kiln_utf8_seq(p, &cp), len = n;
 
 		if (n == 0) {
 			len = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", p[0]);

@@ -41,6 +41,7 @@
 enum {
 	OPT_STATE_DIR = 256, OPT_LISTEN, OPT_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY, OPT_LOG_LEVEL,
 	OPT_STORE_CONNECTION, OPT_LIST_ROUTES, OPT_PRINT_CONFIG_EXAMPLE, OPT_VERSION, OPT_HELP,
+	OPT_BACKUP,
 };
 
 static const struct option long_options[] = {
@@ -51,6 +52,7 @@ static const struct option long_options[] = {
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "store-connection", required_argument, NULL, OPT_STORE_CONNECTION },
+	{ "backup", required_argument, NULL, OPT_BACKUP },
 	{ "list-routes", no_argument, NULL, OPT_LIST_ROUTES },
 	{ "print-config-example", no_argument, NULL, OPT_PRINT_CONFIG_EXAMPLE },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -64,6 +66,7 @@ static void usage(FILE *f)
 		"usage: kilnd --state-dir DIR [--listen ADDR:PORT] [--config FILE]\n"
 		"             [--tls-cert FILE --tls-key FILE] [--log-level error|warn|info|debug]\n"
 		"             [--store-connection CONNINFO]\n"
+		"       kilnd --state-dir DIR [--config FILE] --backup FILE\n"
 		"       kilnd --list-routes | --print-config-example | --version | --help\n"
 		"\n"
 		"  --state-dir DIR     kiln.db, secret.key, admin.token, TLS material (created 0700)\n"
@@ -73,6 +76,8 @@ static void usage(FILE *f)
 		"                      listen uses a generated self-signed certificate\n"
 		"  --store-connection CONNINFO  keep the data in PostgreSQL (libpq connection string\n"
 		"                      or URI): [store] backend = postgresql with this connection\n"
+		"  --backup FILE       copy kiln.db into FILE (while kilnd runs) and exit; FILE does\n"
+		"                      not hold secret.key: keep a copy of it with FILE\n"
 		"  --list-routes       print the REST endpoints and the role each needs\n");
 }
 
@@ -128,6 +133,37 @@ static int die(const char *what)
 	else
 		fprintf(stderr, "kilnd: %s\n", msg[0] ? msg : "failed");
 	return 1;
+}
+
+/*
+ * kilnd --backup: an online copy of the state folder's database into file, beside a running
+ * kilnd or not. Creates nothing in the state folder (a missing kiln.db is an error).
+ */
+static int backup_run(const char *state_dir, const char *file)
+{
+	char db[4096];
+	struct store *st = NULL;
+	int ret;
+
+	if ((size_t)snprintf(db, sizeof(db), "%s/kiln.db", state_dir) >= sizeof(db)) {
+		fprintf(stderr, "kilnd: --state-dir: path too long\n");
+		return 1;
+	}
+	if (access(db, F_OK) != 0) {
+		fprintf(stderr, "kilnd: --backup: %s: %s\n", db, strerror(errno));
+		return 1;
+	}
+	if (store_open(&st, db) < 0)
+		return die(db);
+	ret = store_backup(st, file);
+	store_close(st);
+	if (ret < 0)
+		return die("--backup");
+	fprintf(stderr,
+		"kilnd: backed up %s to %s; it does not hold secret.key: keep a copy of %s/secret.key "
+		"with it (the BMC passwords are sealed with that key)\n",
+		db, file, state_dir);
+	return 0;
 }
 
 /*
@@ -191,6 +227,7 @@ int main(int argc, char **argv)
 	const char *state_dir = NULL, *config_path = NULL;
 	const char *over_listen = NULL, *over_cert = NULL, *over_key = NULL, *over_level = NULL;
 	const char *over_store = NULL;
+	const char *backup_file = NULL;
 	struct statedir *sd = NULL;
 	struct store *st = NULL;
 	struct tlscert tls = { 0 };
@@ -223,6 +260,7 @@ int main(int argc, char **argv)
 		case OPT_TLS_KEY: over_key = optarg; break;
 		case OPT_LOG_LEVEL: over_level = optarg; break;
 		case OPT_STORE_CONNECTION: over_store = optarg; break;
+		case OPT_BACKUP: backup_file = optarg; break;
 		case OPT_LIST_ROUTES:
 			ret = api_routes_print(stdout) < 0;
 			goto cleanup;
@@ -269,6 +307,17 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	kiln_log_set_level(level);
+	if (backup_file && strcmp(cfg.store_backend, "sqlite") != 0) {
+		/* PostgreSQL's own tools take the copy (kilnd(8), BACKUP AND RESTORE) */
+		fprintf(stderr, "kilnd: --backup: [store] backend = %s: back the database up with "
+				"pg_dump\n", cfg.store_backend);
+		ret = 1;
+		goto cleanup;
+	}
+	if (backup_file) {
+		ret = backup_run(state_dir, backup_file);
+		goto cleanup;
+	}
 	if (api_listen_parse(&listen_at, cfg.listen) < 0) {
 		ret = die(NULL);
 		goto cleanup;

@@ -3,6 +3,7 @@
 #define KILN_ESCAPE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum {
 	KILN_ESC_QUOTE = 1, /* also '"' and '\\' (text quoted in a log line) */
@@ -21,5 +22,10 @@ char *kiln_escape(char *out, size_t outlen, const char *s, int flags);
 
 /* The same into a malloc'd string the caller frees (never cut); NULL when out of memory. */
 char *kiln_escape_dup(const char *s, int flags);
+
+/* Length (1-4) of the valid UTF-8 sequence at p with its code point in *cp, or 0 when the
+ * bytes there are not one (a stray continuation, overlong, a surrogate, past U+10FFFF, cut
+ * short: a NUL ends it too). */
+size_t kiln_utf8_seq(const unsigned char *p, uint32_t *cp);
 
 #endif

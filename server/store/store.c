@@ -81,11 +81,6 @@ int store_target_is_pg(const char *target)
 	return target && strncmp(target, STORE_PG_PREFIX, strlen(STORE_PG_PREFIX)) == 0;
 }
 
-const char *store_backend_name(const struct store *st)
-{
-	return st->be->name;
-}
-
 void store_close(struct store *st)
 {
 	if (!st)
@@ -145,4 +140,14 @@ void store_wal_frames_watch(struct store *st, int *frames)
 	*frames = 0;
 	if (st->be->log_watch)
 		st->be->log_watch(st, frames);
+}
+
+int store_backup(struct store *st, const char *path)
+{
+	if (!st->be->backup)
+		return kiln_fail(KILN_EINVAL,
+				 "store: backup: kiln does not copy a %s store: back it up with "
+				 "pg_dump, restore it with pg_restore (kilnd(8), BACKUP AND RESTORE)",
+				 st->be->name);
+	return st->be->backup(st, path);
 }

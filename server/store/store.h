@@ -24,12 +24,18 @@ struct store; /* opaque: one database connection with its prepared statements */
 int store_open(struct store **out, const char *target);
 /* Whether target names the PostgreSQL backend. */
 int store_target_is_pg(const char *target);
-/* "sqlite" or "postgresql". */
-const char *store_backend_name(const struct store *st);
 void store_close(struct store *st);
 
 /* Highest applied migration number. */
 int store_schema_version(struct store *st, int *out);
+
+/*
+ * Copies the database into path (replaced when it exists, mode 0600) while other handles and
+ * processes go on writing: SQLite's online backup of one read snapshot, written beside path
+ * and renamed onto it when complete. The copy does not hold secret.key. A backend without an
+ * online copy (PostgreSQL: pg_dump) fails with KILN_EINVAL and a message naming its tool.
+ */
+int store_backup(struct store *st, const char *path);
 
 /* --- nodes ------------------------------------------------------------------------- */
 

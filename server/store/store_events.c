@@ -5,69 +5,67 @@
 #include "kiln/error.h"
 #include "store/store_internal.h"
 
+/* IS NOT DISTINCT FROM: a fleet-wide event (node NULL) matches NULL. */
+static const struct sql_stmt EXISTS = {
+	STMT_EVENT_EXISTS, "looking an event up",
+	"SELECT CASE WHEN EXISTS (SELECT 1 FROM events WHERE node_id IS NOT DISTINCT FROM ?1"
+	" AND dedup_key = ?2) THEN 1 ELSE 0 END",
+	NULL};
+
+/* DO NOTHING covers only the uniqueness of (node, dedup_key): a node that does not exist is
+ * still an error. */
+static const struct sql_stmt INSERT = {
+	STMT_EVENT_INSERT, "adding an event",
+	"INSERT INTO events (time, node_id, severity, source, kind, message, dedup_key, bmc_time)"
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
+	NULL};
+
+static const struct sql_stmt LIST = {
+	STMT_EVENT_LIST, "reading events",
+	STORE_EVENT_SELECT " WHERE e.time >= ?1 ORDER BY e.time DESC, e.id DESC LIMIT ?2", NULL};
+
 int store_event_exists(struct store *st, int *out, int64_t node_id, const char *dedup_key)
 {
-	sqlite3_stmt *s = NULL;
-	int rc, ret;
+	int64_t found = 0;
+	int ret = sql_int(st, &EXISTS,
+			  SQL_ARGS(SQL_INT_OR_NULL(node_id, node_id == 0), SQL_TEXT(dedup_key)),
+			  &found);
 
-	if ((ret = store_stmt(st, &s, STMT_EVENT_EXISTS,
-			      "SELECT EXISTS (SELECT 1 FROM events WHERE node_id IS ?1"
-			      " AND dedup_key = ?2)")) < 0)
+	if (ret < 0)
 		return ret;
-	if (node_id)
-		sqlite3_bind_int64(s, 1, node_id);
-	store_bind_text(s, 2, dedup_key);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*out = sqlite3_column_int(s, 0);
-	else
-		ret = store_fail(st, rc, "looking an event up");
-	store_stmt_done(s);
-	return ret;
+	*out = found != 0;
+	return 0;
 }
 
 int store_event_insert(struct store *st, const struct event *ev, int *out_inserted)
 {
-	sqlite3_stmt *s = NULL;
-	int rc, ret;
+	int64_t changed;
 
 	if (ev->severity < SEV_INFO || ev->severity > SEV_CRITICAL)
 		return kiln_fail(KILN_EINVAL, "store: event severity %d out of range",
 				 (int)ev->severity);
 	if (!ev->source || !ev->kind || !ev->message)
 		return kiln_fail(KILN_EINVAL, "store: event without source, kind or message");
-	/* DO NOTHING covers only the uniqueness of (node, dedup_key): a node that does not
-	 * exist is still an error. */
-	if ((ret = store_stmt(st, &s, STMT_EVENT_INSERT,
-			      "INSERT INTO events (time, node_id, severity, source, kind, message,"
-			      " dedup_key, bmc_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
-			      " ON CONFLICT DO NOTHING")) < 0)
-		return ret;
-	sqlite3_bind_int64(s, 1, ev->time ? ev->time : store_now(st));
-	if (ev->node_id)
-		sqlite3_bind_int64(s, 2, ev->node_id);
-	sqlite3_bind_int(s, 3, (int)ev->severity);
-	store_bind_text(s, 4, ev->source);
-	store_bind_text(s, 5, ev->kind);
-	store_bind_text(s, 6, ev->message);
-	store_bind_text(s, 7, ev->dedup_key);
-	if (ev->bmc_time)
-		sqlite3_bind_int64(s, 8, ev->bmc_time);
-	rc = sqlite3_step(s);
-	if (rc != SQLITE_DONE) {
-		ret = store_fail(st, rc, "adding an event");
-		if (ret == KILN_ENOTFOUND)
-			kiln_fail(ret, "store: event for node id %lld: no such node",
-				  (long long)ev->node_id);
-	} else if (out_inserted) {
-		*out_inserted = sqlite3_changes(st->db) > 0;
-	}
-	store_stmt_done(s);
-	return ret;
+	changed = sql_exec(st, &INSERT,
+			   SQL_ARGS(SQL_INT(ev->time ? ev->time : store_now(st)),
+				    SQL_INT_OR_NULL(ev->node_id, ev->node_id == 0),
+				    SQL_INT(ev->severity), SQL_TEXT(ev->source), SQL_TEXT(ev->kind),
+				    SQL_TEXT(ev->message), SQL_TEXT(ev->dedup_key),
+				    SQL_INT_OR_NULL(ev->bmc_time, ev->bmc_time == 0)));
+	if (changed == KILN_ENOTFOUND)
+		return kiln_fail(KILN_ENOTFOUND, "store: event for node id %lld: no such node",
+				 (long long)ev->node_id);
+	if (changed < 0)
+		return (int)changed;
+	if (out_inserted)
+		*out_inserted = changed > 0;
+	return 0;
 }
 
-static void event_clear(struct event *e)
+static void event_clear(void *elem)
 {
+	struct event *e = elem;
+
 	free(e->node);
 	free(e->source);
 	free(e->kind);
@@ -84,58 +82,36 @@ void event_list_free(struct event *events, size_t count)
 	free(events);
 }
 
-int store_event_rows(struct store *st, sqlite3_stmt *s, struct event **out, size_t *out_count,
-		     const char *what)
+/* One row of STORE_EVENT_SELECT. */
+static int event_read(const struct sql_row *r, void *elem)
 {
-	struct event *list = NULL;
-	size_t count = 0, cap = 0;
-	int rc, ret = 0;
+	struct event *e = elem;
+	int64_t sev = sql_col_int(r, 4);
+	int ret;
 
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct event *e;
-		int sev;
-
-		if ((ret = store_list_grow((void **)&list, &cap, count, sizeof(*list))) < 0)
-			goto cleanup;
-		e = &list[count++];
-		e->id = sqlite3_column_int64(s, 0);
-		e->time = sqlite3_column_int64(s, 1);
-		e->node_id = sqlite3_column_int64(s, 2);
-		e->bmc_time = sqlite3_column_int64(s, 9);
-		sev = sqlite3_column_int(s, 4);
-		e->severity = sev <= SEV_INFO ? SEV_INFO : sev >= SEV_CRITICAL ? SEV_CRITICAL :
-										 SEV_WARNING;
-		if ((ret = store_column_strdup(&e->node, s, 3)) < 0 ||
-		    (ret = store_column_strdup(&e->source, s, 5)) < 0 ||
-		    (ret = store_column_strdup(&e->kind, s, 6)) < 0 ||
-		    (ret = store_column_strdup(&e->message, s, 7)) < 0 ||
-		    (ret = store_column_strdup(&e->dedup_key, s, 8)) < 0)
-			goto cleanup;
-	}
-	if (rc != SQLITE_DONE)
-		ret = store_fail(st, rc, what);
-cleanup:
-	store_stmt_done(s);
-	if (ret < 0) {
-		event_list_free(list, count);
+	e->id = sql_col_int(r, 0);
+	e->time = sql_col_int(r, 1);
+	e->node_id = sql_col_int(r, 2);
+	e->bmc_time = sql_col_int(r, 9);
+	e->severity = sev <= SEV_INFO ? SEV_INFO : sev >= SEV_CRITICAL ? SEV_CRITICAL : SEV_WARNING;
+	if ((ret = sql_col_strdup(r, 3, &e->node)) < 0 ||
+	    (ret = sql_col_strdup(r, 5, &e->source)) < 0 ||
+	    (ret = sql_col_strdup(r, 6, &e->kind)) < 0 ||
+	    (ret = sql_col_strdup(r, 7, &e->message)) < 0 ||
+	    (ret = sql_col_strdup(r, 8, &e->dedup_key)) < 0)
 		return ret;
-	}
-	*out = list;
-	*out_count = count;
 	return 0;
+}
+
+int store_event_rows(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
+		     size_t n, struct event **out, size_t *out_count)
+{
+	return sql_list(st, q, args, n, out, out_count, sizeof(**out), event_read, event_clear);
 }
 
 int store_event_list(struct store *st, struct event **out, size_t *out_count, int64_t since,
 		     size_t limit)
 {
-	sqlite3_stmt *s = NULL;
-	int ret;
-
-	if ((ret = store_stmt(st, &s, STMT_EVENT_LIST,
-			      STORE_EVENT_SELECT
-			      " WHERE e.time >= ?1 ORDER BY e.time DESC, e.id DESC LIMIT ?2")) < 0)
-		return ret;
-	sqlite3_bind_int64(s, 1, since);
-	store_bind_limit(s, 2, limit);
-	return store_event_rows(st, s, out, out_count, "reading events");
+	return store_event_rows(st, &LIST, SQL_ARGS(SQL_INT(since), SQL_LIMIT(limit)), out,
+				out_count);
 }

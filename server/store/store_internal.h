@@ -165,6 +165,9 @@ struct store_backend {
 	int (*schema_version)(struct store *st, int *out);
 	int (*checkpoint)(struct store *st); /* store_wal_checkpoint(); 0 where nothing to do */
 	void (*log_watch)(struct store *st, int *frames); /* store_wal_frames_watch() */
+	/* store_backup(): a consistent copy of the database into path while others write;
+	 * NULL where the backend's own tools do it (store.c answers with how). */
+	int (*backup)(struct store *st, const char *path);
 	void (*close)(struct store *st);
 };
 
@@ -228,15 +231,12 @@ int store_list_grow(void **list, size_t *cap, size_t count, size_t sz);
 
 /* The columns store_event_rows() reads, and the FROM clause they need (alias e). */
 #define STORE_EVENT_SELECT                                                                         \
-	"SELECT e.id, e.time, ifnull(e.node_id, 0), n.name, e.severity, e.source, e.kind,"       \
-	" e.message, e.dedup_key, ifnull(e.bmc_time, 0) FROM events e"                          \
+	"SELECT e.id, e.time, coalesce(e.node_id, 0), n.name, e.severity, e.source, e.kind,"     \
+	" e.message, e.dedup_key, coalesce(e.bmc_time, 0) FROM events e"                        \
 	" LEFT JOIN nodes n ON n.id = e.node_id"
-/*
- * Steps s (a bound STORE_EVENT_SELECT query) to its end into a new list of events; what
- * names the query in the error message. Ends s with store_stmt_done() either way.
- */
-int store_event_rows(struct store *st, sqlite3_stmt *s, struct event **out, size_t *out_count,
-		     const char *what);
+/* Runs q (a STORE_EVENT_SELECT query) with args into a new list of events. */
+int store_event_rows(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
+		     size_t n, struct event **out, size_t *out_count);
 
 int64_t store_now(struct store *st);
 /* For tests: replaces the clock (NULL restores time()). */

@@ -4,11 +4,18 @@
  * results read as text.
  *
  * Writers are serialised the way SQLite's BEGIN IMMEDIATE serialises them: store_begin()
- * takes one transaction-scoped advisory lock right after BEGIN, so a read-modify-write inside a transaction sees no other kiln
- * transaction's writes between its read and its write, across connections and kilnd
- * processes alike. SERIALIZABLE would give the same atomicity but fails a transaction at
- * commit instead, and kilnd's callers have no retry loops; the lock waits instead, at most
- * lock_timeout (the busy timeout SQLite has), then KILN_EBUSY.
+ * takes one transaction-scoped advisory lock right after BEGIN, so a read-modify-write inside
+ * a transaction sees no other kiln transaction's writes between its read and its write,
+ * across connections and kilnd processes alike. SERIALIZABLE would give the same atomicity
+ * but fails a transaction at commit instead, and kilnd's callers have no retry loops; the lock
+ * waits instead, at most lock_timeout (the busy timeout SQLite has), then KILN_EBUSY. A
+ * single write outside store_begin() takes no lock (as on SQLite it is atomic by itself; it
+ * is not ordered against another handle's read-modify-write the way SQLite's one writer
+ * orders it: a read-modify-write that must be atomic belongs inside store_begin()).
+ *
+ * Unlike SQLite, PostgreSQL fails the whole transaction at a failed statement: what follows
+ * fails until a rollback (to a savepoint: store_rollback_to() recovers), and store_commit()
+ * of such a transaction rolls back and says so.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -24,6 +31,7 @@
 #include <libpq-fe.h>
 
 #include "kiln/error.h"
+#include "kiln/escape.h"
 #include "store/migrate.h"
 #include "store/migrations.h"
 #include "store/store_internal.h"
@@ -55,14 +63,24 @@ static struct pg *pg_of(struct store *st)
 	return st->pg;
 }
 
-/* The libpq message without its trailing newline. */
+/* A libpq message on one line: its line breaks as "; ", none at the end. */
 static const char *message(const char *m, char *buf, size_t len)
 {
-	size_t n;
+	size_t n, o = 0;
 
-	snprintf(buf, len, "%s", m && *m ? m : "unknown error");
+	if (!m || !*m)
+		m = "unknown error";
+	for (const char *p = m; *p && o + 3 < len; p++) {
+		if (*p != '\n') {
+			buf[o++] = *p;
+		} else if (p[1]) {
+			buf[o++] = ';';
+			buf[o++] = ' ';
+		}
+	}
+	buf[o] = '\0';
 	n = strlen(buf);
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+	while (n > 0 && buf[n - 1] == ' ')
 		buf[--n] = '\0';
 	return buf;
 }
@@ -88,7 +106,9 @@ static int code_of(const char *state)
 static int pg_fail(struct store *st, PGresult *res, const char *what)
 {
 	char buf[512];
-	const char *m = res ? PQresultErrorMessage(res) : NULL;
+	/* the primary message alone ("duplicate key value violates ..."), without the
+	 * "ERROR:" and the LINE/DETAIL lines of PQresultErrorMessage */
+	const char *m = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	int code = code_of(res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL);
 
 	if (!m || !*m)
@@ -166,13 +186,58 @@ static void stmt_name(char *buf, size_t len, int id)
 	snprintf(buf, len, "kiln_%d", id);
 }
 
-/* The parameters as libpq wants them: text for numbers (into num), binary for blobs. */
+/* The parameters as libpq wants them: text for numbers (into num), binary for blobs, text
+ * that is not UTF-8 mended into fixed[i]. */
 struct params {
 	Oid *types;
 	const char **values;
 	int *lengths, *formats;
 	char (*num)[32];
+	char **fixed;
+	size_t n;
 };
+
+/*
+ * A copy of s with each byte that is not part of valid UTF-8 as U+FFFD, or NULL (s is valid,
+ * or out of memory: *err set). PostgreSQL refuses such text in a UTF-8 database ("invalid
+ * byte sequence", where SQLite stores or compares the bytes): a name looked up this way is
+ * simply not found, and a message is stored with the replacement character.
+ */
+static char *utf8_mended(const char *s, int *err)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t bad = 0, len = 0;
+	uint32_t cp;
+	char *out, *o;
+
+	*err = 0;
+	while (*p) {
+		size_t n = kiln_utf8_seq(p, &cp);
+
+		bad += n == 0;
+		len += n ? n : 3;
+		p += n ? n : 1;
+	}
+	if (!bad)
+		return NULL;
+	if (!(out = o = malloc(len + 1))) {
+		*err = 1;
+		return NULL;
+	}
+	for (p = (const unsigned char *)s; *p;) {
+		size_t n = kiln_utf8_seq(p, &cp);
+
+		if (n) {
+			memcpy(o, p, n);
+			o += n, p += n;
+		} else {
+			memcpy(o, "\xEF\xBF\xBD", 3);
+			o += 3, p++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
 
 /* Whether sql tests placeholder ?idx (1-based) with IS [NOT] NULL. PostgreSQL cannot type a
  * parameter from "$3 IS NULL" when that comes before its other uses ("could not determine
@@ -199,7 +264,9 @@ static int params_fill(struct params *pp, const char *sql, const struct sql_arg 
 	pp->lengths = calloc(n ? n : 1, sizeof(*pp->lengths));
 	pp->formats = calloc(n ? n : 1, sizeof(*pp->formats));
 	pp->num = calloc(n ? n : 1, sizeof(*pp->num));
-	if (!pp->types || !pp->values || !pp->lengths || !pp->formats || !pp->num)
+	pp->fixed = calloc(n ? n : 1, sizeof(*pp->fixed));
+	pp->n = n;
+	if (!pp->types || !pp->values || !pp->lengths || !pp->formats || !pp->num || !pp->fixed)
 		return kiln_fail(KILN_ERROR, "store: out of memory");
 	for (size_t i = 0; i < n; i++) {
 		switch (args[i].type) {
@@ -219,10 +286,16 @@ static int params_fill(struct params *pp, const char *sql, const struct sql_arg 
 			snprintf(pp->num[i], sizeof(pp->num[i]), "%.17g", args[i].r);
 			pp->values[i] = pp->num[i];
 			break;
-		case SQL_T_TEXT:
+		case SQL_T_TEXT: {
+			int err;
+
 			pp->types[i] = OID_TEXT;
-			pp->values[i] = args[i].p;
+			pp->fixed[i] = utf8_mended(args[i].p, &err);
+			if (err)
+				return kiln_fail(KILN_ERROR, "store: out of memory");
+			pp->values[i] = pp->fixed[i] ? pp->fixed[i] : args[i].p;
 			break;
+		}
 		case SQL_T_BLOB:
 			if (args[i].len > (size_t)INT32_MAX)
 				return kiln_fail(KILN_ETOOBIG, "store: a blob of %zu bytes",
@@ -248,6 +321,9 @@ static void params_clear(struct params *pp)
 	free(pp->lengths);
 	free(pp->formats);
 	free(pp->num);
+	for (size_t i = 0; pp->fixed && i < pp->n; i++)
+		free(pp->fixed[i]);
+	free(pp->fixed);
 }
 
 /* Prepares q on this connection under its slot's name unless it already is. */
@@ -726,8 +802,11 @@ static int connect_db(struct store *st, const char *conninfo, const char *passwo
 	int ret = 0;
 
 	if (!opts) {
-		ret = kiln_fail(KILN_ECONFIG, "store: the PostgreSQL connection string: %s",
-				message(err ? err : "out of memory", buf, sizeof(buf)));
+		/* libpq's own message quotes the string around the fault, which may be a
+		 * password: not repeated */
+		ret = kiln_fail(KILN_ECONFIG, err ? "store: the PostgreSQL connection string does "
+					      "not parse (keyword=value pairs, or a postgresql:// URI)"
+						  : "store: out of memory");
 		PQfreemem(err);
 		return ret;
 	}

@@ -11,10 +11,7 @@ static const struct sql_stmt LAST_ID = {
 
 static const struct sql_stmt EVENTS_AFTER = {
 	STMT_NONE, "reading events",
-	"SELECT e.id, e.time, coalesce(e.node_id, 0), n.name, e.severity, e.source, e.kind,"
-	" e.message, e.dedup_key FROM events e LEFT JOIN nodes n ON n.id = e.node_id"
-	" WHERE e.id > ?1 ORDER BY e.id LIMIT ?2",
-	NULL};
+	STORE_EVENT_SELECT " WHERE e.id > ?1 ORDER BY e.id LIMIT ?2", NULL};
 
 static const struct sql_stmt SAMPLES = {
 	STMT_NONE, "reading agent history",
@@ -33,50 +30,13 @@ int store_event_last_id(struct store *st, int64_t *out)
 	return 0;
 }
 
-/* The text columns of an event row and where they go; what event_clear() frees. */
-static const struct {
-	int col;
-	size_t off;
-} event_texts[] = {
-	{3, offsetof(struct event, node)},	 {5, offsetof(struct event, source)},
-	{6, offsetof(struct event, kind)},	 {7, offsetof(struct event, message)},
-	{8, offsetof(struct event, dedup_key)},
-};
-
-static char **event_text(struct event *e, size_t i)
-{
-	return (char **)((char *)e + event_texts[i].off);
-}
-
-static void event_clear(void *elem)
-{
-	for (size_t i = 0; i < sizeof(event_texts) / sizeof(event_texts[0]); i++)
-		free(*event_text(elem, i));
-}
-
-static int event_read(const struct sql_row *r, void *elem)
-{
-	struct event *e = elem;
-	int64_t sev = sql_col_int(r, 4);
-	int ret;
-
-	e->id = sql_col_int(r, 0);
-	e->time = sql_col_int(r, 1);
-	e->node_id = sql_col_int(r, 2);
-	e->severity = sev <= SEV_INFO ? SEV_INFO : sev >= SEV_CRITICAL ? SEV_CRITICAL : SEV_WARNING;
-	for (size_t i = 0; i < sizeof(event_texts) / sizeof(event_texts[0]); i++)
-		if ((ret = sql_col_strdup(r, event_texts[i].col, event_text(e, i))) < 0)
-			return ret;
-	return 0;
-}
-
 int store_event_list_after(struct store *st, struct event **out, size_t *out_count,
 			   int64_t after_id, size_t limit)
 {
 	if (limit == 0 || limit > 100000)
 		return kiln_fail(KILN_EINVAL, "store: event limit %zu out of range", limit);
-	return sql_list(st, &EVENTS_AFTER, SQL_ARGS(SQL_INT(after_id), SQL_LIMIT(limit)), out,
-			out_count, sizeof(**out), event_read, event_clear);
+	return store_event_rows(st, &EVENTS_AFTER, SQL_ARGS(SQL_INT(after_id), SQL_LIMIT(limit)),
+				out, out_count);
 }
 
 static int sample_read(const struct sql_row *r, void *elem)

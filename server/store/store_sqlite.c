@@ -322,6 +322,111 @@ static void sqlite_log_watch(struct store *st, int *frames)
 	sqlite3_wal_hook(st->db, wal_frames_note, frames);
 }
 
+/* Syncs the folder that holds path, so that a rename into it survives a crash. */
+static int dir_sync(const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	int fd, ret = 0;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if ((size_t)snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path + 1), path) >=
+		 sizeof(dir))
+		return kiln_fail(KILN_EINVAL, "store: backup: path too long");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		ret = kiln_fail(KILN_ERROR, "store: backup: syncing %s: %s", dir, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/*
+ * The online backup API copies one read snapshot in a single step (a WAL reader does not
+ * stop the writers of other processes), into path.partial first: a failed or interrupted
+ * backup never leaves a half copy under the name. The copy is checked (quick_check) and made
+ * a plain rollback-journal file, so that it is one self-contained file.
+ */
+static int sqlite_backup(struct store *st, const char *path)
+{
+	char tmp[4096], val[64];
+	sqlite3 *dst = NULL;
+	sqlite3_backup *b;
+	struct store copy = { 0 };
+	int fd, rc, tries = 0, ret = 0;
+
+	const char *live = sqlite3_db_filename(st->db, "main");
+	struct stat a, bs;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.partial", path) >= sizeof(tmp))
+		return kiln_fail(KILN_EINVAL, "store: backup: path too long");
+	/* Renaming a copy over the live database would lose the writes since the copy. */
+	if (live && *live && stat(live, &a) == 0 && stat(path, &bs) == 0 && a.st_dev == bs.st_dev &&
+	    a.st_ino == bs.st_ino)
+		return kiln_fail(KILN_EINVAL, "store: backup: %s is the database itself", path);
+	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return kiln_fail(KILN_ERROR, "store: backup: %s: %s", tmp, strerror(errno));
+	close(fd);
+	rc = sqlite3_open_v2(tmp, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		ret = kiln_fail(KILN_ERROR, "store: backup: opening %s: %s", tmp,
+				dst ? sqlite3_errmsg(dst) : sqlite3_errstr(rc));
+		goto cleanup;
+	}
+	b = sqlite3_backup_init(dst, "main", st->db, "main");
+	if (!b) {
+		ret = kiln_fail(KILN_ERROR, "store: backup: %s", sqlite3_errmsg(dst));
+		goto cleanup;
+	}
+	/* A writer holding the lock past the busy timeout: wait and copy again, 30 s at most. */
+	while ((rc = sqlite3_backup_step(b, -1)) == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+		if (++tries > 300)
+			break;
+		sqlite3_sleep(100);
+	}
+	sqlite3_backup_finish(b);
+	if (rc != SQLITE_DONE) {
+		ret = kiln_fail(rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? KILN_EBUSY : KILN_ERROR,
+				"store: backup: copying into %s: %s", tmp, sqlite3_errstr(rc));
+		goto cleanup;
+	}
+	copy.db = dst;
+	if ((ret = pragma(&copy, "PRAGMA journal_mode = DELETE", val, sizeof(val))) < 0 ||
+	    (ret = pragma(&copy, "PRAGMA quick_check", val, sizeof(val))) < 0)
+		goto cleanup;
+	if (strcmp(val, "ok") != 0) {
+		ret = kiln_fail(KILN_ERROR, "store: backup: %s fails its check: %s", tmp, val);
+		goto cleanup;
+	}
+	rc = sqlite3_close(dst);
+	dst = NULL;
+	if (rc != SQLITE_OK) {
+		ret = kiln_fail(KILN_ERROR, "store: backup: closing %s: %s", tmp, sqlite3_errstr(rc));
+		goto cleanup;
+	}
+	fd = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fsync(fd) < 0)
+		ret = kiln_fail(KILN_ERROR, "store: backup: syncing %s: %s", tmp, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	if (ret < 0)
+		goto cleanup;
+	if (rename(tmp, path) < 0) {
+		ret = kiln_fail(KILN_ERROR, "store: backup: renaming %s to %s: %s", tmp, path,
+				strerror(errno));
+		goto cleanup;
+	}
+	ret = dir_sync(path);
+cleanup:
+	if (dst)
+		sqlite3_close(dst);
+	if (ret < 0)
+		unlink(tmp);
+	return ret;
+}
+
 static void sqlite_close(struct store *st)
 {
 	for (int i = 0; i < STMT_COUNT; i++)
@@ -347,6 +452,7 @@ static const struct store_backend sqlite_backend = {
 	.schema_version = sqlite_schema_version,
 	.checkpoint = sqlite_checkpoint,
 	.log_watch = sqlite_log_watch,
+	.backup = sqlite_backup,
 	.close = sqlite_close,
 };
 

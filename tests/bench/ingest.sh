@@ -11,7 +11,8 @@
 #   --prime        one report per node before the measured run, so that every report of the
 #                  run updates a node that has a state (steady state, as in a running fleet)
 #   --pg           kilnd on PostgreSQL: a throw-away server (tests/pg/pg-server.sh) on this
-#                  machine, durable (fsync and synchronous_commit on, as SQLite's WAL here)
+#                  machine, durable (fsync and synchronous_commit on, as SQLite's WAL here;
+#                  KILN_PG_DURABLE=0: off)
 #   KILN_BENCH_KEEP=1 keeps the temporary folder.
 #
 # Builds a plain RelWithDebInfo tree into build-bench, starts kilnd on 127.0.0.1 (plain HTTP,
@@ -79,7 +80,7 @@ if [ "$PG" = 1 ]; then
 	PGDIR=$(mktemp -d /tmp/kiln-bench-pg.XXXXXX)
 	bench_pg_stop() { "$SRC/tests/pg/pg-server.sh" stop "$PGDIR" || true; bench_cleanup; }
 	trap bench_pg_stop EXIT
-	eval "$(KILN_PG_DURABLE=1 "$SRC/tests/pg/pg-server.sh" start "$PGDIR")"
+	eval "$(KILN_PG_DURABLE=${KILN_PG_DURABLE:-1} "$SRC/tests/pg/pg-server.sh" start "$PGDIR")"
 	psql "$KILN_TEST_PG" -qc "CREATE DATABASE kiln_bench"
 	CONF+=(--store-connection "$KILN_TEST_PG dbname=kiln_bench")
 	count() { psql "$KILN_TEST_PG dbname=kiln_bench" -qAt -c "$1"; }

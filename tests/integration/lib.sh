@@ -54,8 +54,7 @@ kiln_test_cleanup() {
 	KILN_TEST_PIDS=()
 	if [ -n "${KILN_TEST_PG:-}" ] && [ -z "${KILN_TEST_KEEP:-}" ]; then
 		for db in "${KILN_TEST_PG_DBS[@]}"; do
-			psql "$KILN_TEST_PG" -qAt -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" \
-				>/dev/null 2>&1
+			psql "$KILN_TEST_PG" -qAt -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1
 		done
 	fi
 	KILN_TEST_PG_DBS=()
@@ -94,6 +93,26 @@ kiln_test_sql() {
 	fi
 }
 
+# kiln_test_json EXPR PATH: the SQL that reads PATH (a.b) of the JSON text EXPR on this run's
+# backend (SQLite's json_extract, PostgreSQL's #>>), for kiln_test_sql.
+kiln_test_json() {
+	if [ -n "${KILN_TEST_PG:-}" ]; then
+		printf "((%s)::json #>> '{%s}')" "$1" "${2//./,}"
+	else
+		printf "json_extract(%s, '\$.%s')" "$1" "$2"
+	fi
+}
+
+# kiln_test_sql_concat EXPR ORDER: the SQL aggregate of EXPR's values joined by commas, in
+# the order of ORDER (SQLite's group_concat in scan order, PostgreSQL's string_agg).
+kiln_test_sql_concat() {
+	if [ -n "${KILN_TEST_PG:-}" ]; then
+		printf "string_agg((%s)::text, ',' ORDER BY %s)" "$1" "$2"
+	else
+		printf "group_concat(%s)" "$1"
+	fi
+}
+
 # kiln_test_db_has TEXT [STATE_DIR]: whether TEXT stands anywhere in the stored data (the
 # SQLite files byte for byte; on PostgreSQL a pg_dump of the database).
 kiln_test_db_has() {
@@ -102,15 +121,6 @@ kiln_test_db_has() {
 		pg_dump "$KILN_TEST_PG dbname=$(cat "${dir%/}.kiln-pg")" 2>/dev/null | grep -qaF -- "$1"
 	else
 		cat "$dir"/kiln.db* 2>/dev/null | grep -qaF -- "$1"
-	fi
-}
-
-# kiln_test_sqlite_only WHAT: on the PostgreSQL leg, skips the whole test (exit 77), saying
-# that WHAT reads the SQLite file itself; on SQLite, returns.
-kiln_test_sqlite_only() {
-	if [ -n "${KILN_TEST_PG:-}" ]; then
-		echo "skipped on PostgreSQL: $1 reads kiln.db (the SQLite file) itself"
-		exit 77
 	fi
 }
 

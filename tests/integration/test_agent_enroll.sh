@@ -9,14 +9,13 @@ SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
 KILN_LIB=${KILN_LIB:?"KILN_LIB must name the build's lib/ folder"}
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
-kiln_test_sqlite_only "its checks (json_extract)"
 
 KILN=$KILN_BIN/kiln
 AGENT=$KILN_BIN/kiln-agent
 NVML=$KILN_LIB/fake-nvml/libnvidia-ml.so.1
 NVML_CONF=$SRC/tests/fake-nvml/configs/h100-8gpu.conf
 ROOT=$SRC/tests/fixtures/agent/roots/h100
-if ! command -v sqlite3 >/dev/null 2>&1; then
+if [ -z "${KILN_TEST_PG:-}" ] && ! command -v sqlite3 >/dev/null 2>&1; then
 	echo "skipped: the sqlite3 shell is not installed"
 	exit 77
 fi
@@ -32,8 +31,7 @@ enroll_burst = 10
 enroll_rate = 1
 CONF
 kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
-DB=$KILND_DIR/kiln.db
-sql() { sqlite3 -batch -noheader "$DB" "$1" 2>/dev/null; }
+sql() { kiln_test_sql "$1"; }
 node_id() { sql "SELECT id FROM nodes WHERE name = '$1'"; }
 
 # mkroot NAME HOSTNAME DMI_SERIAL MACHINE_ID BOOT_ID: the H100 fixture root as another machine.
@@ -107,7 +105,7 @@ sql "INSERT INTO jobs (node_id, image, image_kind, state, step, step_started, bo
 mkroot gpu03-new gpu03 SN-gpu03 "$(printf '%032x' 333)" 33333333-2222-4222-8222-222222222222
 agent gpu03-new --enroll-token-file "$T/enroll.token" ||
 	fail "the reinstalled gpu03 did not enroll: $(tail -3 "$T/agent-gpu03-new.log")"
-same "... matched by its reinstall" "$(sql "SELECT json_extract(detail, '$.matched_by') FROM audit_log
+same "... matched by its reinstall" "$(sql "SELECT $(kiln_test_json detail matched_by) FROM audit_log
 	WHERE action = 'agent.enroll' ORDER BY id DESC LIMIT 1")" reinstall
 same "... and its report was stored (the job takes the new machine id)" \
 	"$(sql "SELECT machine_id FROM node_agent_state WHERE node_id = $(node_id gpu03)")" "$(printf '%032x' 333)"

@@ -7,14 +7,13 @@ SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
 KILN_LIB=${KILN_LIB:?"KILN_LIB must name the build's lib/ folder"}
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
-kiln_test_sqlite_only "its checks (json_extract, sqlite3 writes)"
 
 KILN=$KILN_BIN/kiln
 AGENT=$KILN_BIN/kiln-agent
 NVML=$KILN_LIB/fake-nvml/libnvidia-ml.so.1
 NVML_CONF=$SRC/tests/fake-nvml/configs/h100-8gpu.conf
 ROOT=$SRC/tests/fixtures/agent/roots/h100
-if ! command -v sqlite3 >/dev/null 2>&1; then
+if [ -z "${KILN_TEST_PG:-}" ] && ! command -v sqlite3 >/dev/null 2>&1; then
 	echo "skipped: the sqlite3 shell (to count stored rows) is not installed"
 	exit 77
 fi
@@ -27,7 +26,6 @@ FAILS=0
 kiln_test_start_kilnd || exit 1
 T=$KILN_TEST_TMP
 DIR=$KILND_DIR
-DB=$DIR/kiln.db
 PORT=${KILND_URL##*:}
 AGENT_PIDS=()
 on_exit() {
@@ -39,7 +37,7 @@ on_exit() {
 }
 trap on_exit EXIT
 
-sql() { sqlite3 -batch -noheader "$DB" "$1" 2>/dev/null; }
+sql() { kiln_test_sql "$1" "$DIR"; }
 node_id() { sql "SELECT id FROM nodes WHERE name = '$1'"; }
 history_rows() { sql "SELECT count(*) FROM agent_history WHERE node_id = $(node_id "$1")"; }
 
@@ -132,7 +130,7 @@ same "a duplicate adds no history row (two runs of gpu01; the spoof was refused)
 # --- enrollment --------------------------------------------------------------------------
 "$KILN" agent enroll-token create --name fleet >"$T/enroll.token" 2>/dev/null ||
 	fail "kiln agent enroll-token create"
-sqlite3 "$DB" "UPDATE nodes SET bmc_serial = 'SN-0003' WHERE name = 'gpu03'" ||
+kiln_test_sql "UPDATE nodes SET bmc_serial = 'SN-0003' WHERE name = 'gpu03'" "$DIR" >/dev/null ||
 	fail "setting gpu03's BMC serial"
 # By serial: the reinstalled machine has a new host name.
 agent reinstalled --once --enroll-token-file "$T/enroll.token" ||
@@ -225,7 +223,7 @@ kill -TERM "$AGENT6"
 wait "$AGENT6"
 AGENT_PIDS=()
 same "the spool drained" "$(spooled)" 0
-LAST_SEQ=$(sql "SELECT json_extract(report, '$.agent.seq') FROM node_agent_state WHERE node_id = $(node_id gpu06)")
+LAST_SEQ=$(sql "SELECT $(kiln_test_json report agent.seq) FROM node_agent_state WHERE node_id = $(node_id gpu06)")
 ROWS=$(history_rows gpu06)
 same "every report the agent made is stored once (rows = agent seq)" "$ROWS" "$LAST_SEQ"
 same "distinct report ids" \

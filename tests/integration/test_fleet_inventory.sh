@@ -7,7 +7,6 @@ SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
 KILN_LIB=${KILN_LIB:?"KILN_LIB must name the build's lib/ folder"}
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
-kiln_test_sqlite_only "its checks (group_concat, json_extract)"
 # shellcheck source=../sim/bmcsim.sh
 . "$SRC/tests/sim/bmcsim.sh"
 
@@ -18,7 +17,7 @@ NVML_CONF=$SRC/tests/fake-nvml/configs/h100-8gpu.conf
 ROOT=$SRC/tests/fixtures/agent/roots/h100
 GENERIC=$SRC/tests/sim/fixtures/generic
 IDRAC=$SRC/tests/sim/fixtures/idrac9
-if ! command -v sqlite3 >/dev/null 2>&1; then
+if [ -z "${KILN_TEST_PG:-}" ] && ! command -v sqlite3 >/dev/null 2>&1; then
 	echo "skipped: the sqlite3 shell (to read stored rows) is not installed"
 	exit 77
 fi
@@ -51,8 +50,7 @@ PORT_GENERIC=$BMCSIM_PORT
 bmcsim_start "$T/sim-idrac" "$IDRAC" || exit 1
 PORT_IDRAC=$BMCSIM_PORT
 kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
-DB=$KILND_DIR/kiln.db
-sql() { sqlite3 -batch -noheader "$DB" "$1" 2>/dev/null; }
+sql() { kiln_test_sql "$1"; }
 
 printf 'password\n' >"$T/bmc.pw"
 "$KILN" node add gpu01 --bmc "redfish+http://127.0.0.1:$PORT_GENERIC" --bmc-user admin \
@@ -60,7 +58,7 @@ printf 'password\n' >"$T/bmc.pw"
 "$KILN" node add gpu02 --bmc "redfish+http://127.0.0.1:$PORT_IDRAC" --bmc-user admin \
 	--bmc-password-file "$T/bmc.pw" >/dev/null || { echo "node add gpu02 failed" >&2; exit 1; }
 
-serial_of() { sql "SELECT ifnull(bmc_serial, '') FROM nodes WHERE name = '$1'"; }
+serial_of() { sql "SELECT coalesce(bmc_serial, '') FROM nodes WHERE name = '$1'"; }
 inventoried() {
 	[ "$(serial_of gpu01)" = "$SERIAL" ] &&
 		[ "$(sql "SELECT count(*) FROM node_inventory")" = 2 ]
@@ -70,7 +68,7 @@ wait_for "the poller stored both inventories and gpu01's BMC serial" 40 inventor
 same "gpu02's stored BMC firmware" \
 	"$(sql "SELECT i.bmc_firmware FROM node_inventory i JOIN nodes n ON n.id = i.node_id
 		WHERE n.name = 'gpu02'")" "$FW_IDRAC"
-INV_TIME=$(sql "SELECT group_concat(time) FROM node_inventory ORDER BY node_id")
+INV_TIME=$(sql "SELECT $(kiln_test_sql_concat time node_id) FROM node_inventory")
 
 # mkroot NAME HOSTNAME DMI_SERIAL: a copy of the H100 fixture root as another machine.
 mkroot() {
@@ -94,7 +92,7 @@ mkroot fresh freshly-installed "$SERIAL"
 agent fresh --enroll-token-file "$T/enroll.token" ||
 	fail "enrollment by serial: $(tail -3 "$T/agent-fresh.log")"
 same "enrolled to gpu01 by the serial the poller stored" \
-	"$(sql "SELECT json_extract(detail, '$.matched_by') || ' ' || target FROM audit_log
+	"$(sql "SELECT $(kiln_test_json detail matched_by) || ' ' || target FROM audit_log
 		WHERE action = 'agent.enroll' ORDER BY id DESC LIMIT 1")" "serial gpu01"
 same "gpu01's agent state is the fresh host's" \
 	"$(sql "SELECT s.hostname FROM node_agent_state s JOIN nodes n ON n.id = s.node_id
@@ -120,7 +118,7 @@ grep -q "BMC FW" "$T/audit.txt" && grep -q -- "$FW_IDRAC" "$T/audit.txt" &&
 # Two more power readings (5 s apart): the inventory is not read again (every 6 h).
 sleep 11
 same "no second inventory within inventory_every" \
-	"$(sql "SELECT group_concat(time) FROM node_inventory ORDER BY node_id")" "$INV_TIME"
+	"$(sql "SELECT $(kiln_test_sql_concat time node_id) FROM node_inventory")" "$INV_TIME"
 
 kiln_test_stop_kilnd || fail "kilnd exited non-zero (sanitizer report?): $(tail -20 "$KILND_LOG")"
 [ "$FAILS" -eq 0 ] || { echo "$FAILS check(s) failed" >&2; exit 1; }

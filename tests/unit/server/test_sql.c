@@ -1,6 +1,7 @@
 /* Tests for the statement mechanism (sql.h) on the backend the fixture opens: SQLite, or
  * PostgreSQL with KILN_TEST_PG. What kilnd's store code relies on reads the same on both:
- * placeholders, NULLs, blobs, reals, comparisons read as integers, error codes, savepoints
+ * placeholders, NULLs, blobs, reals, comparisons read as integers, text that is not UTF-8,
+ * error codes, savepoints
  * outside a transaction, writers serialised by store_begin(). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kiln/error.h"
 #include "store/store_internal.h"
@@ -109,6 +111,9 @@ static void test_types(void **state)
 	assert_true(isnan(g.r));
 	assert_true(g.bnull);
 	assert_int_equal(sql_one(f->st, &GET, SQL_ARGS(SQL_TEXT("none")), got_read, &g), 0);
+	/* bytes that are not UTF-8 find nothing (PostgreSQL would refuse them as they are) */
+	assert_int_equal(sql_one(f->st, &GET, SQL_ARGS(SQL_TEXT("a\xff")), got_read, &g), 0);
+	assert_true(insert(f->st, "c\xff\xc3", 1, 0, NULL, 0) > 0);
 }
 
 static int key_read(const struct sql_row *r, void *elem)
@@ -249,6 +254,38 @@ static void test_writers_serialised(void **state)
 	assert_int_equal(n, 100);
 }
 
+/* PostgreSQL only: the password file is read at connect, refused while others may read it,
+ * and its password is in no message (the test server trusts the test role: any password
+ * connects). */
+static void test_password_file(void **state)
+{
+	struct fx *f = *state;
+	char file[96], target[FX_TARGET_MAX + 128];
+	struct store *st = NULL;
+	FILE *fp;
+
+	if (!fx_pg()) {
+		print_message("skipped: the password file is the PostgreSQL backend's\n");
+		skip();
+	}
+	snprintf(file, sizeof(file), "%s/db.password", f->dir);
+	assert_non_null(fp = fopen(file, "w"));
+	fputs("Hunter2-secret\n", fp);
+	fclose(fp);
+	snprintf(target, sizeof(target), STORE_PG_PREFIX "password_file=%s;%s", file,
+		 f->db + strlen(STORE_PG_PREFIX));
+	assert_int_equal(chmod(file, 0644), 0);
+	assert_int_equal(store_open(&st, target), KILN_ECONFIG);
+	assert_non_null(strstr(kiln_error_last(), "others may read it"));
+	assert_null(strstr(kiln_error_last(), "Hunter2"));
+	assert_int_equal(chmod(file, 0600), 0);
+	assert_int_equal(store_open(&st, target), 0);
+	make_table(st);
+	assert_int_equal(count(st), 0);
+	store_close(st);
+	unlink(file);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -258,6 +295,7 @@ int main(void)
 		T(test_error_codes),
 		T(test_savepoints),
 		T(test_writers_serialised),
+		T(test_password_file),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
