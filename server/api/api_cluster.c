@@ -82,7 +82,8 @@ void api_cluster_get(struct api_ctx *c)
 								 counts[i],
 								 rows[i].now_ms - rows[i].heartbeat_ms));
 	}
-	o = json_pack("{s:s, s:s, s:o, s:I, s:I}", "backend", store_backend_name(c->st),
+	o = json_pack("{s:s, s:s, s:o, s:I, s:I}", "backend",
+		      cluster_shared(c->cluster) ? "postgresql" : "sqlite",
 		      "answered_by", self, "instances", arr, "nodes", (json_int_t)nn, "unowned",
 		      (json_int_t)unowned);
 	arr = NULL;
