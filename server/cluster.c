@@ -147,6 +147,21 @@ int cluster_key_check(struct store *st, const struct secret_key *key, int *out_f
 
 /* --- this instance ---------------------------------------------------------------------- */
 
+void cluster_id_new(char out[CLUSTER_ID_LEN + 1])
+{
+	unsigned char rnd[CLUSTER_ID_LEN / 2];
+
+	randombytes_buf(rnd, sizeof(rnd));
+	sodium_bin2hex(out, CLUSTER_ID_LEN + 1, rnd, sizeof(rnd));
+}
+
+int cluster_id_valid(const char *s)
+{
+	size_t n = s ? strspn(s, "0123456789abcdef") : 0;
+
+	return n == CLUSTER_ID_LEN && s[n] == '\0';
+}
+
 static int64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -291,7 +306,6 @@ static void *cluster_main(void *arg)
 int cluster_start(struct cluster **out, const struct cluster_options *opt)
 {
 	struct cluster *c = calloc(1, sizeof(*c));
-	unsigned char rnd[CLUSTER_ID_LEN / 2];
 	int rc;
 
 	if (!c)
@@ -305,8 +319,10 @@ int cluster_start(struct cluster **out, const struct cluster_options *opt)
 		rc = kiln_fail(KILN_ERROR, "cluster: libsodium did not start");
 		goto fail;
 	}
-	randombytes_buf(rnd, sizeof(rnd));
-	sodium_bin2hex(c->id, sizeof(c->id), rnd, sizeof(rnd));
+	if (cluster_id_valid(opt->id))
+		memcpy(c->id, opt->id, sizeof(c->id));
+	else
+		cluster_id_new(c->id);
 	if (gethostname(c->host, sizeof(c->host) - 1) != 0)
 		snprintf(c->host, sizeof(c->host), "?");
 	c->group = opt->group && *opt->group ? strdup(opt->group) : NULL;

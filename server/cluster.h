@@ -51,7 +51,13 @@ int cluster_key_check(struct store *st, const struct secret_key *key, int *out_f
 
 /* --- this instance ---------------------------------------------------------------------- */
 
+/* A new random instance id (CLUSTER_ID_LEN hex characters). */
+void cluster_id_new(char out[CLUSTER_ID_LEN + 1]);
+/* Whether s is an instance id as cluster_id_new() makes them. */
+int cluster_id_valid(const char *s);
+
 struct cluster_options {
+	const char *id;      /* this instance's (kept in the state dir); NULL: a random one */
 	const char *db_path; /* its thread opens its own store handle on it */
 	int shared;          /* the store is PostgreSQL: register and heartbeat */
 	const char *group;   /* [cluster] group, or NULL */
@@ -67,7 +73,7 @@ int cluster_start(struct cluster **out, const struct cluster_options *opt);
 /* Stops the thread and removes this instance's row; accepts NULL. */
 void cluster_stop(struct cluster *c);
 
-/* This instance's id (random at each start). */
+/* This instance's id. */
 const char *cluster_self(const struct cluster *c);
 /* This instance as a row (owned by c): id, host, listen, group, lease; started_ms on this
  * host's clock. */

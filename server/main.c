@@ -109,8 +109,36 @@ static int store_target(char **out, const struct kilnd_config *cfg, const struct
 	return 0;
 }
 
+/*
+ * This instance's id: DIR/instance.id, made at the first start. Kept across restarts, so that
+ * a kilnd restarted after a crash is the same instance (its old row is its own, not another
+ * one alive) and owns the same nodes.
+ */
+static int instance_id_load(char out[CLUSTER_ID_LEN + 1], const struct statedir *sd)
+{
+	char *path = statedir_file(sd, "instance.id"), line[64] = "";
+	FILE *f;
+
+	if (!path)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	f = fopen(path, "re");
+	free(path);
+	if (f) {
+		if (fgets(line, sizeof(line), f))
+			line[strcspn(line, "\n")] = '\0';
+		fclose(f);
+		if (cluster_id_valid(line)) {
+			memcpy(out, line, CLUSTER_ID_LEN + 1);
+			return 0;
+		}
+	}
+	cluster_id_new(out);
+	snprintf(line, sizeof(line), "%s\n", out);
+	return statedir_write_file(sd, "instance.id", line, strlen(line), 0644);
+}
+
 /* Whether another kilnd on this database is alive now (its heartbeat within its lease). */
-static int others_alive(struct store *st)
+static int others_alive(struct store *st, const char *self)
 {
 	struct instance_row *rows = NULL;
 	size_t n = 0;
@@ -119,7 +147,7 @@ static int others_alive(struct store *st)
 	if (store_instance_list(st, &rows, &n) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++)
-		alive += cluster_row_live(&rows[i]);
+		alive += cluster_row_live(&rows[i]) && strcmp(rows[i].id, self) != 0;
 	instance_list_free(rows, n);
 	return alive;
 }
@@ -243,6 +271,7 @@ int main(int argc, char **argv)
 	struct api_listen listen_at;
 	struct api_options opt = { 0 };
 	enum kiln_log_level level;
+	char instance_id[CLUSTER_ID_LEN + 1];
 	char url[128], line[160], *db_path = NULL, *cert_path = NULL, *key_path = NULL;
 	sigset_t sigs;
 	int c, sig = 0, ret = 1, fd = -1, created = 0, db_existed, from_credentials;
@@ -381,6 +410,10 @@ int main(int argc, char **argv)
 		log_info("created %s/secret.key (mode 0600): keep it with kiln.db, the BMC "
 			 "passwords are encrypted with it",
 			 sd->path);
+	if (instance_id_load(instance_id, sd) < 0) {
+		ret = die("instance.id");
+		goto cleanup;
+	}
 	if (store_target(&db_path, &cfg, sd) < 0) {
 		ret = die("[store]");
 		goto cleanup;
@@ -411,7 +444,7 @@ int main(int argc, char **argv)
 	 * (the poller adds the power it reads back first). Not while another instance lives:
 	 * what is pending may be its own, in flight. */
 	{
-		int interrupted = 0, alive = others_alive(st);
+		int interrupted = 0, alive = others_alive(st, instance_id);
 
 		if (alive < 0)
 			log_warn("cluster: %s", kiln_error_last());
@@ -530,7 +563,8 @@ int main(int argc, char **argv)
 		}
 		{
 			struct cluster_options copt = {
-				.db_path = db_path, .shared = store_target_is_pg(db_path),
+				.id = instance_id, .db_path = db_path,
+				.shared = store_target_is_pg(db_path),
 				.group = cfg.cluster_group, .lease_s = cfg.cluster_lease,
 				.listen = url,
 			};
