@@ -592,7 +592,8 @@ int main(int argc, char **argv)
 		}
 		{
 			struct jobs_options jopt = { .db_path = db_path, .key = sd->key,
-						     .engine = engine, .guard = guard };
+						     .engine = engine, .guard = guard,
+						     .cluster = cluster };
 
 			jobs_options_from(&jopt, &cfg);
 			if (jobs_start(&jobs, &jopt) < 0) {
