@@ -166,6 +166,8 @@ extern const struct cli_cmd cmd_gpus;
 extern const struct cli_cmd cmd_image;
 extern const struct cli_cmd cmd_reinstall;
 extern const struct cli_cmd cmd_jobs;
+/* The instances sharing a PostgreSQL store (cmd_cluster.c). */
+extern const struct cli_cmd cmd_cluster;
 /* Live BMC commands (cmd_power.c, cmd_boot.c, cmd_media.c, cmd_sensors.c, cmd_sel.c,
  * cmd_inventory.c). */
 extern const struct cli_cmd cmd_power;

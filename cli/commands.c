@@ -21,6 +21,7 @@ const struct cli_cmd *const cli_commands[] = {
 	&cmd_image,
 	&cmd_reinstall,
 	&cmd_jobs,
+	&cmd_cluster,
 	&cmd_console,
 	&cmd_completion,
 	NULL,

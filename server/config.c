@@ -35,6 +35,15 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "With backend = postgresql: a file whose first line is the database password, read "
 	    "at every connect and never logged. Others must not be able to read it (chmod 0600 "
 	    "or 0640 with kilnd's group)."),
+	KEY("cluster", "group", KILN_CFG_STRING, cluster_group, 0, 0, NULL, NULL,
+	    "With backend = postgresql, where several kilnd share one database: the node group "
+	    "(kiln node --group) this instance serves, e.g. its room or site. The nodes of a "
+	    "group are divided among the live instances of that group; a node whose groups no "
+	    "instance serves goes to the instances without a group. Empty: any group."),
+	KEY("cluster", "lease", KILN_CFG_DURATION, cluster_lease, 5, 600, NULL, "30s",
+	    "With backend = postgresql: this instance writes its heartbeat into the database "
+	    "every lease/3; one whose heartbeat is older than its lease is dead, and the other "
+	    "instances take its nodes at their next look (within another lease/3)."),
 	KEY("http", "threads", KILN_CFG_INT, http_threads, 0, 256, NULL, "0",
 	    "Threads serving the REST API (epoll each); 0 means one per CPU, at most 16."),
 	KEY("http", "max_connections", KILN_CFG_INT, http_max_connections, 16, 1000000, NULL,

@@ -34,6 +34,9 @@ struct kilnd_config {
 	char *store_backend;       /* sqlite|postgresql */
 	char *store_connection;    /* libpq connection string or URI, or NULL */
 	char *store_password_file; /* or NULL */
+	/* [cluster] several kilnd on one PostgreSQL database (cluster.c) */
+	char *cluster_group;       /* or NULL: any group */
+	int64_t cluster_lease;     /* seconds */
 	/* [bmc] the engine shared by the poller and the actions */
 	int bmc_fanout;          /* BMC requests in flight at most */
 	char *bmc_ca_dir;        /* nodes' tls_ca_file must be in it; NULL or "": anywhere */

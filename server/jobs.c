@@ -11,6 +11,7 @@
 #include "bmc/target.h"
 #include "config.h"
 #include "guard.h"
+#include "cluster.h"
 #include "jobs.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
@@ -270,6 +271,7 @@ struct jobs {
 	const struct secret_key *key; /* the state dir's, which outlives the jobs */
 	struct bmc_engine *engine;
 	struct guard *guard;
+	struct cluster *cluster;
 	struct job_limits limits;
 	int64_t retry_s;
 	int64_t tick_ms;
@@ -739,6 +741,25 @@ static void slots_sweep(struct jobs *js)
 	pthread_mutex_unlock(&js->lock);
 }
 
+/* Whether this instance runs j: the owner of its node does (cluster.c), so that two kilnd
+ * on one database do not both send its steps. A node that cannot be read is left to
+ * job_tick, which fails the job as it did. */
+static int job_owned(struct jobs *js, struct store *st, const struct job *j)
+{
+	struct node *n = NULL;
+	int owned;
+
+	if (!cluster_shared(js->cluster))
+		return 1;
+	if (store_node_get(st, &n, j->node) < 0) {
+		kiln_error_clear();
+		return 1;
+	}
+	owned = cluster_owns(js->cluster, n);
+	node_free(n);
+	return owned;
+}
+
 static void *jobs_main(void *arg)
 {
 	struct jobs *js = arg;
@@ -764,7 +785,11 @@ static void *jobs_main(void *arg)
 			log_warn("jobs: %s", kiln_error_last());
 		} else {
 			for (size_t i = 0; i < n; i++) {
-				struct job_slot *slot = slot_get(js, &list[i], first);
+				struct job_slot *slot;
+
+				if (!job_owned(js, st, &list[i]))
+					continue;
+				slot = slot_get(js, &list[i], first);
 
 				if (first && strcmp(list[i].state, "running") == 0)
 					log_info("jobs: job %lld (%s): resuming at step %s",
@@ -804,6 +829,7 @@ int jobs_start(struct jobs **out, const struct jobs_options *opt)
 	js->key = opt->key;
 	js->engine = opt->engine;
 	js->guard = opt->guard;
+	js->cluster = opt->cluster;
 	js->limits = opt->limits;
 	js->retry_s = opt->retry_s > 0 ? opt->retry_s : 5;
 	js->tick_ms = opt->tick_ms > 0 ? opt->tick_ms : 1000;

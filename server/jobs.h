@@ -84,12 +84,14 @@ struct jobs_options {
 	const struct secret_key *key; /* kept, not copied: it must outlive this */
 	struct bmc_engine *engine;    /* NULL: jobs stay queued */
 	struct guard *guard;          /* NULL: a reinstall's power cycle asks no one */
+	struct cluster *cluster;      /* runs only the jobs of nodes it owns; NULL: every job */
 	struct job_limits limits;
 	int64_t retry_s;              /* pause before a failed BMC step is sent again */
 	int64_t tick_ms;              /* how often active jobs are looked at */
 };
 
 struct jobs;
+struct cluster;
 
 /* Starts the thread; running jobs of a previous kilnd are resumed at their stored step. */
 int jobs_start(struct jobs **out, const struct jobs_options *opt);

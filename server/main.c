@@ -14,6 +14,7 @@
 #include "api/node_json.h"
 #include "bmc/bmc.h"
 #include "bmc/ipmi/ipmi.h"
+#include "cluster.h"
 #include "config.h"
 #include "guard.h"
 #include "ingest.h"
@@ -106,6 +107,49 @@ static int store_target(char **out, const struct kilnd_config *cfg, const struct
 	snprintf(*out, len, "%s%s%s%s%s", STORE_PG_PREFIX, file ? "password_file=" : "",
 		 file ? file : "", file ? ";" : "", cfg->store_connection);
 	return 0;
+}
+
+/*
+ * This instance's id: DIR/instance.id, made at the first start. Kept across restarts, so that
+ * a kilnd restarted after a crash is the same instance (its old row is its own, not another
+ * one alive) and owns the same nodes.
+ */
+static int instance_id_load(char out[CLUSTER_ID_LEN + 1], const struct statedir *sd)
+{
+	char *path = statedir_file(sd, "instance.id"), line[64] = "";
+	FILE *f;
+
+	if (!path)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	f = fopen(path, "re");
+	free(path);
+	if (f) {
+		if (fgets(line, sizeof(line), f))
+			line[strcspn(line, "\n")] = '\0';
+		fclose(f);
+		if (cluster_id_valid(line)) {
+			memcpy(out, line, CLUSTER_ID_LEN + 1);
+			return 0;
+		}
+	}
+	cluster_id_new(out);
+	snprintf(line, sizeof(line), "%s\n", out);
+	return statedir_write_file(sd, "instance.id", line, strlen(line), 0644);
+}
+
+/* Whether another kilnd on this database is alive now (its heartbeat within its lease). */
+static int others_alive(struct store *st, const char *self)
+{
+	struct instance_row *rows = NULL;
+	size_t n = 0;
+	int alive = 0;
+
+	if (store_instance_list(st, &rows, &n) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		alive += cluster_row_live(&rows[i]) && strcmp(rows[i].id, self) != 0;
+	instance_list_free(rows, n);
+	return alive;
 }
 
 static int die(const char *what)
@@ -219,6 +263,7 @@ int main(int argc, char **argv)
 	struct session_keep *keep = NULL;
 	struct bmc_engine *engine = NULL;
 	struct poller *poller = NULL;
+	struct cluster *cluster = NULL;
 	struct guard *guard = NULL;
 	struct jobs *jobs = NULL;
 	struct live *live = NULL;
@@ -226,6 +271,7 @@ int main(int argc, char **argv)
 	struct api_listen listen_at;
 	struct api_options opt = { 0 };
 	enum kiln_log_level level;
+	char instance_id[CLUSTER_ID_LEN + 1];
 	char url[128], line[160], *db_path = NULL, *cert_path = NULL, *key_path = NULL;
 	sigset_t sigs;
 	int c, sig = 0, ret = 1, fd = -1, created = 0, db_existed, from_credentials;
@@ -364,6 +410,10 @@ int main(int argc, char **argv)
 		log_info("created %s/secret.key (mode 0600): keep it with kiln.db, the BMC "
 			 "passwords are encrypted with it",
 			 sd->path);
+	if (instance_id_load(instance_id, sd) < 0) {
+		ret = die("instance.id");
+		goto cleanup;
+	}
 	if (store_target(&db_path, &cfg, sd) < 0) {
 		ret = die("[store]");
 		goto cleanup;
@@ -376,12 +426,31 @@ int main(int argc, char **argv)
 	}
 	if (!db_existed)
 		log_info("created %s", db_path);
-	/* Before anything acts again: what the last kilnd left in flight says it was cut short
-	 * (the poller adds the power it reads back first). */
+	/* The BMC passwords and kept sessions in it were sealed with one key: a kilnd holding
+	 * another (a second instance set up apart, a state restored beside the wrong key) stops
+	 * here rather than fail every BMC login. */
 	{
-		int interrupted = 0;
+		int first = 0;
 
-		if (store_audit_interrupt(st, &interrupted) < 0)
+		if (cluster_key_check(st, sd->key, &first) < 0) {
+			ret = die(NULL);
+			goto cleanup;
+		}
+		if (first && db_existed)
+			log_info("recorded the check value of secret.key in the database: a kilnd "
+				 "with another key will refuse to start on it");
+	}
+	/* Before anything acts again: what the last kilnd left in flight says it was cut short
+	 * (the poller adds the power it reads back first). Not while another instance lives:
+	 * what is pending may be its own, in flight. */
+	{
+		int interrupted = 0, alive = others_alive(st, instance_id);
+
+		if (alive < 0)
+			log_warn("cluster: %s", kiln_error_last());
+		else if (alive > 0)
+			log_info("cluster: %d other instance(s) alive on this database", alive);
+		else if (store_audit_interrupt(st, &interrupted) < 0)
 			log_warn("audit: %s", kiln_error_last());
 		else if (interrupted > 0)
 			log_warn("audit: %d action(s) left pending by the last kilnd are now "
@@ -492,8 +561,28 @@ int main(int argc, char **argv)
 			ret = die("guard");
 			goto cleanup;
 		}
+		{
+			struct cluster_options copt = {
+				.id = instance_id, .db_path = db_path,
+				.shared = store_target_is_pg(db_path),
+				.group = cfg.cluster_group, .lease_s = cfg.cluster_lease,
+				.listen = url,
+			};
+
+			api_listen_url(url, sizeof(url), &listen_at, tls.cert_pem != NULL);
+			if (cluster_start(&cluster, &copt) < 0) {
+				ret = die("cluster");
+				goto cleanup;
+			}
+			if (copt.shared)
+				log_info("cluster: instance %s%s%s, lease %llds", cluster_self(cluster),
+					 cfg.cluster_group && *cfg.cluster_group ? ", group " : "",
+					 cfg.cluster_group && *cfg.cluster_group ? cfg.cluster_group : "",
+					 (long long)cfg.cluster_lease);
+		}
 		poller_config_from(&popt.cfg, &cfg);
 		popt.engine = engine;
+		popt.cluster = cluster;
 		popt.guard = guard;
 		/* No agent could report while kilnd was down: their silence counts from now. */
 		receive_gap_mark(time(NULL));
@@ -503,7 +592,8 @@ int main(int argc, char **argv)
 		}
 		{
 			struct jobs_options jopt = { .db_path = db_path, .key = sd->key,
-						     .engine = engine, .guard = guard };
+						     .engine = engine, .guard = guard,
+						     .cluster = cluster };
 
 			jobs_options_from(&jopt, &cfg);
 			if (jobs_start(&jobs, &jopt) < 0) {
@@ -524,6 +614,7 @@ int main(int argc, char **argv)
 		}
 	}
 	opt.live = live;
+	opt.cluster = cluster;
 	api_power_pacing_set(cfg.power_batch, cfg.power_interval);
 	api_metrics_configure(&(struct api_metrics_config){
 		.allow_unauthenticated_loopback = cfg.metrics_allow_unauthenticated_loopback,
@@ -582,6 +673,7 @@ cleanup:
 	session_keep_close(keep); /* after the engine: its logouts drop their kept sessions */
 	live_free(live);          /* after the engine: the last results finish their audit rows */
 	jobs_free(jobs);          /* after the engine: its callbacks write into the jobs */
+	cluster_stop(cluster);    /* after the poller that asks it; removes this instance's row */
 	guard_free(guard);        /* after everything that hands it work */
 	if (srv && sd) {
 		char *url_path = statedir_file(sd, "kilnd.url");

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "bmc/target.h"
+#include "cluster.h"
 #include "config.h"
 #include "console.h"
 #include "event_limit.h"
@@ -191,6 +192,7 @@ struct slot {
 				     * read's entries are history) */
 	int log_reread;             /* its log was found cleared: read it whole again now */
 	int drain_asked;            /* flagged (hung, GPU lost, critical Xid): drain was asked */
+	int owned;                  /* this instance polls and judges it (cluster_owns) */
 };
 
 struct completion {
@@ -223,6 +225,7 @@ struct poller {
 	int64_t refreshed_at;
 	int64_t health_at;
 	int64_t pruned_at;
+	unsigned owners_gen;        /* the cluster_generation() the owned marks follow */
 	struct health_fleet_silence fleet; /* the fleet-wide silence guard */
 };
 
@@ -784,6 +787,8 @@ static void completions_process(struct poller *p, struct completion *list)
 				reading_store(p, s, c->kind, c->data, now);
 		} else if (s && c->kind == BMC_OP_POWER_ACTION) {
 			action_result(p, s, c);
+		} else if (s && !s->owned) {
+			s->busy = 0; /* given up meanwhile: its new owner reads and stores it */
 		} else if (s) {
 			poll_result(p, s, c, now);
 		} else if (c->kind == BMC_OP_POWER_ACTION) {
@@ -841,6 +846,70 @@ static int cmp_node_id(const void *a, const void *b)
 	return x->node->id < y->node->id ? -1 : x->node->id > y->node->id;
 }
 
+/*
+ * A slot's schedule and state as the store has them: at its first refresh, and again when
+ * this instance takes the node over from another (which wrote them meanwhile). Keeps
+ * s->node and s->owned; a chain in flight (busy, acting) stays marked.
+ */
+static void slot_load(struct poller *p, struct slot *s, int64_t base_ms)
+{
+	const struct node *n = s->node;
+	int64_t inv = 0, interval_ms = p->opt.cfg.interval_s * 1000;
+
+	fleet_state_clear(&s->st);
+	if (store_fleet_state_get(p->st, &s->st, n->id) < 0)
+		fleet_state_init(&s->st, n->id);
+	s->known[0] = '\0';
+	if (s->st.power_time > 0 &&
+	    (strcmp(s->st.power, "on") == 0 || strcmp(s->st.power, "off") == 0))
+		snprintf(s->known, sizeof(s->known), "%s", s->st.power);
+	/* After a restart the stored inventory's age counts; none: at first contact. */
+	s->inventory_due = 0;
+	if (store_node_inventory_time(p->st, n->id, &inv) == 0 && inv > 0)
+		s->inventory_due = inv + p->opt.cfg.inventory_every_s;
+	s->due_ms = base_ms + poller_jitter_ms(n->name, interval_ms);
+	s->cycle = 0;
+	s->cred_version = 0;
+	s->fleet_silent = 0;
+	s->read_back = 0;
+	s->log_reread = 0;
+	s->drain_asked = 0;
+	/* read before a restart: where the last kilnd left it */
+	memset(&s->log, 0, sizeof(s->log));
+	if (store_bmc_log_state_get(p->st, &s->log, n->id) < 0) {
+		log_warn("poller: %s: BMC log state: %s", n->name, kiln_error_last());
+		s->log.count = -1;
+	}
+	if (s->log.baselined == 0)
+		s->st.sel_cursor = 0; /* history is taken from the whole log */
+}
+
+/* Marks the nodes this instance owns after the cluster's instance list changed; a node
+ * taken over is read again from the store, one given up is left to its new owner. */
+static void owners_update(struct poller *p)
+{
+	int64_t base = now_ms();
+	size_t gained = 0, lost = 0, owned = 0;
+
+	p->owners_gen = cluster_generation(p->opt.cluster);
+	for (size_t i = 0; i < p->nslots; i++) {
+		struct slot *s = &p->slots[i];
+		int o = cluster_owns(p->opt.cluster, s->node);
+
+		if (o && !s->owned) {
+			slot_load(p, s, base);
+			gained++;
+		} else if (!o && s->owned) {
+			lost++;
+		}
+		s->owned = o;
+		owned += (size_t)o;
+	}
+	if (gained || lost)
+		log_info("poller: %zu of %zu node(s) owned here (%zu taken over, %zu given up)",
+			 owned, p->nslots, gained, lost);
+}
+
 /* Reads the node list again: new nodes get a slot (and their stored state), removed ones
  * lose it, the others keep their schedule with the node's current settings. */
 static int refresh(struct poller *p, int64_t now)
@@ -848,7 +917,7 @@ static int refresh(struct poller *p, int64_t now)
 	struct node **nodes = NULL;
 	struct slot *slots = NULL;
 	size_t count = 0;
-	int64_t interval_ms = p->opt.cfg.interval_s * 1000, base = now_ms();
+	int64_t base = now_ms();
 	int rc;
 
 	rc = store_node_list(p->st, &nodes, &count);
@@ -865,28 +934,12 @@ static int refresh(struct poller *p, int64_t now)
 		if (old) {
 			*s = *old; /* old->node is freed below with the old list */
 			memset(&old->st, 0, sizeof(old->st));
+			s->node = nodes[i];
 		} else {
-			int64_t inv = 0;
-
-			if (store_fleet_state_get(p->st, &s->st, nodes[i]->id) < 0)
-				fleet_state_init(&s->st, nodes[i]->id);
-			if (s->st.power_time > 0 && (strcmp(s->st.power, "on") == 0 ||
-						     strcmp(s->st.power, "off") == 0))
-				snprintf(s->known, sizeof(s->known), "%s", s->st.power);
-			/* After a restart the stored inventory's age counts; none: at first contact. */
-			if (store_node_inventory_time(p->st, nodes[i]->id, &inv) == 0 && inv > 0)
-				s->inventory_due = inv + p->opt.cfg.inventory_every_s;
-			s->due_ms = base + poller_jitter_ms(nodes[i]->name, interval_ms);
-			/* read before a restart: where the last kilnd left it */
-			if (store_bmc_log_state_get(p->st, &s->log, nodes[i]->id) < 0) {
-				log_warn("poller: %s: BMC log state: %s", nodes[i]->name,
-					 kiln_error_last());
-				s->log.count = -1;
-			}
-			if (s->log.baselined == 0)
-				s->st.sel_cursor = 0; /* history is taken from the whole log */
+			s->node = nodes[i];
+			s->owned = cluster_owns(p->opt.cluster, s->node);
+			slot_load(p, s, base);
 		}
-		s->node = nodes[i];
 		/* New credentials close a circuit opened by a rejection. */
 		if (s->st.circuit_open && s->cred_version &&
 		    s->cred_version != s->node->credentials_version) {
@@ -905,6 +958,7 @@ static int refresh(struct poller *p, int64_t now)
 	p->slots = slots;
 	p->nslots = count;
 	p->refreshed_at = now;
+	owners_update(p);
 	return 0;
 }
 
@@ -915,7 +969,7 @@ static void poll_due(struct poller *p, int64_t now)
 	for (size_t i = 0; i < p->nslots; i++) {
 		struct slot *s = &p->slots[i];
 
-		if (s->node->bmc_protocol == BMC_NONE || s->busy || ms < s->due_ms)
+		if (!s->owned || s->node->bmc_protocol == BMC_NONE || s->busy || ms < s->due_ms)
 			continue;
 		while (s->due_ms <= ms)
 			s->due_ms += interval_ms;
@@ -1248,6 +1302,8 @@ static void fleet_guard(struct poller *p, const struct maintenance *m, size_t nm
 		const struct agent_seen *a = NULL;
 		int part;
 
+		if (!s->owned)
+			continue; /* counted by its owner */
 		while (k < nseen && seen[k].node_id < s->node->id)
 			k++;
 		if (k < nseen && seen[k].node_id == s->node->id)
@@ -1310,10 +1366,14 @@ static void health_sweep(struct poller *p, int64_t now)
 		struct health_read hr[HEALTH_SLICE];
 		size_t n = p->nslots - first < HEALTH_SLICE ? p->nslots - first : HEALTH_SLICE;
 
-		for (size_t k = 0; k < n; k++)
-			health_read(p, &p->slots[first + k], &hr[k],
-				    maint_has(m, nm, p->slots[first + k].node->id),
-				    job_find(jobs, njobs, p->slots[first + k].node->id), now);
+		for (size_t k = 0; k < n; k++) {
+			hr[k].ok = 0; /* a node owned elsewhere is judged there */
+			if (p->slots[first + k].owned)
+				health_read(p, &p->slots[first + k], &hr[k],
+					    maint_has(m, nm, p->slots[first + k].node->id),
+					    job_find(jobs, njobs, p->slots[first + k].node->id),
+					    now);
+		}
 		if (store_begin(p->st) < 0) {
 			log_warn("poller: health: %s", kiln_error_last());
 			break;
@@ -1395,6 +1455,8 @@ static void *poller_main(void *arg)
 		now = time(NULL);
 		if (now - p->refreshed_at >= REFRESH_S && refresh(p, now) < 0)
 			log_warn("poller: nodes: %s", kiln_error_last());
+		else if (p->opt.cluster && cluster_generation(p->opt.cluster) != p->owners_gen)
+			owners_update(p);
 		if (p->opt.engine)
 			poll_due(p, now);
 		if (now - p->health_at >= p->opt.cfg.health_every_s)

@@ -43,10 +43,12 @@ struct poller_options {
 	const struct secret_key *key; /* decrypts the BMC passwords (kept, not copied: it must outlive the poller) */
 	struct bmc_engine *engine;    /* NULL: no BMC polling, health only */
 	struct guard *guard;          /* NULL: hung nodes are not drained, remediation asks no one */
+	struct cluster *cluster;      /* which nodes are this instance's; NULL: every node */
 	struct poller_config cfg;
 };
 
 struct poller;
+struct cluster;
 
 int poller_start(struct poller **out, const struct poller_options *opt);
 

@@ -35,6 +35,7 @@ struct api_server {
 	int store_key_made;
 	struct bmc_engine *engine;
 	struct live *live;
+	struct cluster *cluster;
 	struct ui_hub *hub;       /* the dashboard's live stream */
 	struct ratelimit *enroll_limit;
 	struct conn_guard *guard;       /* request deadlines; NULL: none */
@@ -570,6 +571,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
 		call->ctx.key = srv->key;
 		call->ctx.engine = srv->engine;
 		call->ctx.live = srv->live;
+		call->ctx.cluster = srv->cluster;
 		call->ctx.hub = srv->hub;
 		call->ctx.enroll_limit = srv->enroll_limit;
 		kiln_buf_init(&call->body, API_BODY_MAX);
@@ -706,6 +708,7 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 	srv->key = opt->key;
 	srv->engine = opt->engine;
 	srv->live = opt->live;
+	srv->cluster = opt->cluster;
 	/* 4,096 addresses remembered: a fleet's NAT gateways and more */
 	if ((rc = ratelimit_new(&srv->enroll_limit, opt->enroll_rate, opt->enroll_burst, 4096)) < 0)
 		goto cleanup;

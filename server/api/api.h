@@ -14,6 +14,7 @@
 struct api_server;
 struct bmc_engine;
 struct live;
+struct cluster;
 
 /* A parsed --listen ADDR:PORT. */
 struct api_listen {
@@ -45,6 +46,7 @@ struct api_options {
 	const char *tls_key_pem;
 	struct bmc_engine *engine;     /* the BMC engine; NULL: none */
 	struct live *live;             /* live BMC calls (power, sensors, ...); NULL: none */
+	struct cluster *cluster;       /* this instance (GET /cluster); NULL: none */
 	double enroll_rate;            /* enrollments a second per client address; 0: no limit */
 	unsigned enroll_burst;         /* ... and at once */
 	unsigned request_timeout;      /* seconds from accept to the whole request; 0: none */

@@ -33,6 +33,7 @@ struct api_ctx {
 	const struct secret_key *key;
 	struct bmc_engine *engine;     /* NULL when kilnd runs without one */
 	struct live *live;             /* live BMC calls; NULL without an engine */
+	struct cluster *cluster;       /* this instance among those on the store; NULL: none */
 	struct ratelimit *enroll_limit; /* enrollments per client address; NULL: none */
 	struct api_token caller;       /* the token's name is the audit actor */
 	int64_t ui_session_id;         /* > 0: authenticated by a dashboard session's cookie */
@@ -193,6 +194,8 @@ void api_node_history(struct api_ctx *c);
 void api_versions_audit_get(struct api_ctx *c);
 void api_versions_audit_post(struct api_ctx *c);
 void api_report_get(struct api_ctx *c);
+/* GET /cluster: the instances on this store and the nodes each owns (api_cluster.c). */
+void api_cluster_get(struct api_ctx *c);
 
 /* Fleet status, hung nodes, maintenance and events (api_status.c, api_events.c). */
 void api_status_get(struct api_ctx *c);

@@ -51,6 +51,7 @@ const struct api_route api_routes[] = {
 	{ "GET", "/api/v1/versions/audit", ROLE_VIEWER, api_versions_audit_get, 0 },
 	{ "POST", "/api/v1/versions/audit", ROLE_VIEWER, api_versions_audit_post, 0 },
 	{ "GET", "/api/v1/report", ROLE_VIEWER, api_report_get, 0 },
+	{ "GET", "/api/v1/cluster", ROLE_VIEWER, api_cluster_get, 0 },
 	{ "GET", "/api/v1/power", ROLE_VIEWER, api_power_get, 0 },
 	{ "POST", "/api/v1/power", ROLE_OPERATOR, api_power_post, 0 },
 	{ "POST", "/api/v1/boot", ROLE_OPERATOR, api_boot_post, 0 },

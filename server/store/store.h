@@ -852,6 +852,40 @@ int store_job_list(struct store *st, struct job **out, size_t *out_count, int ac
  * audit_id, started_at and finished_at of j->id. KILN_ENOTFOUND when it is gone. */
 int store_job_update(struct store *st, const struct job *j);
 
+/* --- cluster: the instances sharing one database, and its key check (store_cluster.c) -- */
+
+/* One kilnd's row. Times are milliseconds on the database's clock (now() on PostgreSQL,
+ * store_now() on SQLite); now_ms is that clock when the list was read. */
+struct instance_row {
+	char *id;
+	char *host;
+	char *listen;
+	char *group;  /* NULL: serves every group */
+	int64_t lease_ms;
+	int64_t started_ms;
+	int64_t heartbeat_ms;
+	int64_t now_ms;
+};
+
+void instance_row_clear(struct instance_row *r);
+void instance_list_free(struct instance_row *rows, size_t count);
+/* Inserts (or replaces) the row of r->id with started and heartbeat now; r's times are
+ * ignored. */
+int store_instance_register(struct store *st, const struct instance_row *r);
+/* Moves the heartbeat of id to now; KILN_ENOTFOUND when its row is gone (another instance
+ * pruned it as dead: register again). */
+int store_instance_heartbeat(struct store *st, const char *id);
+int store_instance_remove(struct store *st, const char *id);
+/* Every row, ordered by id. */
+int store_instance_list(struct store *st, struct instance_row **out, size_t *out_count);
+/* Deletes the rows whose heartbeat is older than older_ms before now; *out_deleted (may be
+ * NULL) says how many. */
+int store_instance_prune(struct store *st, int64_t older_ms, int *out_deleted);
+/* Records value as the database's key check when it has none, and tells whether the
+ * recorded one is value: *out_match 1 (or 1 with *out_first set when this call recorded it),
+ * 0 when another value is recorded. */
+int store_key_check(struct store *st, const char *value, int *out_match, int *out_first);
+
 /* --- transactions ------------------------------------------------------------------- */
 /* store_begin takes the write lock (BEGIN IMMEDIATE); every store_* call inside joins the
  * transaction (multi-statement writes use savepoints, so they nest). */

@@ -1,8 +1,9 @@
 # Integration: kilnd --backup while kilnd runs (and agents report), then the documented
 # restore into a new state dir with the same secret.key: the nodes are there, a BMC read works
 # with the sealed password, the old tokens work, the agent's state, history, events and audit
-# are there. A restore with another secret.key keeps the data but cannot unseal the BMC
-# password. PostgreSQL (KILN_TEST_PG) is backed up with pg_dump, which kiln documents and does
+# are there. A restore with another secret.key is refused (the store's check value of the
+# key); with that check removed, as kilnd(8) says for a lost key, it keeps the data but cannot
+# unseal the BMC password. PostgreSQL (KILN_TEST_PG) is backed up with pg_dump, which kiln documents and does
 # not wrap: the test skips there.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -155,6 +156,13 @@ C=$T/c
 mkdir -m 0700 "$C"
 install -m 0600 "$A/admin.token" "$C/admin.token"
 install -m 0600 "$T/kiln-backup.db" "$C/kiln.db"
+# first refused: the database's check value of secret.key is not this key's
+"$KILND" --state-dir "$C" --listen 127.0.0.1:0 2>"$T/c-refused.log"
+same "another key: kilnd refuses to start" $? 1
+grep -q "secret.key is not the key this database was first used with" "$T/c-refused.log"
+check "another key: the refusal names the key" $? "$(cat "$T/c-refused.log")"
+# the documented way on when the key is lost for good: remove the check
+sqlite3 "$C/kiln.db" "DELETE FROM key_check"
 kiln_test_start_kilnd "$C" || exit 1
 same "another key: the nodes are there" "$(kiln_api GET /nodes/n0)" 200
 out=$(power_n0)
