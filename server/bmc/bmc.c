@@ -35,6 +35,9 @@ struct bmc_node {
 	struct bmc_node *ready_next[2]; /* in the engine's ready lists (READY_*) */
 	int64_t node_id;
 	char *key;                  /* what the driver state was built from (under the lock) */
+	char *rejected_key;         /* a key whose credentials the BMC rejected: not tried again
+				     * when a job with stale credentials came between (under
+				     * the lock) */
 	struct redfish_bmc *rf;     /* held by the Redfish loop node_loop() names */
 	struct bmc_job *head, *tail;
 	int busy;                   /* jobs running: 1, or 2 when one overtook a background read */
@@ -331,6 +334,21 @@ static void job_start(struct bmc_engine *e, struct bmc_job *j)
 			job_fail(j, KILN_ERROR, "out of memory");
 			return;
 		}
+		if (n->rf && n->key && redfish_bmc_rejected(n->rf)) {
+			key_free(n->rejected_key);
+			n->rejected_key = n->key; /* remembered past the retire */
+			n->key = NULL;
+		}
+		if (n->rejected_key && strcmp(n->rejected_key, j->key) == 0) {
+			/* the poller's node list and a live call's fresh read alternate while a
+			 * password change propagates: each switch would bring two more failed
+			 * logins (and a BMC's lockout closer) */
+			pthread_mutex_unlock(&e->lock);
+			key_free(key);
+			job_fail(j, KILN_EAUTH, "credentials rejected twice; not tried again until "
+				 "they change");
+			return;
+		}
 		redfish_bmc_retire(node_loop(e, n), n->rf); /* logs out the old session */
 		n->rf = NULL;
 		key_free(n->key);
@@ -462,6 +480,7 @@ void bmc_engine_stop(struct bmc_engine *e)
 		while (n) {
 			struct bmc_node *next = n->hnext;
 			key_free(n->key);
+			key_free(n->rejected_key);
 			free(n);
 			n = next;
 		}

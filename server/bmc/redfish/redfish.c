@@ -986,6 +986,11 @@ int redfish_bmc_new(struct redfish *rf, struct redfish_bmc **out, const struct b
 	return 0;
 }
 
+int redfish_bmc_rejected(const struct redfish_bmc *bmc)
+{
+	return __atomic_load_n(&bmc->rejected, __ATOMIC_RELAXED);
+}
+
 void redfish_bmc_retire(struct redfish *rf, struct redfish_bmc *bmc)
 {
 	if (!rf || !bmc)

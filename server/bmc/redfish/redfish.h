@@ -42,6 +42,9 @@ void redfish_stop_begin(struct redfish *rf);
  */
 int redfish_bmc_new(struct redfish *rf, struct redfish_bmc **out, const struct bmc_target *target);
 
+/* 1 once the BMC rejected this state's credentials twice (no more logins with them). */
+int redfish_bmc_rejected(const struct redfish_bmc *bmc);
+
 /* Hands a BMC's state back (its credentials changed): its session is deleted in the loop
  * thread and it is freed. No operation may be running on it. Accepts NULL. */
 void redfish_bmc_retire(struct redfish *rf, struct redfish_bmc *bmc);

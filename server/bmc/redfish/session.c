@@ -147,7 +147,7 @@ static int credentials_rejected(struct rf_op *op, const char *method, const char
 	b->auth_failures++;
 	if (b->auth_failures < 2)
 		return 0; /* one more try */
-	b->rejected = 1;
+	__atomic_store_n(&b->rejected, 1, __ATOMIC_RELAXED);
 	rf_session_forget(b);
 	rf_fail_reply(method, path, r);
 	return kiln_fail_prefix(KILN_EAUTH, "credentials rejected twice; not tried again until "
