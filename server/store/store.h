@@ -886,6 +886,67 @@ int store_instance_prune(struct store *st, int64_t older_ms, int *out_deleted);
  * 0 when another value is recorded. */
 int store_key_check(struct store *st, const char *value, int *out_match, int *out_first);
 
+/* --- node calls: live BMC calls handed to a node's owner, and action claims (store_calls.c) */
+
+/* The states of a node_calls row (schema 026). */
+#define NODE_CALL_PENDING "pending"
+#define NODE_CALL_RUNNING "running"
+#define NODE_CALL_READBACK "readback"
+#define NODE_CALL_DONE "done"
+#define NODE_CALL_INTERRUPTED "interrupted"
+#define NODE_CALL_CANCELLED "cancelled"
+
+struct node_call_row {
+	int64_t id;
+	int64_t node_id;
+	char *origin;      /* the instance that took the API call */
+	char *op;          /* JSON of the operation (handoff.c) */
+	int64_t audit_id;  /* 0: a read, not audited */
+	char *state;
+	char *claimed_by;  /* NULL while pending */
+	int64_t created_ms;
+	int64_t changed_ms;
+	int rc;            /* the result: 0 or a negative kiln code */
+	char *error;
+	char *data;        /* JSON text of what the BMC said, or NULL */
+};
+
+void node_call_row_clear(struct node_call_row *r);
+void node_call_list_free(struct node_call_row *rows, size_t count);
+/* Inserts r (id ignored; state, claimed_by as given) with created and changed now_ms; sets
+ * r->id. */
+int store_node_call_insert(struct store *st, struct node_call_row *r);
+/* Moves row id from state from (claimed by claimed_by; NULL: by anyone) to state to, claimed
+ * by by; *out_moved 1 when it moved (0: another got there first, or it is gone). */
+int store_node_call_move(struct store *st, int64_t id, const char *from, const char *claimed_by,
+			 const char *to, const char *by, int *out_moved);
+/* The result of a row claimed_by holds in state from: state to, rc, error, data (may be
+ * NULL). *out_moved as above. */
+int store_node_call_finish(struct store *st, int64_t id, const char *from, const char *claimed_by,
+			   const char *to, int rc, const char *error, const char *data,
+			   int *out_moved);
+/* The rows in state (in id order); origin NULL: of every origin. */
+int store_node_call_list(struct store *st, const char *state, const char *origin,
+			 struct node_call_row **out, size_t *out_count);
+/* One row; KILN_ENOTFOUND when it is gone. */
+int store_node_call_get(struct store *st, int64_t id, struct node_call_row *out);
+int store_node_call_delete(struct store *st, int64_t id);
+/* Deletes the finished rows (done, interrupted, cancelled) changed before before_ms whose
+ * origin has no row in instances (it stopped; nobody reads them). */
+int store_node_call_prune(struct store *st, int64_t before_ms);
+/* NOTIFY channel, payload on PostgreSQL (sent at commit inside a transaction); nothing on
+ * SQLite. */
+int store_notify(struct store *st, const char *channel, const char *payload);
+/* LISTEN channel on this handle: KILN_EINVAL on a backend without notifications. */
+int store_listen(struct store *st, const char *channel);
+/* The descriptor that turns readable when a notification may have come (-1: none), and the
+ * notifications received: fn(ud, channel, payload) for each. Lost LISTENs (a reconnect) are
+ * the caller's to renew: store_listen_fd() changes then. */
+int store_listen_fd(struct store *st);
+int store_notifications(struct store *st, void (*fn)(void *ud, const char *channel,
+						    const char *payload),
+			void *ud);
+
 /* --- transactions ------------------------------------------------------------------- */
 /* store_begin takes the write lock (BEGIN IMMEDIATE); every store_* call inside joins the
  * transaction (multi-statement writes use savepoints, so they nest). */

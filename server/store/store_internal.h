@@ -135,6 +135,14 @@ enum store_stmt_id {
 	STMT_INSTANCE_PRUNE,
 	STMT_KEY_CHECK_PUT,
 	STMT_KEY_CHECK_GET,
+	STMT_NODE_CALL_INSERT,
+	STMT_NODE_CALL_MOVE,
+	STMT_NODE_CALL_FINISH,
+	STMT_NODE_CALL_LIST,
+	STMT_NODE_CALL_GET,
+	STMT_NODE_CALL_DELETE,
+	STMT_NODE_CALL_PRUNE,
+	STMT_NOTIFY,
 
 	STMT_COUNT
 };
@@ -168,6 +176,12 @@ struct store_backend {
 	/* store_backup(): a consistent copy of the database into path while others write;
 	 * NULL where the backend's own tools do it (store.c answers with how). */
 	int (*backup)(struct store *st, const char *path);
+	/* notifications (store_listen() and its kin); NULL where the backend has none */
+	int (*listen)(struct store *st, const char *channel);
+	int (*listen_fd)(struct store *st);
+	int (*notifications)(struct store *st,
+			     void (*fn)(void *ud, const char *channel, const char *payload),
+			     void *ud);
 	void (*close)(struct store *st);
 };
 

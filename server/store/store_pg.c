@@ -719,6 +719,53 @@ static void pg_log_watch(struct store *st, int *frames)
 	*frames = 0;
 }
 
+
+/* --- notifications ---------------------------------------------------------------------- */
+
+static int pg_listen(struct store *st, const char *channel)
+{
+	char *quoted, *sql;
+	int ret;
+
+	if ((ret = reconnect(st)) < 0)
+		return ret;
+	quoted = PQescapeIdentifier(pg_of(st)->conn, channel, strlen(channel));
+	if (!quoted)
+		return kiln_fail(KILN_ERROR, "store: listening on %s: out of memory", channel);
+	if (asprintf(&sql, "LISTEN %s", quoted) < 0) {
+		PQfreemem(quoted);
+		return kiln_fail(KILN_ERROR, "out of memory");
+	}
+	PQfreemem(quoted);
+	ret = simple(st, sql, "listening for notifications");
+	free(sql);
+	return ret;
+}
+
+static int pg_listen_fd(struct store *st)
+{
+	return PQsocket(pg_of(st)->conn);
+}
+
+static int pg_notifications(struct store *st,
+			    void (*fn)(void *ud, const char *channel, const char *payload), void *ud)
+{
+	PGconn *conn = pg_of(st)->conn;
+	PGnotify *n;
+
+	if (!PQconsumeInput(conn)) {
+		char buf[512];
+
+		return kiln_fail(KILN_ERROR, "store: reading notifications: %s",
+				 message(PQerrorMessage(conn), buf, sizeof(buf)));
+	}
+	while ((n = PQnotifies(conn))) {
+		fn(ud, n->relname, n->extra);
+		PQfreemem(n);
+	}
+	return 0;
+}
+
 static void pg_close(struct store *st)
 {
 	struct pg *pg = pg_of(st);
@@ -749,6 +796,9 @@ static const struct store_backend pg_backend = {
 	.schema_version = pg_schema_version,
 	.checkpoint = pg_checkpoint,
 	.log_watch = pg_log_watch,
+	.listen = pg_listen,
+	.listen_fd = pg_listen_fd,
+	.notifications = pg_notifications,
 	.close = pg_close,
 };
 

@@ -1471,6 +1471,108 @@ static void section_cluster(struct run *r, struct ids *id)
 	out(r, "  key match=%d", match);
 }
 
+/* The node calls (handed to a node's owner, and the claims of actions) and notifications:
+ * a row moves only from the state and claimant named, only its claimant finishes it, and a
+ * finished row goes when its origin has no instance row. Times on the fixed clock. */
+static void node_call_dump(struct run *r, const struct node_call_row *c)
+{
+	out(r, "  call node=%lld origin=%s op=%s audit=%lld state=%s by=%s created=%lld "
+	       "changed=%lld rc=%s error=%s data=%s",
+	    (long long)c->node_id, S(c->origin), J(c->op), (long long)c->audit_id, S(c->state),
+	    S(c->claimed_by), (long long)(c->created_ms - (int64_t)T0 * 1000),
+	    (long long)(c->changed_ms - (int64_t)T0 * 1000), code_name(c->rc), S(c->error),
+	    J(c->data));
+}
+
+static int heard;
+
+static void on_heard(void *ud, const char *channel, const char *payload)
+{
+	(void)ud;
+	if (strcmp(channel, "kiln_conform") == 0 && payload && strcmp(payload, "42") == 0)
+		heard++;
+}
+
+static void section_node_calls(struct run *r, struct ids *id)
+{
+	struct instance_row self = { .id = "i-calls", .host = "h3", .lease_ms = 5000 };
+	struct node_call_row a = { .node_id = id->n1, .origin = "i-calls",
+				   .op = "{\"node\":\"gpu01\",\"kind\":1}", .audit_id = id->audit_cycle,
+				   .state = NODE_CALL_PENDING };
+	struct node_call_row b = { .node_id = id->n2, .origin = "i-gone", .op = "{}",
+				   .state = NODE_CALL_RUNNING, .claimed_by = "i-gone" };
+	struct node_call_row got, *rows = NULL;
+	size_t n = 0;
+	int moved = -1, rc, fd, ok;
+
+	out(r, "# node calls");
+	OK(store_instance_register(r->st, &self));
+	OK(store_node_call_insert(r->st, &a));
+	clock_at += 2;
+	OK(store_node_call_insert(r->st, &b));
+	out(r, "  ids differ=%d", a.id > 0 && b.id > 0 && a.id != b.id);
+	OK(store_node_call_move(r->st, a.id, NODE_CALL_PENDING, NULL, NODE_CALL_RUNNING, "i-owner",
+				&moved));
+	out(r, "  moved %d", moved);
+	OK(store_node_call_move(r->st, a.id, NODE_CALL_PENDING, NULL, NODE_CALL_RUNNING, "i-other",
+				&moved));
+	out(r, "  moved %d", moved);
+	OK(store_node_call_finish(r->st, a.id, NODE_CALL_RUNNING, "i-other", NODE_CALL_DONE, 0,
+				  NULL, "{}", &moved));
+	out(r, "  finished %d", moved);
+	clock_at += 3;
+	OK(store_node_call_finish(r->st, a.id, NODE_CALL_RUNNING, "i-owner", NODE_CALL_DONE,
+				  KILN_ETIMEOUT, "no answer", "{\"power\":\"on\"}", &moved));
+	out(r, "  finished %d", moved);
+	OK(store_node_call_get(r->st, a.id, &got));
+	node_call_dump(r, &got);
+	node_call_row_clear(&got);
+	out(r, "  cleared state=%s", S(got.state));
+	OK(store_node_call_move(r->st, b.id, NODE_CALL_RUNNING, "i-owner", NODE_CALL_READBACK,
+				"i-owner", &moved));
+	out(r, "  moved %d", moved);
+	OK(store_node_call_move(r->st, b.id, NODE_CALL_RUNNING, "i-gone", NODE_CALL_READBACK,
+				"i-owner", &moved));
+	out(r, "  moved %d", moved);
+	OK(store_node_call_finish(r->st, b.id, NODE_CALL_READBACK, "i-owner",
+				  NODE_CALL_INTERRUPTED, KILN_ERROR, "interrupted", NULL, &moved));
+	OK(store_node_call_list(r->st, NODE_CALL_DONE, "i-calls", &rows, &n));
+	for (size_t i = 0; i < n; i++)
+		node_call_dump(r, &rows[i]);
+	node_call_list_free(rows, n);
+	OK(store_node_call_list(r->st, NODE_CALL_INTERRUPTED, NULL, &rows, &n));
+	for (size_t i = 0; i < n; i++)
+		node_call_dump(r, &rows[i]);
+	node_call_list_free(rows, n);
+	/* i-gone has no instance row: its finished row goes; i-calls's stays */
+	OK(store_node_call_prune(r->st, ((int64_t)clock_at + 60) * 1000));
+	OK(store_node_call_list(r->st, NODE_CALL_INTERRUPTED, NULL, &rows, &n));
+	out(r, "  interrupted left %zu", n);
+	node_call_list_free(rows, n);
+	OK(store_node_call_delete(r->st, a.id));
+	CALL(KILN_ENOTFOUND, store_node_call_get(r->st, a.id, &got));
+	OK(store_node_call_delete(r->st, a.id));
+	OK(store_instance_remove(r->st, "i-calls"));
+
+	/* notifications: PostgreSQL's LISTEN/NOTIFY (a session hears its own); none on SQLite */
+	OK(store_notify(r->st, "kiln_conform", "42"));
+	heard = 0;
+	rc = store_listen(r->st, "kiln_conform");
+	fd = store_listen_fd(r->st);
+	if (rc == 0)
+		rc = store_notify(r->st, "kiln_conform", "42");
+	if (rc == 0)
+		rc = store_notifications(r->st, on_heard, NULL);
+	if (strcmp(r->backend, "sqlite") == 0)
+		ok = rc == KILN_EINVAL && fd == -1 &&
+		     store_notifications(r->st, on_heard, NULL) == 0 && heard == 0;
+	else
+		ok = rc == 0 && fd >= 0 && heard == 1;
+	call(r, 0, ok ? 0 : (rc ? rc : KILN_ERROR),
+	     "store_listen, store_listen_fd, store_notify, store_notifications: its own "
+	     "notification heard once, or (SQLite) no notifications");
+}
+
 typedef void (*section_fn)(struct run *r, struct ids *id);
 
 /* The sections in order. One stopped by an unexpected code leaks what it held (the test
@@ -1481,6 +1583,7 @@ static void script(struct run *r)
 		section_nodes, section_tokens, section_agent_tokens, section_bmc_sessions,
 		section_audit, section_events, section_agent, section_identity, section_enroll,
 		section_bmc, section_jobs, section_reads, section_backup, section_tx_and_conflicts, section_cluster,
+		section_node_calls,
 	};
 	static struct ids id; /* static: kept across a longjmp */
 	static size_t i;
