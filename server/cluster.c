@@ -437,3 +437,56 @@ size_t cluster_others_live(struct cluster *c)
 	pthread_mutex_unlock(&c->lock);
 	return n;
 }
+
+int cluster_owner_of(struct cluster *c, const struct node *n, char out[CLUSTER_ID_LEN + 1])
+{
+	return cluster_owner_url(c, n, out, NULL, 0);
+}
+
+int cluster_owner_url(struct cluster *c, const struct node *n, char out[CLUSTER_ID_LEN + 1],
+		      char *url, size_t len)
+{
+	int owner;
+
+	out[0] = '\0';
+	if (url && len)
+		url[0] = '\0';
+	if (!c || !c->opt.shared) {
+		if (c)
+			memcpy(out, c->id, CLUSTER_ID_LEN + 1);
+		return 1;
+	}
+	pthread_mutex_lock(&c->lock);
+	owner = cluster_owner(c->members, c->nmembers, n->id, n->groups, n->ngroups);
+	if (owner == 0 && !self_live(c))
+		owner = -1; /* this one, but its lease ran out: none until the list says */
+	if (owner >= 0)
+		snprintf(out, CLUSTER_ID_LEN + 1, "%s", c->members[owner].id);
+	for (size_t i = 0; owner > 0 && url && len && i < c->nlive; i++)
+		if (strcmp(c->live[i].id, out) == 0)
+			snprintf(url, len, "%s", c->live[i].listen ? c->live[i].listen : "");
+	pthread_mutex_unlock(&c->lock);
+	return owner < 0 ? -1 : owner == 0;
+}
+
+int cluster_is_live(struct cluster *c, const char *id)
+{
+	int live = 0;
+
+	if (!c || !id)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	if (strcmp(id, c->id) == 0) {
+		live = self_live(c);
+	} else {
+		for (size_t i = 0; i < c->nlive && !live; i++)
+			live = strcmp(c->live[i].id, id) == 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return live;
+}
+
+int64_t cluster_lease_ms(const struct cluster *c)
+{
+	return c ? c->lease_ms : 30000;
+}

@@ -87,5 +87,15 @@ unsigned cluster_generation(struct cluster *c);
 int cluster_owns(struct cluster *c, const struct node *n);
 /* The number of other live instances (0 on SQLite). */
 size_t cluster_others_live(struct cluster *c);
+/* The id of node's owner into out: 1 when it is this instance, 0 another, -1 none now (this
+ * one, whose own lease ran out: out empty). Not shared: 1. */
+int cluster_owner_of(struct cluster *c, const struct node *n, char out[CLUSTER_ID_LEN + 1]);
+/* The same, with the owner's API URL (as it registered it) into url when it is another. */
+int cluster_owner_url(struct cluster *c, const struct node *n, char out[CLUSTER_ID_LEN + 1],
+		      char *url, size_t len);
+/* Whether instance id is live in this instance's view (this one: its lease is current). */
+int cluster_is_live(struct cluster *c, const char *id);
+/* The lease in milliseconds. */
+int64_t cluster_lease_ms(const struct cluster *c);
 
 #endif

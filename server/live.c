@@ -7,7 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "cluster.h"
 #include "guard.h"
+#include "handoff.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
@@ -41,7 +43,8 @@ struct live_call_private {
 	struct live_waker waker;
 };
 
-/* One node's result, from an engine thread to the live thread. */
+/* One node's result, from an engine thread (or, handed to another instance, from the
+ * handoff thread) to the live thread. */
 struct live_done {
 	struct live_done *next;
 	struct live *l;
@@ -50,6 +53,29 @@ struct live_done {
 	int rc;
 	char error[512];
 	json_t *data;
+	int remote;                       /* its owner ran it and finished its audit row */
+	int not_run;                      /* no instance ran it */
+	char ran_on[CLUSTER_ID_LEN + 1];
+};
+
+/* A node handed to another instance, waiting for its result (the live thread's). */
+struct live_handed {
+	struct live_handed *next;
+	int64_t call_id;
+	struct live_call_private *p;
+	size_t index;
+	int64_t since_ms;
+	int64_t retry_ms;                 /* the next try to cancel it, once it waited too long */
+};
+
+/* A handed call's result as the handoff thread read it (to the live thread, under lock). */
+struct live_remote {
+	struct live_remote *next;
+	int64_t call_id;
+	int rc;
+	char error[512];
+	char *data;
+	char ran_on[CLUSTER_ID_LEN + 1];
 };
 
 struct live {
@@ -70,6 +96,10 @@ struct live {
 	struct guard *guard;
 	atomic_int guard_stop;            /* live_stop: guards waiting on a drain give up */
 	int guards_running;               /* guarded calls on their guard's thread (under lock) */
+	struct cluster *cluster;
+	int shared;                       /* several instances: handoffs and claims */
+	struct live_handed *handed;       /* the live thread's */
+	struct live_remote *remote_head;  /* under lock */
 };
 
 static int64_t now_ms(void)
@@ -272,7 +302,8 @@ static void node_end(struct live_node *n)
 	n->finished = 1;
 }
 
-/* Node i's result: merged into its answer, its audit outcome, its reading, its busy mark. */
+/* Node i's result: merged into its answer, its audit outcome, its reading, its busy mark.
+ * A result its owner sent back (remote) has its audit row and reading written there. */
 static void result_apply(struct live *l, struct live_call_private *p, struct live_done *d)
 {
 	struct live_call *call = p->call;
@@ -285,7 +316,10 @@ static void result_apply(struct live *l, struct live_call_private *p, struct liv
 			json_object_set(n->out, key, v);
 	if (d->rc < 0)
 		node_error(n, d->error[0] ? d->error : kiln_error_name(d->rc));
-	if (call->audit_action) {
+	if (l->shared && !d->not_run)
+		json_object_set_new(n->out, "ran_on",
+				    json_string(d->remote ? d->ran_on : cluster_self(l->cluster)));
+	if (call->audit_action && !d->remote) {
 		char outcome[600];
 
 		if (d->rc == 0)
@@ -296,8 +330,11 @@ static void result_apply(struct live *l, struct live_call_private *p, struct liv
 		if (store_audit_finish(l->st, n->audit_id, outcome) < 0)
 			log_warn("live: %s: audit: %s", n->name, kiln_error_last());
 	}
+	/* this action's claim: done, nobody else takes it over */
+	if (!d->remote && n->call_id > 0 && store_node_call_delete(l->st, n->call_id) < 0)
+		log_warn("live: %s: %s", n->name, kiln_error_last());
 	/* What the BMC said goes to the poller, which stores it as a reading of its own. */
-	if (d->rc == 0 && d->data && l->poller)
+	if (d->rc == 0 && d->data && l->poller && !d->remote)
 		poller_observe(l->poller, n->node->id, call->op.kind, d->data);
 	/* Kiln's drain ends once the node's agent reports after the action; after a failed
 	 * action the node stays drained for a person to look at. */
@@ -308,38 +345,101 @@ static void result_apply(struct live *l, struct live_call_private *p, struct liv
 	node_end(n);
 }
 
+/* Node i, handed to its owner: waits for the result the handoff thread brings back. */
+static int node_hand(struct live *l, struct live_call_private *p, size_t i)
+{
+	struct live_handed *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	w->call_id = p->call->nodes[i].call_id;
+	w->p = p;
+	w->index = i;
+	w->since_ms = now_ms();
+	w->next = l->handed;
+	l->handed = w;
+	p->pending++;
+	return 0;
+}
+
 /* Submits node i, whose audit row (for an action) is written; 0 when it went out. */
 static int node_submit(struct live *l, struct live_call_private *p, size_t i)
 {
 	struct live_call *call = p->call;
 	struct live_node *n = &call->nodes[i];
-	struct live_done *d = calloc(1, sizeof(*d));
+	struct live_done *d;
 	int rc;
 
-	if (!d) {
+	if (n->remote) {
+		if ((rc = node_hand(l, p, i)) == 0)
+			return 0;
+		goto fail_row;
+	}
+	if (!(d = calloc(1, sizeof(*d)))) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
-		goto fail;
+		goto fail_row;
 	}
 	d->l = l;
 	d->p = p;
 	d->index = i;
 	kiln_error_clear();
 	rc = bmc_submit(l->engine, &n->target, &call->op, on_engine_done, d);
-	if (rc < 0)
-		goto fail;
+	if (rc < 0) {
+		free(d);
+		goto fail_row;
+	}
 	p->pending++;
 	return 0;
-fail:
+fail_row:
 	node_error(n, kiln_error_last()[0] ? kiln_error_last() : "not sent");
 	if (call->audit_action)
 		store_audit_finish(l->st, n->audit_id, "failed: not sent");
-	free(d);
+	if (n->call_id > 0)
+		store_node_call_delete(l->st, n->call_id);
 	return rc;
 }
 
-/* A batch's audit rows, committed together before any of its BMC calls (one fsync, not one
- * a node); a node whose row is not written is not called: its answer is final. */
-static void batch_audit(struct live *l, struct live_call_private *p)
+/* Which instance runs each node of the batch: this one, or (remote) the node's owner. */
+static int batch_route(struct live *l, struct live_call_private *p)
+{
+	struct live_call *call = p->call;
+	int remote = 0;
+
+	for (size_t i = 0; l->shared && i < call->count; i++) {
+		struct live_node *n = &call->nodes[i];
+		char owner[CLUSTER_ID_LEN + 1];
+
+		if (n->finished || !n->targeted || n->batch != p->batch)
+			continue;
+		n->remote = cluster_owner_of(l->cluster, n->node, owner) != 1;
+		remote |= n->remote;
+	}
+	return remote;
+}
+
+/* One node's row in node_calls: handed to its owner (pending), or this action's claim
+ * (running, claimed by this instance). */
+static int batch_row(struct live *l, struct live_call *call, struct live_node *n)
+{
+	const char *self = cluster_self(l->cluster);
+	struct node_call_row r = { .node_id = n->node->id, .origin = (char *)self,
+				   .audit_id = n->audit_id,
+				   .state = n->remote ? NODE_CALL_PENDING : NODE_CALL_RUNNING,
+				   .claimed_by = n->remote ? NULL : (char *)self };
+	int rc;
+
+	if (!(r.op = handoff_op_text(&call->op, n->name)))
+		return kiln_fail(KILN_ERROR, "out of memory");
+	rc = store_node_call_insert(l->st, &r);
+	free(r.op);
+	n->call_id = r.id;
+	return rc;
+}
+
+/* A batch's audit rows, claims and handed rows, committed together before any of its BMC
+ * calls (one fsync, not one a node); a node whose rows are not written is not called: its
+ * answer is final. */
+static void batch_write(struct live *l, struct live_call_private *p, int remote)
 {
 	struct live_call *call = p->call;
 	int ok = store_begin(l->st) == 0;
@@ -349,21 +449,29 @@ static void batch_audit(struct live *l, struct live_call_private *p)
 
 		if (n->finished || !n->targeted || n->batch != p->batch)
 			continue;
-		if (store_audit_begin(l->st, &n->audit_id, call->audit_actor ? call->audit_actor : "?",
+		if (call->audit_action &&
+		    store_audit_begin(l->st, &n->audit_id, call->audit_actor ? call->audit_actor : "?",
 				      call->audit_action, n->name,
 				      n->audit_detail ? n->audit_detail : call->audit_detail) < 0)
 			ok = 0;
+		if (ok && l->shared && (n->remote || call->audit_action) &&
+		    batch_row(l, call, n) < 0)
+			ok = 0;
 	}
+	if (ok && remote && store_notify(l->st, HANDOFF_CALLS_CHANNEL, "") < 0)
+		ok = 0;
 	if (ok && store_commit(l->st) == 0)
 		return;
-	log_warn("live: audit: %s", kiln_error_last());
+	log_warn("live: %s: %s", call->audit_action ? "audit" : "handoff", kiln_error_last());
 	store_rollback(l->st);
 	for (size_t i = 0; i < call->count; i++) {
 		struct live_node *n = &call->nodes[i];
 
 		if (n->finished || !n->targeted || n->batch != p->batch)
 			continue;
-		node_error(n, "audit log unavailable; nothing sent");
+		n->call_id = 0;
+		node_error(n, call->audit_action ? "audit log unavailable; nothing sent"
+						 : "the store is unavailable; nothing sent");
 		node_end(n);
 		out_write(p, i, 0);
 	}
@@ -374,10 +482,13 @@ static void batch_start(struct live *l, struct live_call_private *p)
 {
 	struct live_call *call = p->call;
 
+	int remote;
+
 	p->batch++;
 	p->next_batch_ms = 0;
-	if (call->audit_action)
-		batch_audit(l, p);
+	remote = batch_route(l, p);
+	if (call->audit_action || remote)
+		batch_write(l, p, remote);
 	for (size_t i = 0; i < call->count; i++) {
 		struct live_node *n = &call->nodes[i];
 
@@ -504,10 +615,101 @@ static void call_begin(struct live *l, struct live_call_private *p)
 		active_remove(l, p);
 }
 
+/* Forgets node index of p handed to its owner; 1 when it was waiting. */
+static int handed_drop(struct live *l, struct live_call_private *p, size_t index)
+{
+	for (struct live_handed **pp = &l->handed; *pp; pp = &(*pp)->next) {
+		struct live_handed *w = *pp;
+
+		if (w->p == p && w->index == index) {
+			*pp = w->next;
+			free(w);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The longest a handed node waits for an instance to take it: its owner's lease running
+ * out and the next owner's first scans. */
+static int64_t handed_limit_ms(struct live *l)
+{
+	return 2 * cluster_lease_ms(l->cluster) + 10000;
+}
+
+/* The results the handoff thread brought (remote) and the handed nodes no instance took
+ * in time (cancelled here, not sent): as results, for the live thread's usual path. */
+static struct live_done *handed_results(struct live *l, struct live_remote *remote,
+					struct live_done *done)
+{
+	int64_t now = now_ms(), limit = handed_limit_ms(l);
+
+	while (remote) {
+		struct live_remote *r = remote;
+		struct live_handed **pp = &l->handed;
+
+		remote = r->next;
+		while (*pp && (*pp)->call_id != r->call_id)
+			pp = &(*pp)->next;
+		if (*pp) {
+			struct live_handed *w = *pp;
+			struct live_done *d = calloc(1, sizeof(*d));
+
+			if (d) {
+				*pp = w->next;
+				d->l = l;
+				d->p = w->p;
+				d->index = w->index;
+				d->rc = r->rc;
+				d->remote = 1;
+				snprintf(d->error, sizeof(d->error), "%s", r->error);
+				snprintf(d->ran_on, sizeof(d->ran_on), "%s", r->ran_on);
+				d->data = r->data ? json_loads(r->data, 0, NULL) : NULL;
+				d->next = done;
+				done = d;
+				free(w);
+			}
+		}
+		free(r->data);
+		free(r);
+	}
+	for (struct live_handed **pp = &l->handed; *pp;) {
+		struct live_handed *w = *pp;
+		struct live_done *d;
+		int moved = 0;
+
+		if (now - w->since_ms < limit || now < w->retry_ms) {
+			pp = &w->next;
+			continue;
+		}
+		w->retry_ms = now + 5000;
+		if (store_node_call_move(l->st, w->call_id, NODE_CALL_PENDING, NULL,
+					 NODE_CALL_CANCELLED, cluster_self(l->cluster), &moved) < 0 ||
+		    !moved || !(d = calloc(1, sizeof(*d)))) {
+			pp = &w->next; /* an owner took it: its result comes */
+			continue;
+		}
+		store_node_call_delete(l->st, w->call_id);
+		*pp = w->next;
+		d->l = l;
+		d->p = w->p;
+		d->index = w->index;
+		d->rc = KILN_ETIMEOUT;
+		snprintf(d->error, sizeof(d->error),
+			 "not sent: no instance owning the node took the call within %llds",
+			 (long long)(limit / 1000));
+		d->not_run = 1;
+		d->next = done;
+		done = d;
+		free(w);
+	}
+	return done;
+}
+
 /* Ends one call's answer now (kilnd stops): the nodes still out are answered as not known,
  * those not sent as not sent; no batch starts after. Results still to come only finish
  * their audit rows. */
-static void call_cut(struct live_call_private *p)
+static void call_cut(struct live *l, struct live_call_private *p)
 {
 	struct live_call *call = p->call;
 
@@ -525,10 +727,14 @@ static void call_cut(struct live_call_private *p)
 		node_error(n, out ? "kilnd is stopping; the outcome is not known (see the audit "
 				    "log)"
 				  : "kilnd is stopping; not sent");
-		if (out)
+		if (out && n->remote && handed_drop(l, p, i)) {
+			node_end(n); /* its result would come to a kilnd that stopped */
+			p->pending--;
+		} else if (out) {
 			n->finished = 1; /* its busy mark goes when its result comes */
-		else
+		} else {
 			node_end(n);
+		}
 		out_write(p, i, 0);
 	}
 	p->submitted_all = 1;
@@ -549,7 +755,7 @@ static void stop_answers(struct live *l, struct live_call_private *starting)
 	}
 	for (struct live_call_private *p = l->active, *next; p; p = next) {
 		next = p->next;
-		call_cut(p);
+		call_cut(l, p);
 		if (p->pending == 0)
 			active_remove(l, p);
 	}
@@ -565,11 +771,16 @@ static void *live_main(void *arg)
 		int64_t due = 0, ms = now_ms();
 		int stop_now;
 
+		struct live_remote *remote;
+
 		for (struct live_call_private *p = l->active; p; p = p->next)
 			if (p->next_batch_ms > 0 && (due == 0 || p->next_batch_ms < due))
 				due = p->next_batch_ms;
+		if (l->handed && (due == 0 || due > ms + 1000))
+			due = ms + 1000; /* a handed node that waits too long is cancelled */
 		pthread_mutex_lock(&l->lock);
-		if (!l->done_head && !l->starting && !l->quitting && (l->stopped || !l->stopping) &&
+		if (!l->done_head && !l->remote_head && !l->starting && !l->quitting &&
+		    (l->stopped || !l->stopping) &&
 		    (due == 0 || due > ms)) {
 			if (due > 0) {
 				struct timespec until = { .tv_sec = due / 1000,
@@ -582,14 +793,18 @@ static void *live_main(void *arg)
 		}
 		done = l->done_head;
 		l->done_head = NULL;
+		remote = l->remote_head;
+		l->remote_head = NULL;
 		starting = l->starting;
 		l->starting = NULL;
 		stop_now = l->stopping && !l->stopped;
 		if (l->quitting && !done && !starting) {
 			pthread_mutex_unlock(&l->lock);
+			handed_results(l, remote, NULL); /* frees them: no call waits any more */
 			break;
 		}
 		pthread_mutex_unlock(&l->lock);
+		done = handed_results(l, remote, done);
 
 		if (stop_now) {
 			struct live_call_private *back;
@@ -658,6 +873,25 @@ static void *live_main(void *arg)
 	return NULL;
 }
 
+void live_handoff_result(void *ud, const struct node_call_row *row)
+{
+	struct live *l = ud;
+	struct live_remote *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return; /* the node waits until its handed call is cancelled */
+	r->call_id = row->id;
+	r->rc = row->rc;
+	snprintf(r->error, sizeof(r->error), "%s", row->error ? row->error : "");
+	snprintf(r->ran_on, sizeof(r->ran_on), "%s", row->claimed_by ? row->claimed_by : "");
+	r->data = row->data ? strdup(row->data) : NULL;
+	pthread_mutex_lock(&l->lock);
+	r->next = l->remote_head;
+	l->remote_head = r;
+	pthread_cond_signal(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}
+
 int live_call_start(struct live *l, struct live_call *call, const struct live_waker *w)
 {
 	struct live_call_private *p = call->priv;
@@ -686,6 +920,8 @@ int live_start(struct live **out, const struct live_options *opt)
 	l->engine = opt->engine;
 	l->poller = opt->poller;
 	l->guard = opt->guard;
+	l->cluster = opt->cluster;
+	l->shared = cluster_shared(opt->cluster);
 	atomic_init(&l->guard_stop, 0);
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
@@ -727,6 +963,19 @@ void live_free(struct live *l)
 		pthread_cond_signal(&l->cond);
 		pthread_mutex_unlock(&l->lock);
 		pthread_join(l->thread, NULL);
+	}
+	while (l->handed) {
+		struct live_handed *w = l->handed;
+
+		l->handed = w->next;
+		free(w);
+	}
+	while (l->remote_head) {
+		struct live_remote *r = l->remote_head;
+
+		l->remote_head = r->next;
+		free(r->data);
+		free(r);
 	}
 	while (l->active) {
 		struct live_call_private *p = l->active;

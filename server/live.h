@@ -12,6 +12,7 @@
 #include "bmc/bmc.h"
 #include "store/store.h"
 
+struct cluster;
 struct live;
 struct poller;
 
@@ -20,6 +21,8 @@ struct live_options {
 	struct bmc_engine *engine;
 	struct poller *poller;     /* NULL: what live calls learn is not stored */
 	struct guard *guard;       /* NULL: no call is guarded (the work on nodes not asked) */
+	struct cluster *cluster;   /* shared: a node owned elsewhere is handed to its owner
+				    * (handoff.c), and every action is claimed in node_calls */
 };
 
 int live_start(struct live **out, const struct live_options *opt);
@@ -49,6 +52,8 @@ struct live_node {
 	int drained;                /* the guard drained it in Slurm: resumed after the action */
 	/* the live thread's */
 	int64_t audit_id;
+	int remote;                 /* handed to its owner, another instance */
+	int64_t call_id;            /* its node_calls row (handed, or this action's claim) */
 	int finished;               /* out is final */
 	int written;                /* out is in the answer */
 };
@@ -109,5 +114,10 @@ long live_call_read(struct live_call *call, char *buf, size_t max);
 
 /* The reader is done with the call (answered, or the client went away); no resume after. */
 void live_call_release(struct live_call *call);
+
+struct node_call_row;
+/* A result of a call handed to another instance (handoff.c's on_result, ud the live): queued
+ * for the live thread, which answers the node from it. */
+void live_handoff_result(void *ud, const struct node_call_row *row);
 
 #endif

@@ -15,6 +15,7 @@
 #include "bmc/bmc.h"
 #include "bmc/ipmi/ipmi.h"
 #include "cluster.h"
+#include "handoff.h"
 #include "config.h"
 #include "guard.h"
 #include "ingest.h"
@@ -267,6 +268,7 @@ int main(int argc, char **argv)
 	struct guard *guard = NULL;
 	struct jobs *jobs = NULL;
 	struct live *live = NULL;
+	struct handoff *handoff = NULL;
 	struct webhook *hooks = NULL;
 	struct api_listen listen_at;
 	struct api_options opt = { 0 };
@@ -491,7 +493,8 @@ int main(int argc, char **argv)
 	{
 		struct console_config ccfg = { .state_dir = sd->path, .db_path = db_path,
 					       .key = sd->key,
-					       .timeout_ms = (long)cfg.bmc_connect_timeout * 1000 };
+					       .timeout_ms = (long)cfg.bmc_connect_timeout * 1000,
+					       .shared = store_target_is_pg(db_path) };
 
 		if (console_start(&ccfg) < 0) {
 			ret = die("console");
@@ -574,6 +577,7 @@ int main(int argc, char **argv)
 				ret = die("cluster");
 				goto cleanup;
 			}
+			console_cluster_set(cluster);
 			if (copt.shared)
 				log_info("cluster: instance %s%s%s, lease %llds", cluster_self(cluster),
 					 cfg.cluster_group && *cfg.cluster_group ? ", group " : "",
@@ -606,10 +610,22 @@ int main(int argc, char **argv)
 	/* Live BMC calls of the API run on their own thread: no HTTP thread waits for a BMC. */
 	{
 		struct live_options lopt = { .db_path = db_path, .engine = engine,
-					     .poller = poller, .guard = guard };
+					     .poller = poller, .guard = guard, .cluster = cluster };
 
 		if (live_start(&live, &lopt) < 0) {
 			ret = die("live calls");
+			goto cleanup;
+		}
+	}
+	/* Several instances: calls on nodes owned elsewhere go to their owners, and theirs
+	 * come here, through node_calls rows (before the API takes any call). */
+	if (cluster_shared(cluster)) {
+		struct handoff_options hopt = { .db_path = db_path, .engine = engine,
+						.poller = poller, .cluster = cluster, .key = sd->key,
+						.on_result = live_handoff_result, .ud = live };
+
+		if (handoff_start(&handoff, &hopt) < 0) {
+			ret = die("handoff");
 			goto cleanup;
 		}
 	}
@@ -661,16 +677,19 @@ int main(int argc, char **argv)
 cleanup:
 	webhook_stop(hooks);
 	console_stop(); /* attached consoles hold upgraded HTTP connections */
+	console_cluster_set(NULL);
 	/* Before the server: it answers every report it queued (libmicrohttpd must not stop
 	 * with a suspended connection); reports after it are answered 503 (agents resend). */
 	ingest_writer_stop();
 	live_stop(live);          /* likewise: every live answer ends, none stays suspended */
 	api_server_stop(srv);
+	handoff_stop(handoff);    /* no call of another instance is taken from now on */
 	bmc_engine_drain(engine); /* queued reads end now; the poller waits only for what runs */
 	poller_stop(poller);      /* before the engine its operations run on */
 	jobs_stop(jobs);
 	bmc_engine_stop(engine);
 	session_keep_close(keep); /* after the engine: its logouts drop their kept sessions */
+	handoff_free(handoff);    /* after the engine: the calls it ran store their results */
 	live_free(live);          /* after the engine: the last results finish their audit rows */
 	jobs_free(jobs);          /* after the engine: its callbacks write into the jobs */
 	cluster_stop(cluster);    /* after the poller that asks it; removes this instance's row */

@@ -67,6 +67,12 @@ kiln_test_cleanup() {
 		done
 	fi
 	KILN_TEST_PG_DBS=()
+	if [ -n "$KILN_TEST_PG_SERVER" ]; then # after its databases went
+		bash "${KILN_SRC:-$(dirname "${BASH_SOURCE[0]}")/../..}/tests/pg/pg-server.sh" stop \
+			"$KILN_TEST_PG_SERVER" >/dev/null 2>&1
+		rm -rf "${KILN_TEST_PG_SERVER%/srv}"
+		KILN_TEST_PG_SERVER=""
+	fi
 	if [ -n "${KILN_TEST_KEEP:-}" ]; then
 		echo "kept $KILN_TEST_TMP" >&2
 	else
@@ -74,6 +80,28 @@ kiln_test_cleanup() {
 	fi
 }
 trap kiln_test_cleanup EXIT
+
+# kiln_test_need_pg: for a test that needs PostgreSQL whichever leg runs it: the server
+# KILN_TEST_PG names, or a throw-away one started here (tests/pg/pg-server.sh) that
+# kiln_test_cleanup stops; exits 77 (skipped, with why) when none can be started. Exported
+# KILN_TEST_PG then makes every kilnd the script starts use it.
+KILN_TEST_PG_SERVER=""
+kiln_test_need_pg() {
+	local base out src=${KILN_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+	command -v psql >/dev/null || { echo "skipped: psql is not installed"; exit 77; }
+	[ -n "${KILN_TEST_PG:-}" ] && return 0
+	# a short path of its own: the server's socket path must stay under 108 bytes
+	base=$(mktemp -d /tmp/kiln-pg.XXXXXX) || exit 1
+	chmod 0755 "$base" # the server runs as another user when this is root
+	if ! out=$(bash "$src/tests/pg/pg-server.sh" start "$base/srv" 2>&1); then
+		echo "skipped: no PostgreSQL server could be started (tests/pg/pg-server.sh: $out)"
+		rm -rf "$base"
+		exit 77
+	fi
+	KILN_TEST_PG_SERVER=$base/srv
+	eval "$(cat "$base/srv/env")"
+	export KILN_TEST_PG
+}
 
 # On the PostgreSQL leg (KILN_TEST_PG: tests/pg/pg-server.sh), kilnd keeps its data in a
 # database of that server, one per state dir. kiln_test_pg_db DIR sets KILN_TEST_PG_DB to
@@ -179,6 +207,18 @@ kiln_test_start_kilnd() {
 	echo "kilnd did not answer /api/v1/health within 30 s; its log:" >&2
 	cat "$KILND_LOG" >&2
 	return 1
+}
+
+# kiln_test_start_instance FIRST DIR [KILND ARGS...]: another kilnd (state dir DIR) on the
+# database of the one started on state dir FIRST, with FIRST's secret.key: several kilnd on
+# one PostgreSQL database. An instance.id already in DIR is kept.
+kiln_test_start_instance() {
+	local first=$1 dir=$2
+	shift 2
+	mkdir -p -m 0700 "$dir"
+	cp "${first%/}.kiln-pg" "${dir%/}.kiln-pg"
+	install -m 0600 "$first/secret.key" "$dir/secret.key"
+	kiln_test_start_kilnd "$dir" "$@"
 }
 
 # kiln_test_stop_kilnd [PID]: SIGTERM, then waits; returns kilnd's exit status

@@ -16,30 +16,13 @@ KILN=$KILN_BIN/kiln
 MOCKUP=$SRC/tests/sim/fixtures/idrac9
 T=$KILN_TEST_TMP
 FAILS=0
-PG_DIR=""
 
 on_exit() {
 	bmcsim_stop_all
-	kiln_test_cleanup # drops the databases: before the server goes
-	[ -n "$PG_DIR" ] && bash "$SRC/tests/pg/pg-server.sh" stop "$PG_DIR" >/dev/null 2>&1
+	kiln_test_cleanup # drops the databases, then stops a server it started
 }
 trap on_exit EXIT
-
-if [ -z "${KILN_TEST_PG:-}" ]; then
-	# a short path of its own: the server's socket path must stay under 108 bytes
-	PG_DIR=$(mktemp -d /tmp/kiln-pg.XXXXXX) || exit 1
-	chmod 0755 "$PG_DIR" # the server runs as another user when this is root
-	if ! out=$(bash "$SRC/tests/pg/pg-server.sh" start "$PG_DIR/srv" 2>&1); then
-		echo "skipped: no PostgreSQL server could be started (tests/pg/pg-server.sh: $out)"
-		rm -rf "$PG_DIR"
-		PG_DIR=""
-		exit 77
-	fi
-	PG_DIR=$PG_DIR/srv
-	eval "$(cat "$PG_DIR/env")"
-	export KILN_TEST_PG
-fi
-command -v psql >/dev/null || { echo "skipped: psql is not installed"; exit 77; }
+kiln_test_need_pg
 
 LEASE=5
 cat >"$T/kilnd.conf" <<EOF
@@ -59,9 +42,7 @@ mkdir -m 0700 "$A_DIR" "$B_DIR"
 kiln_test_start_kilnd "$A_DIR" --config "$T/kilnd.conf" || exit 1
 A_PID=$KILND_PID
 A_URL=$KILND_URL
-cp "$A_DIR.kiln-pg" "$B_DIR.kiln-pg"
-install -m 0600 "$A_DIR/secret.key" "$B_DIR/secret.key"
-kiln_test_start_kilnd "$B_DIR" --config "$T/kilnd.conf" || exit 1
+kiln_test_start_instance "$A_DIR" "$B_DIR" --config "$T/kilnd.conf" || exit 1
 B_PID=$KILND_PID
 B_URL=$KILND_URL
 B_TOKEN=$A_DIR/admin.token # tokens live in the shared database: B wrote none
