@@ -346,6 +346,40 @@ static int no_answer(const struct cli_ctx *ctx, int rc, enum kiln_http_failure f
 	return rc;
 }
 
+char *cli_owner_url(const char *body, size_t len)
+{
+	json_t *o = json_loadb(body ? body : "", len, 0, NULL);
+	const char *url = json_string_value(json_object_get(o, "owner_url"));
+	char *copy = url && *url ? strdup(url) : NULL;
+
+	json_decref(o);
+	return copy;
+}
+
+/* A 421 answer (several kilnd: the node's console is on its owner): the same request once
+ * more, to the owner_url it names. 0 when nothing was to be followed. */
+static int follow_owner(struct kiln_http_response *resp, struct cli_ctx *ctx, const char *method,
+			const char *path, const char *text)
+{
+	struct kiln_servers owner = { 0 };
+	char *url = resp->status == 421 ? cli_owner_url(resp->body, resp->body_len) : NULL;
+	int rc;
+
+	if (!url)
+		return 0;
+	rc = kiln_servers_parse(&owner, url, "the owner's URL");
+	free(url);
+	if (rc < 0)
+		return rc;
+	kiln_http_response_free(resp);
+	memset(resp, 0, sizeof(*resp));
+	rc = kiln_http_request_any(resp, &owner, method, path, ctx->token, text,
+				   text ? strlen(text) : 0, &ctx->trust, CLI_REQUEST_TIMEOUT_MS,
+				   CLI_MAX_RESPONSE, NULL);
+	kiln_servers_free(&owner);
+	return rc;
+}
+
 /* One request to <base>/api/v1<path>, buffered or line by line: what cli_api and
  * cli_api_stream share. The HTTP status is left to the caller. */
 static int call(struct kiln_http_response *resp, struct cli_ctx *ctx, const char *method,
@@ -372,6 +406,8 @@ static int call(struct kiln_http_response *resp, struct cli_ctx *ctx, const char
 				   CLI_MAX_RESPONSE, lines);
 	if (base_url_set(ctx) < 0) /* the server that answered stays current */
 		rc = KILN_ERROR;
+	if (rc == 0 && !lines)
+		rc = follow_owner(resp, ctx, method, url.data, text);
 	if (rc < 0)
 		rc = no_answer(ctx, rc, resp->failure);
 cleanup:

@@ -179,8 +179,10 @@ static int head_read(CURL *h, curl_socket_t s, struct kiln_buf *head, struct kil
 	}
 }
 
-/* Turns an error answer (JSON body after the head) into the code and message. */
-static int answer_fail(CURL *h, curl_socket_t s, int status, struct kiln_buf *body)
+/* Turns an error answer (JSON body after the head) into the code and message; a 421 naming
+ * the node's owner (several kilnd) sets *owner_url instead. */
+static int answer_fail(CURL *h, curl_socket_t s, int status, struct kiln_buf *body,
+		       char **owner_url)
 {
 	json_t *err = NULL;
 	const char *msg;
@@ -203,6 +205,11 @@ static int answer_fail(CURL *h, curl_socket_t s, int status, struct kiln_buf *bo
 			break;
 	}
 	msg = json_string_value(json_object_get(err, "error"));
+	if (status == 421 && json_is_string(json_object_get(err, "owner_url")) &&
+	    (*owner_url = strdup(json_string_value(json_object_get(err, "owner_url"))))) {
+		json_decref(err);
+		return 0;
+	}
 	if (msg)
 		kiln_fail(code, "%s", msg);
 	else
@@ -378,7 +385,10 @@ cleanup:
 	return rc;
 }
 
-static int console_attach(struct cli_ctx *ctx, const char *node, int steal)
+/* Attaches through the kilnd at base (its URL with /api/v1); *owner_url set (and 0) when it
+ * answered that the console is on another instance, the node's owner. */
+static int attach_at(struct cli_ctx *ctx, const char *base, const char *node, int steal,
+		     char **owner_url)
 {
 	struct kiln_buf url, req, head, extra;
 	const char *path;
@@ -392,15 +402,13 @@ static int console_attach(struct cli_ctx *ctx, const char *node, int steal)
 	kiln_buf_init(&req, 0);
 	kiln_buf_init(&head, HEADER_MAX);
 	kiln_buf_init(&extra, ERROR_BODY_MAX);
-	if ((rc = cli_client_open(ctx)) < 0)
-		goto cleanup;
 	esc = cli_url_escape(node);
 	h = curl_easy_init();
 	if (!esc || !h) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
 	}
-	if ((rc = kiln_buf_printf(&url, "%s/nodes/%s/console?steal=%s", ctx->base_url, esc,
+	if ((rc = kiln_buf_printf(&url, "%s/nodes/%s/console?steal=%s", base, esc,
 				  steal ? "true" : "false")) < 0)
 		goto cleanup;
 	/* the path as sent on the request line: what follows scheme://host[:port] */
@@ -414,7 +422,7 @@ static int console_attach(struct cli_ctx *ctx, const char *node, int steal)
 	cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {
 		rc = kiln_fail(cc == CURLE_OPERATION_TIMEDOUT ? KILN_ETIMEOUT : KILN_ERROR,
-			       "console: cannot reach kilnd at %s: %s", ctx->base_url,
+			       "console: cannot reach kilnd at %s: %s", base,
 			       curl_easy_strerror(cc));
 		goto cleanup;
 	}
@@ -441,7 +449,7 @@ static int console_attach(struct cli_ctx *ctx, const char *node, int steal)
 		goto cleanup;
 	}
 	if (status != 101) {
-		rc = answer_fail(h, s, status, &extra);
+		rc = answer_fail(h, s, status, &extra, owner_url);
 		goto cleanup;
 	}
 	raw = tty_raw();
@@ -460,6 +468,33 @@ cleanup:
 	kiln_buf_free(&req);
 	kiln_buf_free(&head);
 	kiln_buf_free(&extra);
+	return rc;
+}
+
+static int console_attach(struct cli_ctx *ctx, const char *node, int steal)
+{
+	char *owner_url = NULL, *base = NULL;
+	int rc;
+
+	if ((rc = cli_client_open(ctx)) < 0)
+		return rc;
+	rc = attach_at(ctx, ctx->base_url, node, steal, &owner_url);
+	if (rc < 0 || !owner_url)
+		return rc;
+	/* several kilnd: the console is on the node's owner, trusted as every instance is */
+	if (asprintf(&base, "%s/api/v1", owner_url) < 0)
+		base = NULL;
+	free(owner_url);
+	if (!base)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	owner_url = NULL;
+	rc = attach_at(ctx, base, node, steal, &owner_url);
+	if (rc == 0 && owner_url)
+		rc = kiln_fail(KILN_ERROR, "console: the owner of %s sent this request on to %s; "
+			       "the instances disagree on the owner, try again",
+			       node, owner_url);
+	free(owner_url);
+	free(base);
 	return rc;
 }
 

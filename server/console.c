@@ -17,6 +17,7 @@
 
 #include "bmc/bmc.h"
 #include "bmc/ipmi/ipmi.h"
+#include "cluster.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
@@ -56,7 +57,8 @@ struct client {
 
 struct cnode {
 	char name[64];
-	int capture;
+	int capture;        /* stored as on */
+	int elsewhere;      /* another instance owns the node: its capture runs there */
 	enum cstate state;
 	int64_t cid;
 	struct sess *sess;
@@ -86,6 +88,9 @@ static struct {
 	int nclients;
 	int nsessions;
 	int wake[2];
+	int shared;              /* several instances may share the store */
+	struct cluster *cluster; /* then a node's capture runs on its owner */
+	int64_t reconciled_ms;
 } M = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
@@ -286,10 +291,16 @@ static void client_finish(struct client *c, const char *why)
 	pipe_poke(c->wake[1]);
 }
 
+/* Whether this instance captures n's console. */
+static int capturing(const struct cnode *n)
+{
+	return n->capture && !n->elsewhere;
+}
+
 /* Closes the session when nobody uses it any more. */
 static void cnode_release_if_idle(struct cnode *n)
 {
-	if (n->clients || (n->capture && !M.stopping) || !n->sess || n->state == S_CLOSING)
+	if (n->clients || (capturing(n) && !M.stopping) || !n->sess || n->state == S_CLOSING)
 		return;
 	n->state = S_CLOSING;
 	ipmi_console_close(n->cid);
@@ -315,7 +326,7 @@ static void on_console(void *ud, enum ipmi_console_event ev, const unsigned char
 		}
 	} else if (ev == IPMI_CONSOLE_DATA) {
 		if (n->sess == s) {
-			if (n->capture)
+			if (capturing(n))
 				log_write(n, data, len);
 			for (c = n->clients; c; c = c->next) {
 				(void)kiln_buf_append(&c->out, data, len); /* over the cap: dropped */
@@ -345,7 +356,7 @@ static void on_console(void *ud, enum ipmi_console_event ev, const unsigned char
 				n->has_rejected = 1;
 				n->rejected_version = s->credentials_version;
 			}
-			if (n->capture && !M.stopping) {
+			if (capturing(n) && !M.stopping) {
 				n->retry_at_ms = now_ms() + (rc < 0 ? n->backoff_ms : 0);
 				if (rc < 0)
 					n->backoff_ms = n->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
@@ -373,7 +384,7 @@ static int session_open(struct cnode *n, const struct console_target *t, int ste
 	s->n = n;
 	s->credentials_version = t->t.credentials_version;
 	opt.steal = steal;
-	opt.keepalive = n->capture;
+	opt.keepalive = capturing(n);
 	opt.timeout_ms = M.timeout_ms;
 	M.nsessions++;
 	rc = ipmi_console_open(&cid, &t->t, &opt, on_console, s);
@@ -563,6 +574,13 @@ int console_capture_set(struct store *st, const char *node, int enabled)
 			return kiln_fail(KILN_ERROR, "out of memory");
 		}
 		n->capture = enabled;
+		if (enabled && cluster_shared(M.cluster)) {
+			struct node *stored = NULL;
+
+			n->elsewhere = store_node_get(st, &stored, n->name) == 0 &&
+				       !cluster_owns(M.cluster, stored);
+			node_free(stored);
+		}
 		if (enabled) {
 			n->retry_at_ms = 0;
 			n->backoff_ms = BACKOFF_MIN_MS;
@@ -586,8 +604,12 @@ static void capture_tick(struct store *st)
 	struct cnode *n;
 
 	pthread_mutex_lock(&M.lock);
+	if (M.shared && !M.cluster) {
+		pthread_mutex_unlock(&M.lock);
+		return; /* the owners are not known yet */
+	}
 	for (n = M.nodes; n && ndue < 64; n = n->next)
-		if (n->capture && n->state == S_DOWN && n->retry_at_ms <= now)
+		if (capturing(n) && n->state == S_DOWN && n->retry_at_ms <= now)
 			kiln_strlcpy(due[ndue++], n->name, sizeof(due[0]));
 	pthread_mutex_unlock(&M.lock);
 
@@ -597,7 +619,7 @@ static void capture_tick(struct store *st)
 
 		pthread_mutex_lock(&M.lock);
 		n = cnode_get(due[i]);
-		if (!n || M.stopping || !n->capture || n->state != S_DOWN) {
+		if (!n || M.stopping || !capturing(n) || n->state != S_DOWN) {
 			pthread_mutex_unlock(&M.lock);
 			console_target_free(t);
 			continue;
@@ -620,6 +642,75 @@ static void capture_tick(struct store *st)
 		pthread_mutex_unlock(&M.lock);
 		console_target_free(t);
 	}
+}
+
+/*
+ * Several instances: the capture flags another instance stored, and the owners, read again
+ * every RECONCILE_MS: this instance captures the nodes it owns, and closes a capture (its
+ * session, unless a client is attached) when the node goes to another.
+ */
+#define RECONCILE_MS 5000
+static void capture_reconcile(struct store *st)
+{
+	char **names = NULL;
+	size_t count = 0;
+	struct cnode *n;
+
+	if (!cluster_shared(M.cluster) || now_ms() - M.reconciled_ms < RECONCILE_MS)
+		return;
+	M.reconciled_ms = now_ms();
+	if (store_console_capture_list(st, &names, &count) < 0) {
+		log_warn("console: %s", kiln_error_last());
+		return;
+	}
+	for (size_t i = 0; i < count; i++) {
+		struct node *node = NULL;
+		int elsewhere = store_node_get(st, &node, names[i]) == 0 &&
+				!cluster_owns(M.cluster, node);
+
+		node_free(node);
+		pthread_mutex_lock(&M.lock);
+		if ((n = cnode_get(names[i])) && (!n->capture || n->elsewhere != elsewhere)) {
+			if (!n->capture || n->elsewhere) {
+				n->retry_at_ms = 0;
+				n->backoff_ms = BACKOFF_MIN_MS;
+			}
+			n->capture = 1;
+			n->elsewhere = elsewhere;
+			if (elsewhere) {
+				log_close(n);
+				cnode_release_if_idle(n);
+			}
+		}
+		pthread_mutex_unlock(&M.lock);
+	}
+	/* the captures switched off through another instance */
+	pthread_mutex_lock(&M.lock);
+	for (n = M.nodes; n; n = n->next) {
+		size_t i = 0;
+
+		while (i < count && strcmp(names[i], n->name) != 0)
+			i++;
+		if (i == count && n->capture) {
+			n->capture = 0;
+			log_close(n);
+			cnode_release_if_idle(n);
+		}
+	}
+	pthread_mutex_unlock(&M.lock);
+	for (size_t i = 0; i < count; i++)
+		free(names[i]);
+	free(names);
+}
+
+void console_cluster_set(struct cluster *c)
+{
+	pthread_mutex_lock(&M.lock);
+	M.cluster = c;
+	M.reconciled_ms = 0;
+	pthread_mutex_unlock(&M.lock);
+	if (M.wake[1] >= 0)
+		pipe_poke(M.wake[1]);
 }
 
 static void *manager_thread(void *arg)
@@ -666,6 +757,7 @@ static void *manager_thread(void *arg)
 		pthread_mutex_unlock(&M.lock);
 		if (stop)
 			break;
+		capture_reconcile(st);
 		capture_tick(st);
 		if (poll(&p, 1, 500) > 0)
 			pipe_drain(M.wake[0]);
@@ -691,6 +783,7 @@ int console_start(const struct console_config *cfg)
 	M.key = cfg->key;
 	M.log_max = cfg->log_max_bytes > 0 ? cfg->log_max_bytes : LOG_MAX_DEFAULT;
 	M.timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 5000;
+	M.shared = cfg->shared;
 	if (mkdir(M.dir, 0700) < 0 && errno != EEXIST) {
 		rc = kiln_fail(KILN_ERROR, "console: %s: %s", M.dir, strerror(errno));
 		goto fail;

@@ -23,11 +23,18 @@ struct console_config {
 	const struct secret_key *key; /* kept, not copied: it must outlive this */
 	long log_max_bytes;           /* 0: 1 MiB */
 	long timeout_ms;              /* IPMI session timeout; 0: 5000 */
+	int shared;                   /* the store is shared: no capture opens before
+				       * console_cluster_set() */
 };
 
 /* Starts the manager thread and the captures stored as on. Call once, after the IPMI
  * helper has started. */
 int console_start(const struct console_config *cfg);
+
+struct cluster;
+/* Several kilnd on one database: from now on each node's capture runs on its owner only (a
+ * BMC takes one SOL session), the flags set through any instance. */
+void console_cluster_set(struct cluster *c);
 
 /* Ends every attached client and session and joins the thread. Call before stopping the
  * HTTP server (attached clients hold upgraded connections) and the IPMI helper. Safe when

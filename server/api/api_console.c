@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "api/api_internal.h"
+#include "cluster.h"
 #include "console.h"
 #include "kiln/error.h"
 #include "kiln/json.h"
@@ -75,6 +76,40 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, c
 	pthread_attr_destroy(&attr);
 }
 
+/*
+ * Several kilnd on one database: a node's console (its SOL session, its captured log) is on
+ * the instance that owns the node. Another instance answers 421 with the owner's id and API
+ * URL, which the CLI follows (it trusts every instance: one site CA, or their fingerprints);
+ * 503 while no live instance owns it. 1 when answered so, 0 when the console is here.
+ */
+static int console_elsewhere(struct api_ctx *c, const char *name)
+{
+	char owner[CLUSTER_ID_LEN + 1], url[256];
+	struct node *n = NULL;
+	int o;
+
+	if (!cluster_shared(c->cluster) || store_node_get(c->st, &n, name) < 0) {
+		node_free(n);
+		return 0; /* a node that is not there is answered as usual */
+	}
+	o = cluster_owner_url(c->cluster, n, owner, url, sizeof(url));
+	node_free(n);
+	if (o == 1)
+		return 0;
+	if (o < 0 || !url[0]) {
+		api_fail(c, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
+			 "no live kilnd instance owns %s right now (an owner's lease ran out): "
+			 "try again within the lease",
+			 name);
+		return 1;
+	}
+	api_reply(c, 421,
+		  json_pack("{s:s, s:s, s:s}", "error",
+			    "this node's console is on the kilnd instance that owns it", "owner",
+			    owner, "owner_url", url));
+	return 1;
+}
+
 /* Does the comma-separated header value list contain token (case-insensitive)? */
 static int header_has(const char *value, const char *token)
 {
@@ -119,6 +154,8 @@ void api_console_attach(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "steal", "query 'steal' must be true or false");
 		return;
 	}
+	if (console_elsewhere(c, c->param))
+		return;
 	rc = console_target_load(&t, c->st, c->key, c->param);
 	if (rc < 0) {
 		api_fail_code(c, rc, NULL);
@@ -164,6 +201,8 @@ void api_console_log(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "lines", "query 'lines' must be 1 to 10000");
 		return;
 	}
+	if (console_elsewhere(c, c->param))
+		return;
 	if ((rc = store_console_capture_get(c->st, c->param, &enabled)) < 0 ||
 	    (rc = console_log_tail(&arr, c->param, (long)lines)) < 0) {
 		api_fail_code(c, rc, NULL);
