@@ -16,6 +16,7 @@
 #include "handoff.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
+#include "kiln/parse.h"
 #include "node_lock.h"
 #include "poller.h"
 
@@ -23,6 +24,8 @@
 #define PRUNE_EVERY_MS 60000
 #define PRUNE_AFTER_MS 600000    /* a finished row nobody will read (its origin stopped) */
 #define WARN_EVERY_MS 30000      /* one store warning per this, not one a scan */
+#define READBACK_TRIES 8         /* reads of an interrupted call's node, 2 s apart, until it */
+#define READBACK_EVERY_MS 2000   /* is on or off (a cycle cut mid-way takes a while) */
 
 /* --- the operation as text --------------------------------------------------------------- */
 
@@ -87,6 +90,28 @@ int handoff_op_parse(const char *text, struct bmc_op *out, char **out_media, cha
 	return rc;
 }
 
+int handoff_row(struct store *st, struct cluster *c, int64_t node_id, const char *node,
+		const struct bmc_op *op, int64_t audit_id, int claim, int64_t *out_id)
+{
+	const char *self = cluster_self(c);
+	struct node_call_row r = { .node_id = node_id, .origin = (char *)self,
+				   .audit_id = audit_id,
+				   .state = claim ? NODE_CALL_RUNNING : NODE_CALL_PENDING,
+				   .claimed_by = claim ? (char *)self : NULL };
+	int rc;
+
+	*out_id = 0;
+	if (!cluster_shared(c))
+		return 0;
+	if (!(r.op = handoff_op_text(op, node)))
+		return kiln_fail(KILN_ERROR, "out of memory");
+	rc = store_node_call_insert(st, &r);
+	free(r.op);
+	if (rc == 0)
+		*out_id = r.id;
+	return rc;
+}
+
 /* --- the thread's state -------------------------------------------------------------------- */
 
 /* A call this instance runs on its engine for a row: the row's operation, or the power
@@ -103,6 +128,8 @@ struct exec {
 	char *media;
 	struct bmc_op op;
 	int readback;       /* the power read of an interrupted call */
+	int tries;          /* readback: reads so far (a node mid-transition is read again) */
+	int64_t due_ms;     /* readback: when its next read goes (h->later) */
 	char *dead;         /* readback: the instance that died mid-call */
 	int locked;         /* holds the node's busy mark */
 	/* the result */
@@ -125,6 +152,7 @@ struct handoff {
 	int64_t pruned_ms;
 	pthread_mutex_t lock;
 	struct exec *deferred;     /* read-backs found at start, sent by the thread */
+	struct exec *later;        /* read-backs to read again at their due_ms (the thread's) */
 	struct exec *done;         /* results back from the engine (under lock) */
 	int stopping;              /* no new claim (under lock) */
 	int quitting;              /* the thread ends once nothing runs (under lock) */
@@ -229,7 +257,16 @@ static void notify_origin(struct handoff *h, const char *origin, int64_t row_id)
 		store_warn(h, "notifying the caller");
 }
 
-/* Writes row e's outcome (its audit row's too) and tells its origin, in one transaction. */
+/* Whether a power read back is on or off (not unknown: a node powering on or off). */
+static int settled(json_t *power)
+{
+	const char *p = json_string_value(power);
+
+	return p && (strcmp(p, "on") == 0 || strcmp(p, "off") == 0);
+}
+
+/* Writes row e's outcome (its audit row's too) and tells its origin, in one transaction. A
+ * read back that finds the node mid-transition goes to h->later to be read again. */
 static void exec_finish(struct handoff *h, struct exec *e)
 {
 	const char *from = e->readback ? NODE_CALL_READBACK : NODE_CALL_RUNNING;
@@ -240,6 +277,19 @@ static void exec_finish(struct handoff *h, struct exec *e)
 
 	if (e->readback) {
 		power = e->rc == 0 ? json_object_get(e->data, "power") : NULL;
+		if (!settled(power) && ++e->tries < READBACK_TRIES) {
+			/* mid-transition (the cut action's own, most likely): read again */
+			json_decref(e->data);
+			e->data = NULL;
+			e->rc = 0;
+			e->error[0] = '\0';
+			secret_free_string(e->password); /* exec_send opens it again */
+			e->password = NULL;
+			e->due_ms = mono_ms() + READBACK_EVERY_MS;
+			e->next = h->later;
+			h->later = e;
+			return;
+		}
 		if (json_is_string(power))
 			snprintf(text, sizeof(text),
 				 "interrupted: instance %s stopped mid-call; power now %s (read back)",
@@ -270,9 +320,19 @@ static void exec_finish(struct handoff *h, struct exec *e)
 				   rc == 0 ? NULL : text, data, &moved) < 0)
 		goto fail;
 	if (moved && e->audit_id > 0) {
-		char outcome[720];
+		char outcome[720], when[KILN_TIME_UTC_LEN];
 
-		if (e->readback || rc == 0)
+		/* an interrupted row's words as a single kilnd's restart writes them */
+		kiln_time_utc(when, store_now(h->st));
+		if (e->readback && json_is_string(power))
+			snprintf(outcome, sizeof(outcome),
+				 "interrupted: kilnd stopped; power read back: %s at %s",
+				 json_string_value(power), when);
+		else if (e->readback)
+			snprintf(outcome, sizeof(outcome),
+				 "interrupted: kilnd stopped; the power could not be read back: %s",
+				 e->error[0] ? e->error : kiln_error_name(e->rc));
+		else if (rc == 0)
 			snprintf(outcome, sizeof(outcome), "%s", text);
 		else
 			snprintf(outcome, sizeof(outcome), "failed: %s", text);
@@ -507,6 +567,26 @@ static void ignore_notification(void *ud, const char *channel, const char *paylo
 	(void)payload; /* a wake-up: the scans read the rows */
 }
 
+/* The read-backs due again go out (when stopping: dropped; the next life reads back). */
+static void later_send(struct handoff *h, int stopping)
+{
+	int64_t now = mono_ms();
+
+	for (struct exec **pp = &h->later; *pp;) {
+		struct exec *e = *pp;
+
+		if (!stopping && e->due_ms > now) {
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		if (stopping)
+			exec_free(e);
+		else
+			exec_send(h, e);
+	}
+}
+
 static void *handoff_main(void *arg)
 {
 	struct handoff *h = arg;
@@ -547,6 +627,7 @@ static void *handoff_main(void *arg)
 		}
 		if (quitting && h->running == 0)
 			break;
+		later_send(h, stopping);
 		if (stopping)
 			continue;
 		relisten(h);
@@ -573,7 +654,6 @@ int handoff_start(struct handoff **out, const struct handoff_options *opt)
 	if (!h)
 		return kiln_fail(KILN_ERROR, "out of memory");
 	h->opt = *opt;
-	h->poller = opt->poller;
 	h->listen_fd = -1;
 	h->wake[0] = h->wake[1] = -1;
 	pthread_mutex_init(&h->lock, NULL);
@@ -590,16 +670,22 @@ int handoff_start(struct handoff **out, const struct handoff_options *opt)
 	sweep_handed(h);
 	scan_orphans(h, NODE_CALL_RUNNING, 1);
 	scan_orphans(h, NODE_CALL_READBACK, 1);
-	if (pthread_create(&h->thread, NULL, handoff_main, h) != 0) {
-		rc = kiln_fail(KILN_ERROR, "handoff: cannot start its thread");
-		goto fail;
-	}
-	h->started = 1;
 	*out = h;
 	return 0;
 fail:
 	handoff_free(h);
 	return rc;
+}
+
+int handoff_run(struct handoff *h, struct poller *poller, handoff_result_fn on_result, void *ud)
+{
+	h->poller = poller;
+	h->opt.on_result = on_result;
+	h->opt.ud = ud;
+	if (pthread_create(&h->thread, NULL, handoff_main, h) != 0)
+		return kiln_fail(KILN_ERROR, "handoff: cannot start its thread");
+	h->started = 1;
+	return 0;
 }
 
 void handoff_stop(struct handoff *h)
@@ -625,6 +711,12 @@ void handoff_free(struct handoff *h)
 		pthread_mutex_unlock(&h->lock);
 		wake(h);
 		pthread_join(h->thread, NULL);
+	}
+	while (h->later) {
+		struct exec *e = h->later;
+
+		h->later = e->next;
+		exec_free(e);
 	}
 	while (h->deferred) { /* a start that failed after its sweep */
 		struct exec *e = h->deferred;

@@ -34,6 +34,18 @@ int handoff_op_parse(const char *text, struct bmc_op *out, char **out_media, cha
 /* Whether an operation changes the node (it is audited, and sent at most once). */
 int handoff_op_is_action(enum bmc_op_kind kind);
 
+/*
+ * A BMC call's row in node_calls (several kilnd; nothing is written, *out_id 0, when the
+ * store is not shared), inside the caller's transaction beside the call's audit row. claim 1:
+ * an action this instance sends itself (running, claimed by it): should it die before the
+ * result, the node's next owner reads the power back and reports the action interrupted,
+ * never sending it again; the sender deletes the row once the result is in. claim 0: the
+ * call handed to the node's owner (pending; notify HANDOFF_CALLS_CHANNEL in the same
+ * transaction).
+ */
+int handoff_row(struct store *st, struct cluster *c, int64_t node_id, const char *node,
+		const struct bmc_op *op, int64_t audit_id, int claim, int64_t *out_id);
+
 /* --- the handoff thread -------------------------------------------------------------- */
 
 /* A result of a call this instance handed out: row (done or interrupted; valid during the
@@ -43,19 +55,23 @@ typedef void (*handoff_result_fn)(void *ud, const struct node_call_row *row);
 struct handoff_options {
 	const char *db_path;          /* the thread's own store handle (and its LISTEN) */
 	struct bmc_engine *engine;
-	struct poller *poller;        /* what a call learned is stored as its reading */
 	struct cluster *cluster;
 	const struct secret_key *key; /* opens the BMC passwords */
+	/* set by handoff_run() */
 	handoff_result_fn on_result;
 	void *ud;
 };
 
 /*
- * Starts the thread. Before it returns, the calls this instance claimed in an earlier life
- * (a kilnd killed mid-call, restarted with its instance id) are taken back for a power
- * read-back, and the calls it handed out then are cancelled: none is sent again.
+ * Opens the handoff's store and deals with what this instance left in an earlier life (a
+ * kilnd killed mid-call, restarted with its instance id): the calls it had claimed are
+ * taken back for a power read-back, those it had handed out are cancelled; none is sent
+ * again. Call before anything of this life can claim a call (the poller, the jobs, the API).
  */
 int handoff_start(struct handoff **out, const struct handoff_options *opt);
+/* Starts the thread: it takes the calls handed to this instance (what they learn goes to
+ * poller as its readings), and brings the results of those it handed out to on_result. */
+int handoff_run(struct handoff *h, struct poller *poller, handoff_result_fn on_result, void *ud);
 /* Takes no new call from then on; what runs finishes. Call before the engine drains. */
 void handoff_stop(struct handoff *h);
 /* Joins the thread once the engine stopped (every result came back). Accepts NULL. */

@@ -417,25 +417,6 @@ static int batch_route(struct live *l, struct live_call_private *p)
 	return remote;
 }
 
-/* One node's row in node_calls: handed to its owner (pending), or this action's claim
- * (running, claimed by this instance). */
-static int batch_row(struct live *l, struct live_call *call, struct live_node *n)
-{
-	const char *self = cluster_self(l->cluster);
-	struct node_call_row r = { .node_id = n->node->id, .origin = (char *)self,
-				   .audit_id = n->audit_id,
-				   .state = n->remote ? NODE_CALL_PENDING : NODE_CALL_RUNNING,
-				   .claimed_by = n->remote ? NULL : (char *)self };
-	int rc;
-
-	if (!(r.op = handoff_op_text(&call->op, n->name)))
-		return kiln_fail(KILN_ERROR, "out of memory");
-	rc = store_node_call_insert(l->st, &r);
-	free(r.op);
-	n->call_id = r.id;
-	return rc;
-}
-
 /* A batch's audit rows, claims and handed rows, committed together before any of its BMC
  * calls (one fsync, not one a node); a node whose rows are not written is not called: its
  * answer is final. */
@@ -454,8 +435,9 @@ static void batch_write(struct live *l, struct live_call_private *p, int remote)
 				      call->audit_action, n->name,
 				      n->audit_detail ? n->audit_detail : call->audit_detail) < 0)
 			ok = 0;
-		if (ok && l->shared && (n->remote || call->audit_action) &&
-		    batch_row(l, call, n) < 0)
+		if (ok && (n->remote || call->audit_action) &&
+		    handoff_row(l->st, l->cluster, n->node->id, n->name, &call->op, n->audit_id,
+				!n->remote, &n->call_id) < 0)
 			ok = 0;
 	}
 	if (ok && remote && store_notify(l->st, HANDOFF_CALLS_CHANNEL, "") < 0)

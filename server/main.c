@@ -578,6 +578,19 @@ int main(int argc, char **argv)
 				goto cleanup;
 			}
 			console_cluster_set(cluster);
+			/* what this instance left claimed in an earlier life: read back, never
+			 * sent again (before the poller and the jobs claim anything) */
+			if (copt.shared) {
+				struct handoff_options hopt = { .db_path = db_path,
+								.engine = engine,
+								.cluster = cluster,
+								.key = sd->key };
+
+				if (handoff_start(&handoff, &hopt) < 0) {
+					ret = die("handoff");
+					goto cleanup;
+				}
+			}
 			if (copt.shared)
 				log_info("cluster: instance %s%s%s, lease %llds", cluster_self(cluster),
 					 cfg.cluster_group && *cfg.cluster_group ? ", group " : "",
@@ -619,15 +632,9 @@ int main(int argc, char **argv)
 	}
 	/* Several instances: calls on nodes owned elsewhere go to their owners, and theirs
 	 * come here, through node_calls rows (before the API takes any call). */
-	if (cluster_shared(cluster)) {
-		struct handoff_options hopt = { .db_path = db_path, .engine = engine,
-						.poller = poller, .cluster = cluster, .key = sd->key,
-						.on_result = live_handoff_result, .ud = live };
-
-		if (handoff_start(&handoff, &hopt) < 0) {
-			ret = die("handoff");
-			goto cleanup;
-		}
+	if (handoff && handoff_run(handoff, poller, live_handoff_result, live) < 0) {
+		ret = die("handoff");
+		goto cleanup;
 	}
 	opt.live = live;
 	opt.cluster = cluster;
