@@ -12,6 +12,7 @@
 #include "config.h"
 #include "guard.h"
 #include "cluster.h"
+#include "handoff.h"
 #include "jobs.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
@@ -256,6 +257,7 @@ struct job_slot {
 	int rc;
 	char error[512];
 	int64_t op_audit_id;
+	int64_t op_claim_id;  /* its node_calls claim (several kilnd), deleted with the result */
 	int64_t retry_at;
 	int claimed;       /* holds the node's in-flight mark */
 	int live;          /* seen in this scan */
@@ -403,6 +405,16 @@ static const char *op_audit_name(enum job_step step)
 	}
 }
 
+/* The step's BMC operation ended: its audit row says how, its claim goes. */
+static void job_op_end(struct store *st, struct job_slot *slot, const char *outcome)
+{
+	if (slot->op_audit_id > 0)
+		store_audit_finish(st, slot->op_audit_id, outcome); /* best effort */
+	if (slot->op_claim_id > 0)
+		store_node_call_delete(st, slot->op_claim_id);
+	slot->op_audit_id = slot->op_claim_id = 0;
+}
+
 /* Sends the step's BMC operation: audit row first, then the engine. Returns 0 when sent,
  * or a negative code (the job fails with its message). */
 static int job_submit(struct jobs *js, struct store *st, struct job *j, struct job_slot *slot,
@@ -452,21 +464,26 @@ static int job_submit(struct jobs *js, struct store *st, struct job *j, struct j
 		detail = d ? json_dumps(d, JSON_COMPACT) : NULL;
 		json_decref(d);
 	}
-	if ((rc = store_audit_begin(st, &slot->op_audit_id, j->created_by ? j->created_by : "?",
-				    op_audit_name(step), j->node, detail)) < 0)
+	/* The audit row, the claim (several kilnd) and a cycle's time, together and before the
+	 * BMC hears of it: a restart, or the node's next owner, must know it may have happened. */
+	if ((rc = store_begin(st)) < 0)
 		goto cleanup;
+	if ((rc = store_audit_begin(st, &slot->op_audit_id, j->created_by ? j->created_by : "?",
+				    op_audit_name(step), j->node, detail)) < 0 ||
+	    (rc = handoff_row(st, js->cluster, n->id, n->name, &op, slot->op_audit_id, 1,
+			      &slot->op_claim_id)) < 0)
+		goto rollback;
 	if (step == JOB_STEP_POWER_CYCLE) {
-		/* Stored before the BMC hears of it: a restart must know it may have happened. */
 		j->cycle_sent_at = now_s();
-		if ((rc = store_job_update(st, j)) < 0) {
-			store_audit_finish(st, slot->op_audit_id, "failed: job not stored");
-			goto cleanup;
-		}
+		if ((rc = store_job_update(st, j)) < 0)
+			goto rollback;
 	}
+	if ((rc = store_commit(st)) < 0)
+		goto rollback;
 	call = malloc(sizeof(*call));
 	if (!call) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
-		store_audit_finish(st, slot->op_audit_id, "failed: out of memory");
+		job_op_end(st, slot, "failed: out of memory");
 		goto cleanup;
 	}
 	call->js = js;
@@ -481,8 +498,14 @@ static int job_submit(struct jobs *js, struct store *st, struct job *j, struct j
 		slot->in_flight = 0;
 		pthread_mutex_unlock(&js->lock);
 		free(call);
-		store_audit_finish(st, slot->op_audit_id, "failed: not sent");
+		job_op_end(st, slot, "failed: not sent");
 	}
+	goto cleanup;
+rollback:
+	store_rollback(st);
+	slot->op_audit_id = slot->op_claim_id = 0;
+	if (step == JOB_STEP_POWER_CYCLE)
+		j->cycle_sent_at = 0;
 cleanup:
 	secret_free_string(password);
 	node_free(n);
@@ -621,8 +644,7 @@ static void job_tick(struct jobs *js, struct store *st, struct job *j, struct jo
 			else
 				snprintf(outcome, sizeof(outcome), "failed: %s",
 					 error[0] ? error : kiln_error_name(f.op_rc));
-			store_audit_finish(st, slot->op_audit_id, outcome); /* best effort */
-			slot->op_audit_id = 0;
+			job_op_end(st, slot, outcome);
 		}
 		job_decide(&next, j, &f, &js->limits);
 		if (next.verdict != JOB_WAIT && next.verdict != JOB_SUBMIT) {

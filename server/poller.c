@@ -15,6 +15,7 @@
 #include "console.h"
 #include "event_limit.h"
 #include "guard.h"
+#include "handoff.h"
 #include "health/health_facts.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"
@@ -193,6 +194,7 @@ struct slot {
 	int log_reread;             /* its log was found cleared: read it whole again now */
 	int drain_asked;            /* flagged (hung, GPU lost, critical Xid): drain was asked */
 	int owned;                  /* this instance polls and judges it (cluster_owns) */
+	int64_t claim_id;           /* its automatic cycle's node_calls claim (several kilnd) */
 };
 
 struct completion {
@@ -751,6 +753,9 @@ static void action_result(struct poller *p, struct slot *s, struct completion *c
 
 	s->acting = 0;
 	node_lock_release(s->node->id);
+	if (s->claim_id > 0 && store_node_call_delete(p->st, s->claim_id) < 0)
+		log_warn("poller: %s: %s", s->node->name, kiln_error_last());
+	s->claim_id = 0;
 	if (c->rc == 0)
 		snprintf(outcome, sizeof(outcome), "ok");
 	else
@@ -1009,6 +1014,14 @@ static int remediations_last_hour(struct poller *p, int64_t now)
 	return count;
 }
 
+static void remediation_limited(struct poller *p, struct slot *s)
+{
+	metrics_remediation_count(METRICS_REMEDIATION_LIMITED);
+	event_add(p, s, SEV_WARNING, "kilnd", "remediation", "remediation-limit",
+		  "hung, but the limit of %d automatic power cycles an hour is reached",
+		  p->opt.cfg.remediate_max_per_hour);
+}
+
 /* Once per hung episode, and never again for a node whose agent has not come back since
  * the last automatic cycle (a cycle that did not help is a person's problem). */
 static void remediate(struct poller *p, struct slot *s, const char *reason,
@@ -1018,7 +1031,7 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 	struct bmc_op op = { .kind = BMC_OP_POWER_ACTION, .action = BMC_ACT_CYCLE };
 	json_t *detail;
 	char *text;
-	int64_t audit_id = 0;
+	int64_t audit_id = 0, remediated_at = s->st.remediated_at;
 
 	if (!cfg->remediate || !p->opt.engine || s->acting || s->node->bmc_protocol == BMC_NONE ||
 	    s->st.hung_since <= 0 || now - s->st.hung_since < cfg->remediate_grace_s ||
@@ -1026,10 +1039,7 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 	    (s->st.remediated_at > 0 && agent_last_seen < s->st.remediated_at))
 		return;
 	if (remediations_last_hour(p, now) >= cfg->remediate_max_per_hour) {
-		metrics_remediation_count(METRICS_REMEDIATION_LIMITED);
-		event_add(p, s, SEV_WARNING, "kilnd", "remediation", "remediation-limit",
-			  "hung, but the limit of %d automatic power cycles an hour is reached",
-			  cfg->remediate_max_per_hour);
+		remediation_limited(p, s);
 		return;
 	}
 	/* Work Slurm still runs there waits: the node only looks hung to kiln. */
@@ -1052,18 +1062,28 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 			   (json_int_t)s->st.hung_since);
 	text = detail ? json_dumps(detail, JSON_COMPACT) : NULL;
 	json_decref(detail);
-	if (store_audit_begin(p->st, &audit_id, "kilnd", "power.cycle", s->node->name, text) < 0) {
-		log_warn("poller: %s: audit: %s", s->node->name, kiln_error_last());
+	/* The count again, its audit row, the claim and remediated_at in one write
+	 * transaction: several kilnd on one database write one at a time (store_begin), so
+	 * they keep one limit between them; and a kilnd killed before the result leaves what
+	 * the next one (or the node's next owner) needs to send no second cycle. */
+	if (store_begin(p->st) < 0)
+		goto failed;
+	if (remediations_last_hour(p, now) >= cfg->remediate_max_per_hour) {
+		store_rollback(p->st);
 		free(text);
 		node_lock_release(s->node->id);
+		remediation_limited(p, s);
 		return;
 	}
-	free(text);
-	/* Stored before the BMC hears of it: after a crash the next kilnd knows this silence
-	 * run was already answered with a cycle (and sends no second one). */
+	if (store_audit_begin(p->st, &audit_id, "kilnd", "power.cycle", s->node->name, text) < 0 ||
+	    handoff_row(p->st, p->opt.cluster, s->node->id, s->node->name, &op, audit_id, 1,
+			&s->claim_id) < 0)
+		goto rollback;
 	s->st.remediated_at = now;
+	if (store_fleet_state_put(p->st, &s->st) < 0 || store_commit(p->st) < 0)
+		goto rollback;
+	free(text);
 	metrics_remediation_count(METRICS_REMEDIATION_STARTED);
-	state_put(p, s);
 	event_add(p, s, SEV_WARNING, "kilnd", "remediation", NULL,
 		  "automatic power cycle: %.400s", reason);
 	log_info("poller: %s: automatic power cycle (%s)", s->node->name, reason);
@@ -1072,7 +1092,20 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 		s->acting = 0;
 		node_lock_release(s->node->id);
 		store_audit_finish(p->st, audit_id, "failed: not submitted");
+		if (s->claim_id > 0)
+			store_node_call_delete(p->st, s->claim_id);
+		s->claim_id = 0;
 	}
+	return;
+rollback:
+	store_rollback(p->st);
+	s->claim_id = 0;
+	s->st.remediated_at = remediated_at;
+failed:
+	log_warn("poller: %s: automatic power cycle not sent: %s", s->node->name,
+		 kiln_error_last());
+	free(text);
+	node_lock_release(s->node->id);
 }
 
 static char *reasons_json(const struct health_result *r)

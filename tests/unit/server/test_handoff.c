@@ -6,8 +6,11 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "handoff.h"
 #include "kiln/error.h"
@@ -172,6 +175,47 @@ static void test_results_by_origin(void **state)
 	node_call_list_free(rows, n);
 }
 
+/* Two kilnd on one database compare an agent's reports in turn, and count the fleet's
+ * automatic cycles against one limit, because their write transactions run one at a time:
+ * a second store handle's store_begin waits for the first's commit (SQLite: BEGIN
+ * IMMEDIATE; PostgreSQL: the writers' advisory lock store_pg.c takes). */
+struct locker {
+	const char *db;
+	atomic_int locked;
+	int rc;
+};
+
+static void *lock_thread(void *arg)
+{
+	struct locker *k = arg;
+	struct store *st = NULL;
+
+	k->rc = store_open(&st, k->db);
+	if (k->rc == 0 && (k->rc = store_begin(st)) == 0) {
+		atomic_store(&k->locked, 1);
+		store_commit(st);
+	}
+	store_close(st);
+	return NULL;
+}
+
+static void test_writers_in_turn(void **state)
+{
+	struct fx *f = *state;
+	struct locker k = { .db = f->db };
+	pthread_t t;
+
+	atomic_init(&k.locked, 0);
+	assert_int_equal(store_begin(f->st), 0);
+	assert_int_equal(pthread_create(&t, NULL, lock_thread, &k), 0);
+	usleep(500 * 1000);
+	assert_int_equal(atomic_load(&k.locked), 0);
+	assert_int_equal(store_commit(f->st), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(k.rc, 0);
+	assert_int_equal(atomic_load(&k.locked), 1);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -182,6 +226,7 @@ int main(void)
 		T(test_claim_once),
 		T(test_takeover_needs_the_dead_claimant),
 		T(test_results_by_origin),
+		T(test_writers_in_turn),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
