@@ -127,8 +127,8 @@ same "the cut cycle is answered interrupted, power read back by A" \
 	"$(jq -rs 'flatten[0].error | test("^interrupted: instance 00000000000000bb stopped mid-call; power now (on|off) \\(read back\\)$")' "$T/cut.json")" true
 same "it names A as the one that answered" "$(jq -rs 'flatten[0].ran_on' "$T/cut.json")" 00000000000000aa
 same "n02's BMC received no second Reset" "$(($(sim "$P2" '.resets | length') - r2))" 1
-same "the cut cycle's audit row says interrupted" \
-	"$(ka audit log -o json | jq -r '[.[] | select(.action == "power.cycle" and .target == "n02")][0].outcome | test("^interrupted: ")')" true
+same "the cut cycle's audit row says interrupted, with the power A read back" \
+	"$(ka audit log -o json | jq -r '[.[] | select(.action == "power.cycle" and .target == "n02")][0].outcome | test("^interrupted: kilnd stopped; power read back: (on|off) at ")')" true
 same "no audit row is left pending" \
 	"$(ka audit log -o json | jq '[.[] | select(.outcome == "pending")] | length')" 0
 wait "$LATE"

@@ -93,7 +93,9 @@ a_nodes=$(ids "$A_URL" "$A_DIR/admin.token" | jq --arg id "$A_ID" '.instances[] 
 echo "A owns $a_nodes of 6"
 # Each BMC's power reads over 3 poll intervals: one poller reads it 3 times (each node at
 # a fixed offset into the interval), two 6 times (seen when this check was made to fail
-# on purpose, every instance owning every node).
+# on purpose, every instance owning every node). 4 is still one poller: on a loaded machine
+# a read of the first contact's chain (the inventory reads the system too) or a read
+# delayed across the window's edge adds one (seen once in a full parallel run).
 sleep 1 # the first contacts' inventory reads (which read the system too) done
 clear_logs
 sleep 15
@@ -102,10 +104,10 @@ counts=""
 for p in "${BMCSIM_PORTS[@]}"; do
 	reads=$(sim_count "$p" "$POWER_GET")
 	counts+=" $reads"
-	[ "$reads" -ge 1 ] && [ "$reads" -le 3 ] && one=$((one + 1))
+	[ "$reads" -ge 1 ] && [ "$reads" -le 4 ] && one=$((one + 1))
 done
 echo "power reads per BMC in 15 s:$counts"
-same "each BMC is polled by exactly one instance (1 to 3 reads in 3 intervals)" "$one" 6
+same "each BMC is polled by exactly one instance (1 to 4 reads in 3 intervals, not 6)" "$one" 6
 
 # kill -9 A: B takes its nodes within the lease
 clear_logs
