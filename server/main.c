@@ -27,6 +27,7 @@
 #include "kiln/log.h"
 #include "kiln/version.h"
 #include "live.h"
+#include "migrate_sqlite.h"
 #include "poller.h"
 #include "receive_gap.h"
 #include "session_keep.h"
@@ -42,7 +43,7 @@
 enum {
 	OPT_STATE_DIR = 256, OPT_LISTEN, OPT_CONFIG, OPT_TLS_CERT, OPT_TLS_KEY, OPT_LOG_LEVEL,
 	OPT_STORE_CONNECTION, OPT_LIST_ROUTES, OPT_PRINT_CONFIG_EXAMPLE, OPT_VERSION, OPT_HELP,
-	OPT_BACKUP,
+	OPT_BACKUP, OPT_MIGRATE_FROM_SQLITE,
 };
 
 static const struct option long_options[] = {
@@ -54,6 +55,7 @@ static const struct option long_options[] = {
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "store-connection", required_argument, NULL, OPT_STORE_CONNECTION },
 	{ "backup", required_argument, NULL, OPT_BACKUP },
+	{ "migrate-from-sqlite", required_argument, NULL, OPT_MIGRATE_FROM_SQLITE },
 	{ "list-routes", no_argument, NULL, OPT_LIST_ROUTES },
 	{ "print-config-example", no_argument, NULL, OPT_PRINT_CONFIG_EXAMPLE },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -68,6 +70,7 @@ static void usage(FILE *f)
 		"             [--tls-cert FILE --tls-key FILE] [--log-level error|warn|info|debug]\n"
 		"             [--store-connection CONNINFO]\n"
 		"       kilnd --state-dir DIR [--config FILE] --backup FILE\n"
+		"       kilnd --state-dir DIR --config FILE --migrate-from-sqlite OLD/kiln.db\n"
 		"       kilnd --list-routes | --print-config-example | --version | --help\n"
 		"\n"
 		"  --state-dir DIR     kiln.db, secret.key, admin.token, TLS material (created 0700)\n"
@@ -79,6 +82,9 @@ static void usage(FILE *f)
 		"                      or URI): [store] backend = postgresql with this connection\n"
 		"  --backup FILE       copy kiln.db into FILE (while kilnd runs) and exit; FILE does\n"
 		"                      not hold secret.key: keep a copy of it with FILE\n"
+		"  --migrate-from-sqlite OLD/kiln.db  copy a SQLite state (its BMC passwords opened\n"
+		"                      with OLD/secret.key, sealed with DIR's) into the empty\n"
+		"                      PostgreSQL database of [store], and exit\n"
 		"  --list-routes       print the REST endpoints and the role each needs\n");
 }
 
@@ -196,6 +202,47 @@ static int backup_run(const char *state_dir, const char *file)
 }
 
 /*
+ * kilnd --migrate-from-sqlite: the SQLite database at from (with the secret.key beside it)
+ * into the configured PostgreSQL store, whose state dir's secret.key (made when absent)
+ * seals the BMC passwords from now on. Progress and errors on stderr; 0 or 1.
+ */
+static int migrate_run(const char *state_dir, const struct kilnd_config *cfg, const char *from)
+{
+	struct statedir *sd = NULL;
+	struct store *st = NULL;
+	char *target = NULL;
+	int ret = 1;
+
+	if (statedir_open(&sd, state_dir) < 0) {
+		die(NULL);
+		goto done;
+	}
+	if (sd->key_created)
+		fprintf(stderr, "kilnd: created %s/secret.key: copy it into the state dir of every "
+				"kilnd on this database\n", sd->path);
+	if (store_target(&target, cfg, sd) < 0) {
+		die("[store]");
+		goto done;
+	}
+	if (store_open(&st, target) < 0) {
+		die("[store] postgresql"); /* the connection string may hold a password */
+		goto done;
+	}
+	if (migrate_sqlite_run(st, from, sd->key, stderr) < 0) {
+		die(NULL);
+		goto done;
+	}
+	fprintf(stderr, "kilnd: the old API tokens work on it; start kilnd with --state-dir %s "
+			"(and copy its secret.key to every other instance)\n", sd->path);
+	ret = 0;
+done:
+	store_close(st);
+	statedir_close(sd);
+	free(target);
+	return ret;
+}
+
+/*
  * With no certificate configured, the one systemd hands over as credentials tls.crt and
  * tls.key (LoadCredential=, see kilnd(8)): the unit runs as an unprivileged user that cannot
  * read a root-only key, systemd can. Both or neither; *out_used says which.
@@ -256,7 +303,7 @@ int main(int argc, char **argv)
 	const char *state_dir = NULL, *config_path = NULL;
 	const char *over_listen = NULL, *over_cert = NULL, *over_key = NULL, *over_level = NULL;
 	const char *over_store = NULL;
-	const char *backup_file = NULL;
+	const char *backup_file = NULL, *migrate_from = NULL;
 	struct statedir *sd = NULL;
 	struct store *st = NULL;
 	struct tlscert tls = { 0 };
@@ -292,6 +339,7 @@ int main(int argc, char **argv)
 		case OPT_LOG_LEVEL: over_level = optarg; break;
 		case OPT_STORE_CONNECTION: over_store = optarg; break;
 		case OPT_BACKUP: backup_file = optarg; break;
+		case OPT_MIGRATE_FROM_SQLITE: migrate_from = optarg; break;
 		case OPT_LIST_ROUTES:
 			ret = api_routes_print(stdout) < 0;
 			goto cleanup;
@@ -347,6 +395,17 @@ int main(int argc, char **argv)
 	}
 	if (backup_file) {
 		ret = backup_run(state_dir, backup_file);
+		goto cleanup;
+	}
+	if (migrate_from && strcmp(cfg.store_backend, "postgresql") != 0) {
+		fprintf(stderr, "kilnd: --migrate-from-sqlite: [store] backend = %s: the option "
+				"copies into a PostgreSQL store (backend = postgresql)\n",
+			cfg.store_backend);
+		ret = 1;
+		goto cleanup;
+	}
+	if (migrate_from) {
+		ret = migrate_run(state_dir, &cfg, migrate_from);
 		goto cleanup;
 	}
 	if (api_listen_parse(&listen_at, cfg.listen) < 0) {

@@ -258,6 +258,15 @@ cleanup:
 	return ret;
 }
 
+int secret_key_load(struct secret_key *out, const char *path)
+{
+	int ret = sodium_ready();
+
+	if (ret == 0 && (ret = read_key(out, path)) == KILN_ENOTFOUND)
+		ret = kiln_fail(KILN_ENOTFOUND, "secret: %s: no such file", path);
+	return ret;
+}
+
 int secret_key_load_or_create(struct secret_key *out, const char *path, int *out_created)
 {
 	char file[4096];

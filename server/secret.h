@@ -19,6 +19,9 @@ void secret_key_free(struct secret_key *k); /* wipes; accepts NULL */
  * Refuses a key file of the wrong size or readable by others. */
 int secret_key_load_or_create(struct secret_key *out, const char *path, int *out_created);
 
+/* Loads an existing key file (never creates one): KILN_ENOTFOUND when it is absent. */
+int secret_key_load(struct secret_key *out, const char *path);
+
 /* Encrypts plaintext with XChaCha20-Poly1305 (random nonce prepended); caller frees *out.
  * ad (associated data, e.g. the node name) binds the ciphertext to its row. */
 int secret_encrypt(unsigned char **out, size_t *out_len, const struct secret_key *key,

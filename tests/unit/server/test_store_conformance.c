@@ -26,6 +26,7 @@
 #include "kiln/noderange.h"
 #include "store/store.h"
 #include "store/store_internal.h"
+#include "store/store_migrate.h"
 
 #define T0 1767225600 /* 2026-01-01T00:00:00Z: the fixed clock's start */
 
@@ -1427,6 +1428,33 @@ static void section_backup(struct run *r, struct ids *id)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* A migration from SQLite into this store is refused: a SQLite target, or (PostgreSQL) a
+ * store that holds nodes and tokens already; one line for both. The copy itself is
+ * tests/integration/test_migrate_sqlite.sh's. */
+static void section_migrate(struct run *r, struct ids *id)
+{
+	char dir[] = "/tmp/kiln-conform-migrate-XXXXXX", file[128], side[160];
+	struct store_migrate_ops ops = { .new_key_check = "check" };
+	struct store *src = NULL;
+	int rc, want = strcmp(r->backend, "sqlite") == 0 ? KILN_EINVAL : KILN_EEXISTS;
+
+	(void)id;
+	out(r, "# migrate from sqlite");
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/kiln.db", dir);
+	assert_int_equal(store_open(&src, file), 0); /* an empty kiln database */
+	store_close(src);
+	rc = store_migrate_from_sqlite(r->st, file, &ops);
+	call(r, 0, rc == want ? 0 : rc,
+	     "store_migrate_from_sqlite(r->st, file, &ops): refused (a SQLite target, or nodes)");
+	for (const char *const *ext = (const char *const[]){ "", "-wal", "-shm", NULL }; *ext;
+	     ext++) {
+		snprintf(side, sizeof(side), "%s%s", file, *ext);
+		unlink(side);
+	}
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* The instance rows and the key check: the times are each backend's database clock
  * (PostgreSQL's own, SQLite's the fixed one), so only how they relate is written. */
 static void section_cluster(struct run *r, struct ids *id)
@@ -1582,7 +1610,8 @@ static void script(struct run *r)
 	static const section_fn sections[] = {
 		section_nodes, section_tokens, section_agent_tokens, section_bmc_sessions,
 		section_audit, section_events, section_agent, section_identity, section_enroll,
-		section_bmc, section_jobs, section_reads, section_backup, section_tx_and_conflicts, section_cluster,
+		section_bmc, section_jobs, section_reads, section_backup, section_migrate,
+		section_tx_and_conflicts, section_cluster,
 		section_node_calls,
 	};
 	static struct ids id; /* static: kept across a longjmp */
