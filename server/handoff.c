@@ -21,6 +21,7 @@
 #include "poller.h"
 
 #define SCAN_EVERY_MS 1000       /* the rows are read again at least this often */
+#define ORPHANS_EVERY_MS 2000   /* calls handed to an instance that died: taken over */
 #define PRUNE_EVERY_MS 60000
 #define PRUNE_AFTER_MS 600000    /* a finished row nobody will read (its origin stopped) */
 #define WARN_EVERY_MS 30000      /* one store warning per this, not one a scan */
@@ -91,13 +92,13 @@ int handoff_op_parse(const char *text, struct bmc_op *out, char **out_media, cha
 }
 
 int handoff_row(struct store *st, struct cluster *c, int64_t node_id, const char *node,
-		const struct bmc_op *op, int64_t audit_id, int claim, int64_t *out_id)
+		const struct bmc_op *op, int64_t audit_id, const char *owner, int64_t *out_id)
 {
 	const char *self = cluster_self(c);
 	struct node_call_row r = { .node_id = node_id, .origin = (char *)self,
-				   .audit_id = audit_id,
-				   .state = claim ? NODE_CALL_RUNNING : NODE_CALL_PENDING,
-				   .claimed_by = claim ? (char *)self : NULL };
+				   .owner = (char *)owner, .audit_id = audit_id,
+				   .state = owner ? NODE_CALL_PENDING : NODE_CALL_RUNNING,
+				   .claimed_by = owner ? NULL : (char *)self };
 	int rc;
 
 	*out_id = 0;
@@ -150,6 +151,7 @@ struct handoff {
 	size_t running;            /* execs out on the engine (the thread's) */
 	int64_t warned_ms;
 	int64_t pruned_ms;
+	int64_t orphans_ms;        /* the last look at calls handed to dead instances */
 	pthread_mutex_t lock;
 	struct exec *deferred;     /* read-backs found at start, sent by the thread */
 	struct exec *later;        /* read-backs to read again at their due_ms (the thread's) */
@@ -400,24 +402,32 @@ static void exec_send(struct handoff *h, struct exec *e)
 
 /* --- the scans ----------------------------------------------------------------------------- */
 
-/* Claims the pending rows of the nodes this instance owns, and sends them. */
-static void scan_pending(struct handoff *h)
+/*
+ * Claims and sends the pending rows handed to this instance; with orphans, instead, the rows
+ * handed to an instance that is no longer live whose nodes this one owns now (and a row no
+ * instance can run, its node gone, to answer it).
+ */
+static void scan_pending(struct handoff *h, int orphans)
 {
 	struct node_call_row *rows = NULL;
 	size_t n = 0;
 
-	if (store_node_call_list(h->st, NODE_CALL_PENDING, NULL, &rows, &n) < 0) {
+	if (store_node_call_list(h->st, NODE_CALL_PENDING, NULL, orphans ? NULL : h->self, &rows,
+				 &n) < 0) {
 		store_warn(h, "reading the calls");
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct exec *e = exec_new(h, &rows[i]);
+		const char *owner = rows[i].owner;
+		struct exec *e;
 		int moved = 0;
 
-		if (!e)
+		if (orphans && owner &&
+		    (strcmp(owner, h->self) == 0 || cluster_is_live(h->opt.cluster, owner)))
+			continue; /* its owner takes it */
+		if (!(e = exec_new(h, &rows[i])))
 			break; /* out of memory: the next scan */
-		/* a row no instance can run (its node gone) is answered by whoever reads it */
-		if ((e->node && !cluster_owns(h->opt.cluster, e->node)) ||
+		if ((orphans && e->node && !cluster_owns(h->opt.cluster, e->node)) ||
 		    store_node_call_move(h->st, rows[i].id, NODE_CALL_PENDING, NULL,
 					 NODE_CALL_RUNNING, h->self, &moved) < 0 ||
 		    !moved) {
@@ -439,7 +449,7 @@ static void scan_orphans(struct handoff *h, const char *state, int self_too)
 	struct node_call_row *rows = NULL;
 	size_t n = 0;
 
-	if (store_node_call_list(h->st, state, NULL, &rows, &n) < 0) {
+	if (store_node_call_list(h->st, state, NULL, NULL, &rows, &n) < 0) {
 		store_warn(h, "reading the calls");
 		return;
 	}
@@ -496,7 +506,7 @@ static void scan_results(struct handoff *h, const char *state)
 	struct node_call_row *rows = NULL;
 	size_t n = 0;
 
-	if (store_node_call_list(h->st, state, h->self, &rows, &n) < 0) {
+	if (store_node_call_list(h->st, state, h->self, NULL, &rows, &n) < 0) {
 		store_warn(h, "reading the results");
 		return;
 	}
@@ -515,7 +525,7 @@ static void sweep_handed(struct handoff *h)
 	struct node_call_row *rows = NULL;
 	size_t n = 0;
 
-	if (store_node_call_list(h->st, NODE_CALL_PENDING, h->self, &rows, &n) == 0) {
+	if (store_node_call_list(h->st, NODE_CALL_PENDING, h->self, NULL, &rows, &n) == 0) {
 		for (size_t i = 0; i < n; i++) {
 			int moved = 0;
 
@@ -537,7 +547,7 @@ static void sweep_handed(struct handoff *h)
 	     *s; s++) {
 		rows = NULL;
 		n = 0;
-		if (store_node_call_list(h->st, *s, h->self, &rows, &n) < 0)
+		if (store_node_call_list(h->st, *s, h->self, NULL, &rows, &n) < 0)
 			continue;
 		for (size_t i = 0; i < n; i++)
 			store_node_call_delete(h->st, rows[i].id);
@@ -633,7 +643,11 @@ static void *handoff_main(void *arg)
 		relisten(h);
 		scan_results(h, NODE_CALL_DONE);
 		scan_results(h, NODE_CALL_INTERRUPTED);
-		scan_pending(h);
+		scan_pending(h, 0);
+		if (mono_ms() - h->orphans_ms >= ORPHANS_EVERY_MS) {
+			h->orphans_ms = mono_ms();
+			scan_pending(h, 1);
+		}
 		scan_orphans(h, NODE_CALL_RUNNING, 0);
 		scan_orphans(h, NODE_CALL_READBACK, 0);
 		if (mono_ms() - h->pruned_ms >= PRUNE_EVERY_MS) {

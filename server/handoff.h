@@ -36,15 +36,15 @@ int handoff_op_is_action(enum bmc_op_kind kind);
 
 /*
  * A BMC call's row in node_calls (several kilnd; nothing is written, *out_id 0, when the
- * store is not shared), inside the caller's transaction beside the call's audit row. claim 1:
- * an action this instance sends itself (running, claimed by it): should it die before the
- * result, the node's next owner reads the power back and reports the action interrupted,
- * never sending it again; the sender deletes the row once the result is in. claim 0: the
- * call handed to the node's owner (pending; notify HANDOFF_CALLS_CHANNEL in the same
- * transaction).
+ * store is not shared), inside the caller's transaction beside the call's audit row. owner
+ * NULL: an action this instance sends itself (running, claimed by it): should it die before
+ * the result, the node's next owner reads the power back and reports the action
+ * interrupted, never sending it again; the sender deletes the row once the result is in.
+ * Else the call handed to instance owner, the node's owner ("": none live now; pending;
+ * notify HANDOFF_CALLS_CHANNEL in the same transaction).
  */
 int handoff_row(struct store *st, struct cluster *c, int64_t node_id, const char *node,
-		const struct bmc_op *op, int64_t audit_id, int claim, int64_t *out_id);
+		const struct bmc_op *op, int64_t audit_id, const char *owner, int64_t *out_id);
 
 /* --- the handoff thread -------------------------------------------------------------- */
 

@@ -470,7 +470,7 @@ static int job_submit(struct jobs *js, struct store *st, struct job *j, struct j
 		goto cleanup;
 	if ((rc = store_audit_begin(st, &slot->op_audit_id, j->created_by ? j->created_by : "?",
 				    op_audit_name(step), j->node, detail)) < 0 ||
-	    (rc = handoff_row(st, js->cluster, n->id, n->name, &op, slot->op_audit_id, 1,
+	    (rc = handoff_row(st, js->cluster, n->id, n->name, &op, slot->op_audit_id, NULL,
 			      &slot->op_claim_id)) < 0)
 		goto rollback;
 	if (step == JOB_STEP_POWER_CYCLE) {

@@ -407,11 +407,9 @@ static int batch_route(struct live *l, struct live_call_private *p)
 
 	for (size_t i = 0; l->shared && i < call->count; i++) {
 		struct live_node *n = &call->nodes[i];
-		char owner[CLUSTER_ID_LEN + 1];
-
 		if (n->finished || !n->targeted || n->batch != p->batch)
 			continue;
-		n->remote = cluster_owner_of(l->cluster, n->node, owner) != 1;
+		n->remote = cluster_owner_of(l->cluster, n->node, n->owner) != 1;
 		remote |= n->remote;
 	}
 	return remote;
@@ -437,7 +435,7 @@ static void batch_write(struct live *l, struct live_call_private *p, int remote)
 			ok = 0;
 		if (ok && (n->remote || call->audit_action) &&
 		    handoff_row(l->st, l->cluster, n->node->id, n->name, &call->op, n->audit_id,
-				!n->remote, &n->call_id) < 0)
+				n->remote ? n->owner : NULL, &n->call_id) < 0)
 			ok = 0;
 	}
 	if (ok && remote && store_notify(l->st, HANDOFF_CALLS_CHANNEL, "") < 0)

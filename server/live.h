@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "bmc/bmc.h"
+#include "cluster.h"
 #include "store/store.h"
 
 struct cluster;
@@ -53,6 +54,7 @@ struct live_node {
 	/* the live thread's */
 	int64_t audit_id;
 	int remote;                 /* handed to its owner, another instance */
+	char owner[CLUSTER_ID_LEN + 1]; /* that instance ("": none live now) */
 	int64_t call_id;            /* its node_calls row (handed, or this action's claim) */
 	int finished;               /* out is final */
 	int written;                /* out is in the answer */

@@ -1076,7 +1076,7 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 		return;
 	}
 	if (store_audit_begin(p->st, &audit_id, "kilnd", "power.cycle", s->node->name, text) < 0 ||
-	    handoff_row(p->st, p->opt.cluster, s->node->id, s->node->name, &op, audit_id, 1,
+	    handoff_row(p->st, p->opt.cluster, s->node->id, s->node->name, &op, audit_id, NULL,
 			&s->claim_id) < 0)
 		goto rollback;
 	s->st.remediated_at = now;

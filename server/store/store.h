@@ -900,6 +900,7 @@ struct node_call_row {
 	int64_t id;
 	int64_t node_id;
 	char *origin;      /* the instance that took the API call */
+	char *owner;       /* a handed call: the instance it was handed to; NULL: a claim */
 	char *op;          /* JSON of the operation (handoff.c) */
 	int64_t audit_id;  /* 0: a read, not audited */
 	char *state;
@@ -925,9 +926,9 @@ int store_node_call_move(struct store *st, int64_t id, const char *from, const c
 int store_node_call_finish(struct store *st, int64_t id, const char *from, const char *claimed_by,
 			   const char *to, int rc, const char *error, const char *data,
 			   int *out_moved);
-/* The rows in state (in id order); origin NULL: of every origin. */
+/* The rows in state (in id order) of origin and handed to owner; NULL: any. */
 int store_node_call_list(struct store *st, const char *state, const char *origin,
-			 struct node_call_row **out, size_t *out_count);
+			 const char *owner, struct node_call_row **out, size_t *out_count);
 /* One row; KILN_ENOTFOUND when it is gone. */
 int store_node_call_get(struct store *st, int64_t id, struct node_call_row *out);
 int store_node_call_delete(struct store *st, int64_t id);

@@ -7,13 +7,13 @@
 #include "store/store_internal.h"
 
 #define COLUMNS                                                                                     \
-	"id, node_id, origin, op, audit_id, state, claimed_by, created_ms, changed_ms, rc,"         \
-	" error, data"
+	"id, node_id, origin, owner, op, audit_id, state, claimed_by, created_ms, changed_ms,"      \
+	" rc, error, data"
 
 static const struct sql_stmt INSERT = {
 	STMT_NODE_CALL_INSERT, "handing a call to a node's owner",
-	"INSERT INTO node_calls (node_id, origin, op, audit_id, state, claimed_by, created_ms,"
-	" changed_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) RETURNING id",
+	"INSERT INTO node_calls (node_id, origin, owner, op, audit_id, state, claimed_by,"
+	" created_ms, changed_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) RETURNING id",
 	NULL};
 
 static const struct sql_stmt MOVE = {
@@ -31,7 +31,7 @@ static const struct sql_stmt FINISH = {
 static const struct sql_stmt LIST = {
 	STMT_NODE_CALL_LIST, "listing node calls",
 	"SELECT " COLUMNS " FROM node_calls WHERE state = ?1 AND (?2 IS NULL OR origin = ?2)"
-	" ORDER BY id",
+	" AND (?3 IS NULL OR owner = ?3) ORDER BY id",
 	NULL};
 
 static const struct sql_stmt GET = {
@@ -60,6 +60,7 @@ void node_call_row_clear(struct node_call_row *r)
 	if (!r)
 		return;
 	free(r->origin);
+	free(r->owner);
 	free(r->op);
 	free(r->state);
 	free(r->claimed_by);
@@ -85,21 +86,22 @@ static int row_read(const struct sql_row *r, void *elem)
 
 	v->id = sql_col_int(r, 0);
 	v->node_id = sql_col_int(r, 1);
-	if ((ret = sql_col_strdups(r, 2, (char **const[]){&v->origin, &v->op}, 2)) < 0)
+	if ((ret = sql_col_strdups(r, 2, (char **const[]){&v->origin, &v->owner, &v->op}, 3)) < 0)
 		return ret;
-	v->audit_id = sql_col_int(r, 4);
-	if ((ret = sql_col_strdups(r, 5, (char **const[]){&v->state, &v->claimed_by}, 2)) < 0)
+	v->audit_id = sql_col_int(r, 5);
+	if ((ret = sql_col_strdups(r, 6, (char **const[]){&v->state, &v->claimed_by}, 2)) < 0)
 		return ret;
-	v->created_ms = sql_col_int(r, 7);
-	v->changed_ms = sql_col_int(r, 8);
-	v->rc = (int)sql_col_int(r, 9);
-	return sql_col_strdups(r, 10, (char **const[]){&v->error, &v->data}, 2);
+	v->created_ms = sql_col_int(r, 8);
+	v->changed_ms = sql_col_int(r, 9);
+	v->rc = (int)sql_col_int(r, 10);
+	return sql_col_strdups(r, 11, (char **const[]){&v->error, &v->data}, 2);
 }
 
 int store_node_call_insert(struct store *st, struct node_call_row *r)
 {
 	return sql_insert_id(st, &INSERT,
-			     SQL_ARGS(SQL_INT(r->node_id), SQL_TEXT(r->origin), SQL_TEXT(r->op),
+			     SQL_ARGS(SQL_INT(r->node_id), SQL_TEXT(r->origin), SQL_TEXT(r->owner),
+				      SQL_TEXT(r->op),
 				      SQL_ID_OR_NULL(r->audit_id), SQL_TEXT(r->state),
 				      SQL_TEXT(r->claimed_by), SQL_INT(now_ms(st))),
 			     &r->id);
@@ -134,10 +136,10 @@ int store_node_call_finish(struct store *st, int64_t id, const char *from, const
 }
 
 int store_node_call_list(struct store *st, const char *state, const char *origin,
-			 struct node_call_row **out, size_t *out_count)
+			 const char *owner, struct node_call_row **out, size_t *out_count)
 {
-	return sql_list(st, &LIST, SQL_ARGS(SQL_TEXT(state), SQL_TEXT(origin)), out, out_count,
-			sizeof(**out), row_read, row_clear);
+	return sql_list(st, &LIST, SQL_ARGS(SQL_TEXT(state), SQL_TEXT(origin), SQL_TEXT(owner)),
+			out, out_count, sizeof(**out), row_read, row_clear);
 }
 
 static int get_row(const struct sql_row *r, void *ctx)

@@ -155,22 +155,22 @@ static void test_results_by_origin(void **state)
 	insert(f->st, "aa", NODE_CALL_DONE, "bb");
 	insert(f->st, "cc", NODE_CALL_DONE, "bb");
 	insert(f->st, "aa", NODE_CALL_PENDING, NULL);
-	assert_int_equal(store_node_call_list(f->st, NODE_CALL_DONE, "aa", &rows, &n), 0);
+	assert_int_equal(store_node_call_list(f->st, NODE_CALL_DONE, "aa", NULL, &rows, &n), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(rows[0].origin, "aa");
 	assert_int_equal(rows[0].node_id, 7);
 	assert_int_equal(store_node_call_delete(f->st, rows[0].id), 0);
 	node_call_list_free(rows, n);
-	assert_int_equal(store_node_call_list(f->st, NODE_CALL_DONE, NULL, &rows, &n), 0);
+	assert_int_equal(store_node_call_list(f->st, NODE_CALL_DONE, NULL, NULL, &rows, &n), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(rows[0].origin, "cc");
 	node_call_list_free(rows, n);
 	/* no instance rows: every origin has stopped; only the finished rows go */
 	assert_int_equal(store_node_call_prune(f->st, (store_now(f->st) + 10) * 1000), 0);
-	assert_int_equal(store_node_call_list(f->st, NODE_CALL_DONE, NULL, &rows, &n), 0);
+	assert_int_equal(store_node_call_list(f->st, NODE_CALL_DONE, NULL, NULL, &rows, &n), 0);
 	assert_int_equal(n, 0);
 	node_call_list_free(rows, n);
-	assert_int_equal(store_node_call_list(f->st, NODE_CALL_PENDING, NULL, &rows, &n), 0);
+	assert_int_equal(store_node_call_list(f->st, NODE_CALL_PENDING, NULL, NULL, &rows, &n), 0);
 	assert_int_equal(n, 1);
 	node_call_list_free(rows, n);
 }

@@ -1504,9 +1504,9 @@ static void section_cluster(struct run *r, struct ids *id)
  * finished row goes when its origin has no instance row. Times on the fixed clock. */
 static void node_call_dump(struct run *r, const struct node_call_row *c)
 {
-	out(r, "  call node=%lld origin=%s op=%s audit=%lld state=%s by=%s created=%lld "
+	out(r, "  call node=%lld origin=%s owner=%s op=%s audit=%lld state=%s by=%s created=%lld "
 	       "changed=%lld rc=%s error=%s data=%s",
-	    (long long)c->node_id, S(c->origin), J(c->op), (long long)c->audit_id, S(c->state),
+	    (long long)c->node_id, S(c->origin), S(c->owner), J(c->op), (long long)c->audit_id, S(c->state),
 	    S(c->claimed_by), (long long)(c->created_ms - (int64_t)T0 * 1000),
 	    (long long)(c->changed_ms - (int64_t)T0 * 1000), code_name(c->rc), S(c->error),
 	    J(c->data));
@@ -1524,7 +1524,7 @@ static void on_heard(void *ud, const char *channel, const char *payload)
 static void section_node_calls(struct run *r, struct ids *id)
 {
 	struct instance_row self = { .id = "i-calls", .host = "h3", .lease_ms = 5000 };
-	struct node_call_row a = { .node_id = id->n1, .origin = "i-calls",
+	struct node_call_row a = { .node_id = id->n1, .origin = "i-calls", .owner = "i-owner",
 				   .op = "{\"node\":\"gpu01\",\"kind\":1}", .audit_id = id->audit_cycle,
 				   .state = NODE_CALL_PENDING };
 	struct node_call_row b = { .node_id = id->n2, .origin = "i-gone", .op = "{}",
@@ -1539,6 +1539,13 @@ static void section_node_calls(struct run *r, struct ids *id)
 	clock_at += 2;
 	OK(store_node_call_insert(r->st, &b));
 	out(r, "  ids differ=%d", a.id > 0 && b.id > 0 && a.id != b.id);
+	OK(store_node_call_list(r->st, NODE_CALL_PENDING, NULL, "i-owner", &rows, &n));
+	for (size_t i = 0; i < n; i++)
+		node_call_dump(r, &rows[i]);
+	node_call_list_free(rows, n);
+	OK(store_node_call_list(r->st, NODE_CALL_PENDING, "i-calls", "i-other", &rows, &n));
+	out(r, "  handed to i-other: %zu", n);
+	node_call_list_free(rows, n);
 	OK(store_node_call_move(r->st, a.id, NODE_CALL_PENDING, NULL, NODE_CALL_RUNNING, "i-owner",
 				&moved));
 	out(r, "  moved %d", moved);
@@ -1564,17 +1571,17 @@ static void section_node_calls(struct run *r, struct ids *id)
 	out(r, "  moved %d", moved);
 	OK(store_node_call_finish(r->st, b.id, NODE_CALL_READBACK, "i-owner",
 				  NODE_CALL_INTERRUPTED, KILN_ERROR, "interrupted", NULL, &moved));
-	OK(store_node_call_list(r->st, NODE_CALL_DONE, "i-calls", &rows, &n));
+	OK(store_node_call_list(r->st, NODE_CALL_DONE, "i-calls", NULL, &rows, &n));
 	for (size_t i = 0; i < n; i++)
 		node_call_dump(r, &rows[i]);
 	node_call_list_free(rows, n);
-	OK(store_node_call_list(r->st, NODE_CALL_INTERRUPTED, NULL, &rows, &n));
+	OK(store_node_call_list(r->st, NODE_CALL_INTERRUPTED, NULL, NULL, &rows, &n));
 	for (size_t i = 0; i < n; i++)
 		node_call_dump(r, &rows[i]);
 	node_call_list_free(rows, n);
 	/* i-gone has no instance row: its finished row goes; i-calls's stays */
 	OK(store_node_call_prune(r->st, ((int64_t)clock_at + 60) * 1000));
-	OK(store_node_call_list(r->st, NODE_CALL_INTERRUPTED, NULL, &rows, &n));
+	OK(store_node_call_list(r->st, NODE_CALL_INTERRUPTED, NULL, NULL, &rows, &n));
 	out(r, "  interrupted left %zu", n);
 	node_call_list_free(rows, n);
 	OK(store_node_call_delete(r->st, a.id));
