@@ -365,7 +365,8 @@ out:
 static void exec_answer(struct handoff *h, struct exec *e, int rc, const char *why)
 {
 	e->rc = rc;
-	snprintf(e->error, sizeof(e->error), "%s", why);
+	if (why != e->error) /* exec_new's reason is in place already */
+		snprintf(e->error, sizeof(e->error), "%s", why);
 	exec_finish(h, e);
 }
 
