@@ -52,8 +52,15 @@ new_boot() { b=$(boot_id); [ -n "$b" ] && [ "$b" != "$before" ]; }
 wait_for "gpu01's agent came back with a new boot id" 60 new_boot && pass "new boot id after the cycle"
 # every agent is its node's: none refused (their DMI serials are their BMCs', each BMC's own)
 same "no agent identity refused in the lab" "$("$KILN" agent identities -o json | jq length)" 0
-same "every powered-on node's agent reports" \
-	"$("$KILN" status -o json | jq '[.[] | select(.power == "on" and .agent_last_seen == null)] | length')" 0
+# (waited for: on a loaded machine an agent may still be starting when the lab script ends;
+# 2 of them had not reported yet once, in a full parallel run)
+silent_on() { "$KILN" status -o json | jq -r '[.[] | select(.power == "on" and .agent_last_seen == null) | .node] | join(" ")'; }
+none_silent() { [ -z "$(silent_on)" ]; }
+if wait_for "every powered-on node's agent reports" 60 none_silent; then
+	pass "every powered-on node's agent reports"
+else
+	echo "  still silent: $(silent_on)" >&2
+fi
 
 # --- the IPMI nodes' serial consoles ---
 sim_pid=$(cat "$KILN_LAB_DIR/run/ipmisim-1.pid")
