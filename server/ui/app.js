@@ -453,7 +453,14 @@ function nodePage(view, name) {
       const d = await api('GET', '/api/v1/nodes/' + q + '/console/log?lines=20');
       const lines = (d.lines || []).map((l) => (typeof l === 'string' ? l : l.text || l.line || JSON.stringify(l)));
       return el('pre', {}, lines.join('\n') || (d.capture ? 'nothing captured yet' : 'console capture is off'));
-    } catch (e) { return el('span', { class: 'reasons' }, e.status === 404 ? 'not captured' : e.message); }
+    } catch (e) {
+      // several kilnd: the console is kept by the node's owner, whose own page shows it
+      if (e.status === 421 && e.body && /^https?:\/\//.test(e.body.owner_url || '')) {
+        return el('span', { class: 'reasons' }, 'kept by the kilnd instance that owns this node: ',
+          el('a', { href: e.body.owner_url + '/' }, e.body.owner_url));
+      }
+      return el('span', { class: 'reasons' }, e.status === 404 ? 'not captured' : e.message);
+    }
   });
   loadInto(audit, async () => {
     const rows = await api('GET', '/api/v1/audit?limit=1000');
