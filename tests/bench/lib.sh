@@ -22,3 +22,23 @@ bench_agent_report() {
 		"$BUILD/bin/kiln-agent" --print --once --root "$SRC/tests/fixtures/agent/roots/h100" \
 		--nvml-lib "$BUILD/lib/fake-nvml/libnvidia-ml.so.1" >"$1"
 }
+
+# bench_cpu_ticks PID...: utime + stime of the processes together, in clock ticks.
+bench_cpu_ticks() {
+	local p t=0
+	for p in "$@"; do
+		t=$((t + $(sed 's/^.*) //' "/proc/$p/stat" | awk '{ print $12 + $13 }')))
+	done
+	echo "$t"
+}
+
+# bench_pg_ticks DATADIR: the PostgreSQL server's CPU in clock ticks: the postmaster, its live
+# children (the backends, the WAL writer, the checkpointer) and the children it has reaped.
+bench_pg_ticks() {
+	local pm
+	pm=$(head -1 "$1/postmaster.pid")
+	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v pm="$pm" '{ sub(/^.*\) /, "") }
+		$2 == pm { t += $12 + $13 } END { print t + 0 }' |
+		{ read -r kids; sed 's/^.*) //' "/proc/$pm/stat" |
+			awk -v k="$kids" '{ print k + $12 + $13 + $14 + $15 }'; }
+}
