@@ -137,7 +137,13 @@ fi
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 CPU0=$(bench_cpu_ticks "${KPIDS[@]}")
 for p in "${KPIDS[@]}"; do KCPU0+=("$(bench_cpu_ticks "$p")"); done
-[ "$PG" = 1 ] && PGCPU0=$(bench_pg_ticks "$PGDIR/data")
+IDLE0=$(bench_idle_mark)
+if [ "$PG" = 1 ]; then
+	PGCPU0=$(bench_pg_ticks "$PGDIR/data")
+	bench_pg_lock_sample "$KILN_TEST_PG dbname=kiln_bench" "$TMP/locks" &
+	SAMPLER=$!
+	PIDS+=("$SAMPLER")
+fi
 T0=$(date +%s.%N)
 set +e
 /usr/bin/time -f '%U %S' -o "$TMP/load.cpu" "$BUILD/bin/kiln-bench-ingest" "${URLS[@]}" \
@@ -148,7 +154,11 @@ set -e
 WALL=$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 CPU1=$(bench_cpu_ticks "${KPIDS[@]}")
 for p in "${KPIDS[@]}"; do KCPU1+=("$(bench_cpu_ticks "$p")"); done
-[ "$PG" = 1 ] && PGCPU1=$(bench_pg_ticks "$PGDIR/data")
+IDLE1=$(bench_idle_mark)
+if [ "$PG" = 1 ]; then
+	PGCPU1=$(bench_pg_ticks "$PGDIR/data")
+	kill "$SAMPLER"; wait "$SAMPLER" 2>/dev/null || true
+fi
 RSS=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$KILND_PID/status")
 if [ "$PERF" = 1 ]; then
 	kill -INT "$PERF_PID"; wait "$PERF_PID" || true
@@ -171,6 +181,8 @@ if [ "$INSTANCES" -gt 1 ] || [ "$PG" = 1 ]; then
 	done
 	printf '%-28s %s\n' "load generator CPU" "$(awk -v w="$WALL" '{ printf "%.0f %%", ($1 + $2) / w * 100 }' "$TMP/load.cpu")"
 	[ "$PG" = 1 ] && printf '%-28s %s\n' "PostgreSQL CPU (all)" "$(pct $((PGCPU1 - PGCPU0)))"
+	printf '%-28s %s\n' "machine idle (both cores)" "$(bench_idle_share "$IDLE0" "$IDLE1")"
+	[ "$PG" = 1 ] && printf '%-28s %s\n' "writers' advisory lock" "$(bench_pg_lock_summary "$TMP/locks")"
 	printf '%-28s %s s\n' "window (load run, wall)" "$(printf '%.1f' "$WALL")"
 fi
 printf '%-28s %s\n' "load average before / after" "$LOAD0 / $(cut -d' ' -f1-3 /proc/loadavg)"
