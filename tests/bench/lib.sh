@@ -48,7 +48,7 @@ bench_idle_mark() { awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + 
 # bench_idle_share MARK0 MARK1: the machine's idle share between two marks, in percent.
 bench_idle_share() {
 	awk -v a="$1" -v b="$2" 'BEGIN { split(a, x); split(b, y)
-		printf "%.0f %%", y[2] > x[2] ? (y[1] - x[1]) * 100 / (y[2] - x[2]) : 0 }'
+		d = y[2] - x[2]; printf("%.0f %%", (d > 0 ? (y[1] - x[1]) * 100 / d : 0)) }'
 }
 
 # bench_pg_lock_sample CONNINFO OUT: until killed, every 200 ms appends to OUT how many
