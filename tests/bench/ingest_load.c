@@ -20,6 +20,7 @@
 #define CONNS_MAX 1024
 #define NODES_MAX 200000
 #define SAMPLES_MAX 5000000
+#define URLS_MAX 8                /* --url given several times: kilnd instances of one store */
 
 /* The placeholders the template carries; the generator fills them per report. */
 enum slot {
@@ -63,6 +64,8 @@ struct conn {
 
 struct opts {
 	const char *url, *token_file, *template_file, *tokens_file, *prefix;
+	const char *urls[URLS_MAX]; /* the load's connections go round-robin over these */
+	int nurls;
 	long nodes, conns, max_reports;
 	double duration, warmup;
 	int setup;
@@ -538,7 +541,7 @@ static int load_run(const struct opts *o, const struct tmpl *t, const struct nod
 	CURLM *m = curl_multi_init();
 	struct conn *conns = calloc((size_t)o->conns, sizeof(*conns));
 	struct stats st = { 0 };
-	char url[512];
+	char url[URLS_MAX][512];
 	uint64_t seq = 0;
 	/* report ids: random, seeded once per run */
 	uint64_t rs = 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL) * 0x100000001b3ULL ^
@@ -550,7 +553,8 @@ static int load_run(const struct opts *o, const struct tmpl *t, const struct nod
 	st.lat = malloc(sizeof(double) * SAMPLES_MAX);
 	if (!m || !conns || !st.lat)
 		goto cleanup;
-	snprintf(url, sizeof(url), "%s/api/v1/agent/report", o->url);
+	for (int u = 0; u < o->nurls; u++)
+		snprintf(url[u], sizeof(url[u]), "%s/api/v1/agent/report", o->urls[u]);
 	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, o->conns);
 	curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, o->conns);
 	for (long k = 0; k < o->conns; k++) {
@@ -558,7 +562,7 @@ static int load_run(const struct opts *o, const struct tmpl *t, const struct nod
 		conns[k].report = malloc(REPORT_CAP);
 		if (!conns[k].easy || !conns[k].report)
 			goto cleanup;
-		curl_easy_setopt(conns[k].easy, CURLOPT_URL, url);
+		curl_easy_setopt(conns[k].easy, CURLOPT_URL, url[k % o->nurls]);
 		curl_easy_setopt(conns[k].easy, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(conns[k].easy, CURLOPT_WRITEDATA, &conns[k]);
 		curl_easy_setopt(conns[k].easy, CURLOPT_PRIVATE, &conns[k]);
@@ -658,13 +662,15 @@ cleanup:
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ingest_load --url URL --tokens FILE [--setup --admin-token FILE] [--nodes N]\n"
+		"usage: ingest_load --url URL... --tokens FILE [--setup --admin-token FILE] [--nodes N]\n"
 		"                   [--prefix P] [--template REPORT.json --conns C --duration S\n"
 		"                   --warmup S --max-reports R]\n"
 		"  --setup        create N nodes (POST /nodes/import, 1,000 a request) and their agent\n"
 		"                 tokens (POST /agent/tokens over C connections), write them to --tokens\n"
 		"  --template F   post reports shaped after F (kiln-agent --print), report_id, time and\n"
-		"                 host ids varied per report/node, round-robin over the N nodes\n");
+		"                 host ids varied per report/node, round-robin over the N nodes\n"
+		"  --url URL      kilnd; given up to 8 times (instances on one store), the load's\n"
+		"                 connections go round-robin over them; --setup uses the first\n");
 }
 
 int main(int argc, char **argv)
@@ -695,7 +701,14 @@ int main(int argc, char **argv)
 		int bad = 0;
 
 		switch (opt) {
-		case 'u': o.url = optarg; break;
+		case 'u':
+			if (o.nurls == URLS_MAX) {
+				fprintf(stderr, "ingest_load: at most %d --url\n", URLS_MAX);
+				return 2;
+			}
+			o.urls[o.nurls++] = optarg;
+			o.url = o.urls[0];
+			break;
 		case 'a': o.token_file = optarg; break;
 		case 't': o.tokens_file = optarg; break;
 		case 'T': o.template_file = optarg; break;

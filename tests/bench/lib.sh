@@ -22,3 +22,45 @@ bench_agent_report() {
 		"$BUILD/bin/kiln-agent" --print --once --root "$SRC/tests/fixtures/agent/roots/h100" \
 		--nvml-lib "$BUILD/lib/fake-nvml/libnvidia-ml.so.1" >"$1"
 }
+
+# bench_cpu_ticks PID...: utime + stime of the processes together, in clock ticks.
+bench_cpu_ticks() {
+	local p t=0
+	for p in "$@"; do
+		t=$((t + $(sed 's/^.*) //' "/proc/$p/stat" | awk '{ print $12 + $13 }')))
+	done
+	echo "$t"
+}
+
+# bench_pg_ticks DATADIR: the PostgreSQL server's CPU in clock ticks: the postmaster, its live
+# children (the backends, the WAL writer, the checkpointer) and the children it has reaped.
+bench_pg_ticks() {
+	local pm
+	pm=$(head -1 "$1/postmaster.pid")
+	{ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v pm="$pm" '{ sub(/^.*\) /, "") }
+		$2 == pm { t += $12 + $13 } END { print t + 0 }' |
+		{ read -r kids; sed 's/^.*) //' "/proc/$pm/stat" |
+			awk -v k="$kids" '{ print k + $12 + $13 + $14 + $15 }'; }
+}
+
+# bench_idle_mark: the machine's idle and total jiffies so far ("idle total", /proc/stat).
+bench_idle_mark() { awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+# bench_idle_share MARK0 MARK1: the machine's idle share between two marks, in percent.
+bench_idle_share() {
+	awk -v a="$1" -v b="$2" 'BEGIN { split(a, x); split(b, y)
+		d = y[2] - x[2]; printf("%.0f %%", (d > 0 ? (y[1] - x[1]) * 100 / d : 0)) }'
+}
+
+# bench_pg_lock_sample CONNINFO OUT: until killed, every 200 ms appends to OUT how many
+# sessions hold and how many wait for an advisory lock (kiln's writers' lock), "held waiting".
+bench_pg_lock_sample() {
+	while sleep 0.2; do
+		psql "$1" -qAt -F' ' -c "SELECT count(*) FILTER (WHERE granted),
+			count(*) FILTER (WHERE NOT granted) FROM pg_locks WHERE locktype = 'advisory'" \
+			>>"$2" 2>/dev/null || true
+	done
+}
+# bench_pg_lock_summary FILE: "held in H % of samples, W waiting on average (N samples)"
+bench_pg_lock_summary() {
+	awk '{ n++; if ($1 > 0) h++; w += $2 } END { if (n) printf "held in %.0f %% of samples, %.1f waiting on average (%d samples)", h * 100 / n, w / n, n }' "$1"
+}

@@ -160,14 +160,7 @@ RANGE="rf[00000-$(printf '%05d' $((N - 1)))]"
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 rss_kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$KILND_PID/status"; }
-# cpu_ticks PID...: utime + stime of the processes together, in clock ticks
-cpu_ticks() {
-	local p t=0
-	for p in "$@"; do
-		t=$((t + $(sed 's/^.*) //' "/proc/$p/stat" | awk '{ print $12 + $13 }')))
-	done
-	echo "$t"
-}
+cpu_ticks() { bench_cpu_ticks "$@"; }
 HZ=$(getconf CLK_TCK)
 # sweep URL AUTH RANGE OUT: one power-state sweep, through the CLI with --cli; prints ms.
 sweep() {
