@@ -152,6 +152,7 @@ struct handoff {
 	int64_t warned_ms;
 	int64_t pruned_ms;
 	int64_t orphans_ms;        /* the last look at calls handed to dead instances */
+	int batch;                 /* a batch's transaction is open: units are savepoints */
 	pthread_mutex_t lock;
 	struct exec *deferred;     /* read-backs found at start, sent by the thread */
 	struct exec *later;        /* read-backs to read again at their due_ms (the thread's) */
@@ -267,7 +268,50 @@ static int settled(json_t *power)
 	return p && (strcmp(p, "on") == 0 || strcmp(p, "off") == 0);
 }
 
-/* Writes row e's outcome (its audit row's too) and tells its origin, in one transaction. A
+/*
+ * The writes of many rows go in one transaction (one commit, one fsync, one turn of the
+ * writers' lock: a bulk call's rows cost milliseconds each otherwise); each row's writes are
+ * a unit in it, a savepoint, so that one row's failure undoes only that row.
+ */
+static void batch_begin(struct handoff *h)
+{
+	h->batch = store_begin(h->st) == 0;
+	if (!h->batch)
+		store_warn(h, "beginning a batch");
+}
+
+/* 0 when the batch's writes are stored (or there was no batch). */
+static int batch_end(struct handoff *h)
+{
+	int rc = 0;
+
+	if (h->batch && (rc = store_commit(h->st)) < 0) {
+		store_warn(h, "committing a batch");
+		store_rollback(h->st);
+	}
+	h->batch = 0;
+	return rc;
+}
+
+static int unit_begin(struct handoff *h)
+{
+	return h->batch ? store_savepoint(h->st) : store_begin(h->st);
+}
+
+static int unit_end(struct handoff *h)
+{
+	return h->batch ? store_release(h->st) : store_commit(h->st);
+}
+
+static void unit_undo(struct handoff *h)
+{
+	if (h->batch)
+		store_rollback_to(h->st);
+	else
+		store_rollback(h->st);
+}
+
+/* Writes row e's outcome (its audit row's too) and tells its origin, in one unit. A
  * read back that finds the node mid-transition goes to h->later to be read again. */
 static void exec_finish(struct handoff *h, struct exec *e)
 {
@@ -314,7 +358,7 @@ static void exec_finish(struct handoff *h, struct exec *e)
 	} else {
 		snprintf(text, sizeof(text), "%s", e->error[0] ? e->error : kiln_error_name(e->rc));
 	}
-	if (store_begin(h->st) < 0) {
+	if (unit_begin(h) < 0) {
 		store_warn(h, "storing a result");
 		goto out;
 	}
@@ -343,12 +387,12 @@ static void exec_finish(struct handoff *h, struct exec *e)
 	}
 	if (moved)
 		notify_origin(h, e->origin, e->row_id);
-	if (store_commit(h->st) < 0)
+	if (unit_end(h) < 0)
 		goto fail;
 	goto out;
 fail:
 	store_warn(h, "storing a result");
-	store_rollback(h->st);
+	unit_undo(h);
 out:
 	/* What the BMC said is stored as this owner's own reading. */
 	if (!e->readback && e->rc == 0 && e->data && e->node) {
@@ -411,6 +455,7 @@ static void exec_send(struct handoff *h, struct exec *e)
 static void scan_pending(struct handoff *h, int orphans)
 {
 	struct node_call_row *rows = NULL;
+	struct exec *claimed = NULL;
 	size_t n = 0;
 
 	if (store_node_call_list(h->st, NODE_CALL_PENDING, NULL, orphans ? NULL : h->self, &rows,
@@ -418,6 +463,8 @@ static void scan_pending(struct handoff *h, int orphans)
 		store_warn(h, "reading the calls");
 		return;
 	}
+	if (n > 0)
+		batch_begin(h);
 	for (size_t i = 0; i < n; i++) {
 		const char *owner = rows[i].owner;
 		struct exec *e;
@@ -435,9 +482,28 @@ static void scan_pending(struct handoff *h, int orphans)
 			exec_free(e);
 			continue;
 		}
-		exec_send(h, e);
+		e->next = claimed;
+		claimed = e;
 	}
 	node_call_list_free(rows, n);
+	/* sent once the claims are stored: a claim that was not is nobody's */
+	if (batch_end(h) < 0) {
+		while (claimed) {
+			struct exec *e = claimed;
+
+			claimed = e->next;
+			exec_free(e);
+		}
+	}
+	if (claimed)
+		batch_begin(h); /* the answers of the rows that cannot run */
+	while (claimed) {
+		struct exec *e = claimed;
+
+		claimed = e->next;
+		exec_send(h, e);
+	}
+	batch_end(h);
 }
 
 /*
@@ -511,11 +577,14 @@ static void scan_results(struct handoff *h, const char *state)
 		store_warn(h, "reading the results");
 		return;
 	}
+	if (n > 0)
+		batch_begin(h);
 	for (size_t i = 0; i < n; i++) {
 		h->opt.on_result(h->opt.ud, &rows[i]);
 		if (store_node_call_delete(h->st, rows[i].id) < 0)
 			store_warn(h, "deleting a result");
 	}
+	batch_end(h); /* results not deleted come again: the live thread drops them */
 	node_call_list_free(rows, n);
 }
 
@@ -629,6 +698,8 @@ static void *handoff_main(void *arg)
 		stopping = h->stopping;
 		quitting = h->quitting;
 		pthread_mutex_unlock(&h->lock);
+		if (done)
+			batch_begin(h);
 		while (done) {
 			struct exec *e = done;
 
@@ -636,6 +707,7 @@ static void *handoff_main(void *arg)
 			h->running--;
 			exec_finish(h, e);
 		}
+		batch_end(h);
 		if (quitting && h->running == 0)
 			break;
 		later_send(h, stopping);
