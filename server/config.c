@@ -40,6 +40,11 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	    "(kiln node --group) this instance serves, e.g. its room or site. The nodes of a "
 	    "group are divided among the live instances of that group; a node whose groups no "
 	    "instance serves goes to the instances without a group. Empty: any group."),
+	KEY("cluster", "url", KILN_CFG_STRING, cluster_url, 0, 0, NULL, NULL,
+	    "With backend = postgresql: the address of this instance's API that the others give "
+	    "out (a node's serial console is on its owner: kiln console goes there), e.g. "
+	    "https://kiln2.example:8470. Empty: the listen address, with this host's name for "
+	    "a wildcard address (0.0.0.0, ::)."),
 	KEY("cluster", "lease", KILN_CFG_DURATION, cluster_lease, 5, 600, NULL, "30s",
 	    "With backend = postgresql: this instance writes its heartbeat into the database "
 	    "every lease/3; one whose heartbeat is older than its lease is dead, and the other "

@@ -36,6 +36,7 @@ struct kilnd_config {
 	char *store_password_file; /* or NULL */
 	/* [cluster] several kilnd on one PostgreSQL database (cluster.c) */
 	char *cluster_group;       /* or NULL: any group */
+	char *cluster_url;         /* what the others give out for this one; NULL: derived */
 	int64_t cluster_lease;     /* seconds */
 	/* [bmc] the engine shared by the poller and the actions */
 	int bmc_fanout;          /* BMC requests in flight at most */

@@ -297,6 +297,34 @@ static unsigned threads_pick(int configured)
 	return cpus > THREADS_AUTO_MAX ? THREADS_AUTO_MAX : (unsigned)cpus;
 }
 
+/* The API URL this instance registers for the others to give out (kiln console follows it to
+ * a node's owner): [cluster] url, else the listen address, this host's name standing for a
+ * wildcard address (127.0.0.1 would send a CLI on another host to itself). */
+static int advertised_url(char *out, size_t len, const char *configured,
+			  const struct api_listen *l, int tls)
+{
+	char host[256];
+
+	if (configured && *configured) {
+		if ((strncmp(configured, "https://", 8) != 0 &&
+		     strncmp(configured, "http://", 7) != 0) ||
+		    strlen(configured) >= len)
+			return kiln_fail(KILN_ECONFIG, "[cluster] url: '%s' is not an http:// or "
+						       "https:// URL of at most %zu characters",
+					 configured, len - 1);
+		snprintf(out, len, "%s", configured);
+		return 0;
+	}
+	if ((strcmp(l->host, "0.0.0.0") == 0 || strcmp(l->host, "::") == 0) &&
+	    gethostname(host, sizeof(host)) == 0) {
+		host[sizeof(host) - 1] = '\0';
+		snprintf(out, len, "%s://%s:%d", tls ? "https" : "http", host, l->port);
+		return 0;
+	}
+	api_listen_url(out, len, l, tls);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct kilnd_config cfg;
@@ -631,8 +659,9 @@ int main(int argc, char **argv)
 				.listen = url,
 			};
 
-			api_listen_url(url, sizeof(url), &listen_at, tls.cert_pem != NULL);
-			if (cluster_start(&cluster, &copt) < 0) {
+			if (advertised_url(url, sizeof(url), cfg.cluster_url, &listen_at,
+					   tls.cert_pem != NULL) < 0 ||
+			    cluster_start(&cluster, &copt) < 0) {
 				ret = die("cluster");
 				goto cleanup;
 			}

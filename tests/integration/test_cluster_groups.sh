@@ -1,7 +1,7 @@
 # Integration: [cluster] group. Two kilnd on one PostgreSQL database over 8 simulated BMCs:
 # A serves group room1, B no group. The 4 nodes of group room1 are A's, the 4 others B's
 # (each node's live calls name their owner in ran_on, cluster status counts 4 each, and every
-# BMC is polled); kiln cluster status shows A's group;
+# BMC is polled); kiln cluster status shows A's group and B's [cluster] url;
 # kill -9 A: room1's nodes, which no live instance of their group serves, go to B.
 # Needs PostgreSQL: KILN_TEST_PG, or a throw-away server from tests/pg/pg-server.sh.
 set -u
@@ -30,6 +30,7 @@ conf() { # conf FILE [GROUP]
 }
 conf "$T/a.conf" room1
 conf "$T/b.conf"
+printf 'url = http://kiln-b.example:8470\n' >>"$T/b.conf" # what the others give out for B
 bmcsim_start "$T/sim" "$SRC/tests/sim/fixtures/idrac9" --count 8 || exit 1
 
 mkdir -m 0700 "$T/a"
@@ -46,6 +47,9 @@ sleep 2 # each instance's heartbeat has read the other's row (lease/3)
 same "cluster status shows A's group" \
 	"$(st | jq -r --arg a "$A_ID" '.instances[] | select(.id == $a) | .group')" room1
 same "and B with none" "$(st | jq -r --arg b "$B_ID" '.instances[] | select(.id == $b) | .group')" null
+same "B registered its [cluster] url" \
+	"$(st | jq -r --arg b "$B_ID" '.instances[] | select(.id == $b) | .listen')" http://kiln-b.example:8470
+same "A its listen address" "$(st | jq -r --arg a "$A_ID" '.instances[] | select(.id == $a) | .listen')" "$A_URL"
 
 printf 'password\n' >"$T/bmc.pw"
 for i in 1 2 3 4 5 6 7 8; do
