@@ -346,7 +346,9 @@ static int no_answer(const struct cli_ctx *ctx, int rc, enum kiln_http_failure f
 	return rc;
 }
 
-char *cli_owner_url(const char *body, size_t len)
+/* The "owner_url" of a 421 answer's JSON body (several kilnd: what is asked is on the node's
+ * owner), as a new string; NULL when none. */
+static char *owner_url_of(const char *body, size_t len)
 {
 	json_t *o = json_loadb(body ? body : "", len, 0, NULL);
 	const char *url = json_string_value(json_object_get(o, "owner_url"));
@@ -362,7 +364,7 @@ static int follow_owner(struct kiln_http_response *resp, struct cli_ctx *ctx, co
 			const char *path, const char *text)
 {
 	struct kiln_servers owner = { 0 };
-	char *url = resp->status == 421 ? cli_owner_url(resp->body, resp->body_len) : NULL;
+	char *url = resp->status == 421 ? owner_url_of(resp->body, resp->body_len) : NULL;
 	int rc;
 
 	if (!url)

@@ -68,8 +68,4 @@ int cli_api_stream(json_t **api_error, struct cli_ctx *ctx, const char *method, 
 /* Percent-encodes s for a query string or a path segment; the caller frees. NULL on ENOMEM. */
 char *cli_url_escape(const char *s);
 
-/* The "owner_url" of a 421 answer's JSON body (several kilnd: what is asked is on the node's
- * owner), as a new string; NULL when none. */
-char *cli_owner_url(const char *body, size_t len);
-
 #endif
