@@ -559,13 +559,28 @@ cleanup:
 
 /* ---- capture ---- */
 
+/* Several kilnd: whether another instance owns node (its capture runs there). 0 when the
+ * store is not shared or the node is not there. Reads the store: not under M.lock. */
+static int owned_elsewhere(struct store *st, const char *name)
+{
+	struct node *n = NULL;
+	int elsewhere;
+
+	if (!cluster_shared(M.cluster))
+		return 0;
+	elsewhere = store_node_get(st, &n, name) == 0 && !cluster_owns(M.cluster, n);
+	node_free(n);
+	return elsewhere;
+}
+
 int console_capture_set(struct store *st, const char *node, int enabled)
 {
 	struct cnode *n;
-	int rc;
+	int rc, elsewhere;
 
 	if ((rc = store_console_capture_set(st, node, enabled)) < 0)
 		return rc;
+	elsewhere = enabled && owned_elsewhere(st, node);
 	pthread_mutex_lock(&M.lock);
 	if (M.started) {
 		n = cnode_get(node);
@@ -574,13 +589,8 @@ int console_capture_set(struct store *st, const char *node, int enabled)
 			return kiln_fail(KILN_ERROR, "out of memory");
 		}
 		n->capture = enabled;
-		if (enabled && cluster_shared(M.cluster)) {
-			struct node *stored = NULL;
-
-			n->elsewhere = store_node_get(st, &stored, n->name) == 0 &&
-				       !cluster_owns(M.cluster, stored);
-			node_free(stored);
-		}
+		if (enabled)
+			n->elsewhere = elsewhere;
 		if (enabled) {
 			n->retry_at_ms = 0;
 			n->backoff_ms = BACKOFF_MIN_MS;
@@ -664,11 +674,8 @@ static void capture_reconcile(struct store *st)
 		return;
 	}
 	for (size_t i = 0; i < count; i++) {
-		struct node *node = NULL;
-		int elsewhere = store_node_get(st, &node, names[i]) == 0 &&
-				!cluster_owns(M.cluster, node);
+		int elsewhere = owned_elsewhere(st, names[i]);
 
-		node_free(node);
 		pthread_mutex_lock(&M.lock);
 		if ((n = cnode_get(names[i])) && (!n->capture || n->elsewhere != elsewhere)) {
 			if (!n->capture || n->elsewhere) {
