@@ -318,8 +318,10 @@ static int advertised_url(char *out, size_t len, const char *configured,
 	if ((strcmp(l->host, "0.0.0.0") == 0 || strcmp(l->host, "::") == 0) &&
 	    gethostname(host, sizeof(host)) == 0) {
 		host[sizeof(host) - 1] = '\0';
-		snprintf(out, len, "%s://%s:%d", tls ? "https" : "http", host, l->port);
-		return 0;
+		/* a host name too long for out: the listen address after all */
+		if (snprintf(out, len, "%s://%s:%d", tls ? "https" : "http", host, l->port) <
+		    (int)len)
+			return 0;
 	}
 	api_listen_url(out, len, l, tls);
 	return 0;
