@@ -45,6 +45,7 @@ static int token_ensure(struct delivery *d, json_t *report)
 
 		rc = enroll_request(&node, &token, &retry, d->servers, enroll, &d->trust,
 				    json_string_value(json_object_get(host, "dmi_serial")),
+				    json_string_value(json_object_get(host, "dmi_uuid")),
 				    json_string_value(json_object_get(host, "hostname")),
 				    json_string_value(json_object_get(host, "machine_id")));
 		if (rc != KILN_EBUSY || retry <= 0 || waited + retry > ENROLL_WAIT_MAX_S)
@@ -95,6 +96,11 @@ static int spool_drain(struct delivery *d)
 			return rc;
 		rc = send_report(NULL, d->servers, d->token, &d->trust, data, len);
 		free(data);
+		if (rc == KILN_EIDENTITY) {
+			/* refused until an admin decides: only the newest report is kept */
+			spool_keep_newest(d->spool);
+			return rc;
+		}
 		if (rc == KILN_EINVAL)
 			log_error("dropping a spooled report kilnd refused: %s", kiln_error_last());
 		else if (rc == KILN_EAUTH)
@@ -105,6 +111,19 @@ static int spool_drain(struct delivery *d)
 		if (rc < 0)
 			return rc;
 	}
+}
+
+/* kilnd refused report text because its host is not the node's (an admin decides): the
+ * report is kept, alone, to be sent again next interval. Returns KILN_EIDENTITY. */
+static int identity_refused(struct delivery *d, const char *text, size_t len)
+{
+	char why[512];
+
+	snprintf(why, sizeof why, "%s", kiln_error_last());
+	if (spool_put(d->spool, text, len) == 0)
+		spool_keep_newest(d->spool);
+	log_error("%s; keeping only the newest report, sent again every interval", why);
+	return kiln_fail(KILN_EIDENTITY, "%s", why);
 }
 
 /* Delivers one report: directly when nothing waits, else behind the spooled ones. 0 when sent. */
@@ -122,6 +141,8 @@ int delivery_send(struct delivery *d, json_t *report, const char *text, size_t l
 		}
 		if (rc == KILN_EAUTH)
 			token_drop(d);
+		if (rc == KILN_EIDENTITY)
+			return identity_refused(d, text, len);
 	}
 	if (rc < 0)
 		log_warn("report not delivered, spooling it: %s", kiln_error_last());
@@ -133,6 +154,11 @@ int delivery_send(struct delivery *d, json_t *report, const char *text, size_t l
 	if (!d->token)
 		return KILN_ERROR;
 	rc = spool_drain(d);
+	if (rc == KILN_EIDENTITY) {
+		log_error("%s; keeping only the newest report, sent again every interval",
+			  kiln_error_last());
+		return rc;
+	}
 	if (rc < 0) {
 		log_warn("kilnd unavailable, %zu report(s) spooled: %s", spool_count(d->spool),
 			 kiln_error_last());

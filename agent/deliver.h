@@ -25,7 +25,9 @@ struct delivery {
  * Delivers one report (its JSON text and parsed form): sent directly when the spool is empty,
  * else spooled behind the waiting ones and the spool drained oldest first. A report that is
  * not acknowledged stays in the spool. Returns 0 when everything was acknowledged, KILN_EINVAL
- * when kilnd refused this report (it is dropped), another negative code when reports wait.
+ * when kilnd refused this report (it is dropped), KILN_EIDENTITY when kilnd refuses this
+ * host's reports for the node (409: only the newest report stays spooled, for the next
+ * interval), another negative code when reports wait.
  * Logs what it does (called from main only).
  */
 int delivery_send(struct delivery *d, json_t *report, const char *text, size_t len);

@@ -55,6 +55,11 @@ int send_report(int *duplicate, struct kiln_servers *servers, const char *token,
 			       answer_error(&resp));
 		goto cleanup;
 	}
+	if (resp.status == 409) {
+		/* the host is not the node's, in kilnd's eyes: an admin decides */
+		rc = kiln_fail(KILN_EIDENTITY, "refused by kilnd (HTTP 409)%s", answer_error(&resp));
+		goto cleanup;
+	}
 	if (resp.status == 400 || resp.status == 413 || resp.status == 422) {
 		rc = kiln_fail(KILN_EINVAL, "kilnd refused report %s (HTTP %ld%s)", id, resp.status,
 			       answer_error(&resp));

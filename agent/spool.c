@@ -201,8 +201,8 @@ static void entry_name(char out[64], uint64_t seq)
 	snprintf(out, 64, "%016" PRIx64 ".json", seq);
 }
 
-/* Deletes the oldest report and counts it as dropped. */
-static void drop_oldest(struct spool *s)
+/* Deletes the oldest report. */
+static void remove_oldest(struct spool *s)
 {
 	char name[64], path[PATH_MAX];
 
@@ -212,7 +212,26 @@ static void drop_oldest(struct spool *s)
 	s->bytes -= s->entries[0].size;
 	memmove(s->entries, s->entries + 1, (s->count - 1) * sizeof *s->entries);
 	s->count--;
+}
+
+/* Deletes the oldest report and counts it as dropped. */
+static void drop_oldest(struct spool *s)
+{
+	remove_oldest(s);
 	s->dropped++;
+}
+
+size_t spool_keep_newest(struct spool *s)
+{
+	size_t removed = 0;
+
+	while (s->count > 1) {
+		remove_oldest(s);
+		removed++;
+	}
+	if (removed)
+		(void)fsync_dir(s->dir);
+	return removed;
 }
 
 int spool_put(struct spool *s, const char *data, size_t len)

@@ -26,6 +26,11 @@ int spool_put(struct spool *s, const char *data, size_t len);
  */
 int spool_oldest(struct spool *s, char **out, size_t *out_len, char name[64]);
 
+/* Deletes every report but the newest (kilnd refuses this host's reports: only the latest
+ * state is worth sending once an admin accepts it); returns how many it deleted. These are
+ * not counted as dropped. */
+size_t spool_keep_newest(struct spool *s);
+
 /* Deletes a report once it has been acknowledged. */
 int spool_remove(struct spool *s, const char *name);
 

@@ -25,7 +25,7 @@
 #include "spool.h"
 
 /* How the stand-in answers the next requests. */
-enum mode { UP, DOWN, LOSE_ACK, INVALID, WRONG_ID };
+enum mode { UP, DOWN, LOSE_ACK, INVALID, WRONG_ID, REFUSED };
 
 static struct {
 	int fd, port, stop;
@@ -105,6 +105,11 @@ static void handle(int c)
 	}
 	if (srv.mode == INVALID) {
 		reply(c, 422, "{\"error\":\"field 'gpus': expected an array\"}");
+		goto done;
+	}
+	if (srv.mode == REFUSED) {
+		reply(c, 409, "{\"error\":\"agent identity mismatch: host.dmi_serial 'SN-X' "
+			      "(reported) is not the BMC's serial 'SN-1'\",\"field\":\"host.dmi_serial\"}");
 		goto done;
 	}
 	id = strstr(body, "\"report_id\":\"");
@@ -345,6 +350,29 @@ static void test_spool_exactly_once(void **state)
 	assert_int_equal(spool_count(d.spool), 0);
 	set_mode(UP);
 
+	/* refused for its host (409): kept, alone, the newest each time; sent once accepted */
+	set_mode(REFUSED);
+	assert_int_equal(deliver_k(&d, 8), KILN_EIDENTITY);
+	assert_non_null(strstr(kiln_error_last(), "refused by kilnd (HTTP 409): agent identity"));
+	assert_int_equal(spool_count(d.spool), 1);
+	assert_int_equal(deliver_k(&d, 9), KILN_EIDENTITY);
+	assert_int_equal(deliver_k(&d, 10), KILN_EIDENTITY);
+	assert_int_equal(spool_count(d.spool), 1);
+	set_mode(DOWN); /* kilnd away meanwhile: spooled behind it as usual */
+	assert_true(deliver_k(&d, 11) < 0);
+	assert_int_equal(spool_count(d.spool), 2);
+	set_mode(REFUSED);
+	assert_int_equal(deliver_k(&d, 12), KILN_EIDENTITY);
+	assert_int_equal(spool_count(d.spool), 1);
+	set_mode(UP);
+	assert_int_equal(deliver_k(&d, 13), 0);
+	assert_int_equal(spool_count(d.spool), 0);
+	assert_int_equal(srv.nstored, 8);
+	make_report(text, sizeof text, id, 12);
+	assert_string_equal(srv.stored[6], id);
+	make_report(text, sizeof text, id, 13);
+	assert_string_equal(srv.stored[7], id);
+
 	spool_close(d.spool);
 	delivery_free(&d);
 	snprintf(text, sizeof text, "rm -rf '%s'", dir);
@@ -363,22 +391,22 @@ static void test_enroll(void **state)
 	(void)state;
 	url_list();
 	assert_int_equal(enroll_request(&node, &tok, &retry, &servers, "fleet-secret", NULL, "SN-1",
-					"h1", NULL), 0);
+					NULL, "h1", NULL), 0);
 	assert_string_equal(node, "n1");
 	assert_string_equal(tok, "tok-n1");
 	free(node);
 	free(tok);
-	assert_int_equal(enroll_request(&node, &tok, &retry, &servers, "wrong", NULL, "SN-1", "h1",
-					NULL), KILN_EAUTH);
+	assert_int_equal(enroll_request(&node, &tok, &retry, &servers, "wrong", NULL, "SN-1", NULL,
+					"h1", NULL), KILN_EAUTH);
 	assert_int_equal(enroll_request(&node, &tok, &retry, &servers, "fleet-secret", NULL,
-					"SN-unknown", "h1", NULL), KILN_EBUSY);
+					"SN-unknown", NULL, "h1", NULL), KILN_EBUSY);
 	assert_int_equal(retry, 0); /* pending: nothing to wait for */
 	/* kilnd's rate limit: 429 with Retry-After */
 	pthread_mutex_lock(&srv.lock);
 	srv.enroll_busy = 1;
 	pthread_mutex_unlock(&srv.lock);
 	assert_int_equal(enroll_request(&node, &tok, &retry, &servers, "fleet-secret", NULL, "SN-1",
-					"h1", NULL), KILN_EBUSY);
+					NULL, "h1", NULL), KILN_EBUSY);
 	assert_int_equal(retry, 1);
 
 	/* through delivery: enrolls on first use, stores the token 0600, reports with it */
