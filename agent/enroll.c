@@ -16,9 +16,27 @@
 
 #define ENROLL_TIMEOUT_MS 30000
 
+/* Whether a 400 answer names field as the one it refused. */
+static int refused_field(const struct kiln_http_response *resp, const char *field)
+{
+	json_t *o = NULL;
+	int yes;
+
+	if (resp->status != 400 || !resp->body ||
+	    kiln_json_parse_object(&o, resp->body, resp->body_len) < 0) {
+		kiln_error_clear();
+		return 0;
+	}
+	yes = json_string_value(json_object_get(o, "field")) &&
+	      strcmp(json_string_value(json_object_get(o, "field")), field) == 0;
+	json_decref(o);
+	return yes;
+}
+
 int enroll_request(char **node, char **token, long *retry_after_s, struct kiln_servers *servers,
 		   const char *enroll_token, const struct kiln_tls_trust *trust,
-		   const char *dmi_serial, const char *hostname, const char *machine_id)
+		   const char *dmi_serial, const char *dmi_uuid, const char *hostname,
+		   const char *machine_id)
 {
 	struct kiln_http_response resp = { 0 };
 	json_t *req = NULL, *ans = NULL;
@@ -27,8 +45,9 @@ int enroll_request(char **node, char **token, long *retry_after_s, struct kiln_s
 	int rc;
 
 	*retry_after_s = 0;
-	req = json_pack("{s:s,s:s?,s:s?,s:s?}", "schema", "kiln.agent.enroll/1", "dmi_serial",
-			dmi_serial, "hostname", hostname, "machine_id", machine_id);
+	req = json_pack("{s:s,s:s?,s:s?,s:s?,s:s?}", "schema", "kiln.agent.enroll/1", "dmi_serial",
+			dmi_serial, "dmi_uuid", dmi_uuid, "hostname", hostname, "machine_id",
+			machine_id);
 	body = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	if (!body) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
@@ -38,6 +57,15 @@ int enroll_request(char **node, char **token, long *retry_after_s, struct kiln_s
 				   strlen(body), trust, ENROLL_TIMEOUT_MS, SEND_MAX_ANSWER, NULL);
 	if (rc < 0)
 		goto cleanup;
+	/* a kilnd older than the UUID refuses the field: the same without it */
+	if (dmi_uuid && refused_field(&resp, "dmi_uuid")) {
+		json_decref(req);
+		json_decref(ans);
+		kiln_http_response_free(&resp);
+		free(body);
+		return enroll_request(node, token, retry_after_s, servers, enroll_token, trust,
+				      dmi_serial, NULL, hostname, machine_id);
+	}
 	if (resp.status == 202) {
 		rc = kiln_fail(KILN_EBUSY, "enrollment is waiting for an admin (kiln agent pending)");
 		goto cleanup;

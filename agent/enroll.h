@@ -8,7 +8,8 @@
 #define ENROLL_TOKEN_FILE "agent.token"
 
 /*
- * POSTs {"dmi_serial","hostname","machine_id"} to /api/v1/agent/enroll on servers (the next
+ * POSTs {"dmi_serial","dmi_uuid","hostname","machine_id"} (a kilnd that refuses dmi_uuid
+ * gets the others again) to /api/v1/agent/enroll on servers (the next
  * one when nobody answers at one) with the enrollment token. On 200/201 {"node","token"} sets *node and *token (caller frees). KILN_EBUSY when
  * kilnd holds the request for an admin (202, `kiln agent pending`) or asks to come back
  * later (429 or 503: *retry_after_s, else 0, says when), KILN_EAUTH when the enrollment
@@ -17,7 +18,8 @@
 struct kiln_servers;
 int enroll_request(char **node, char **token, long *retry_after_s, struct kiln_servers *servers,
 		   const char *enroll_token, const struct kiln_tls_trust *trust,
-		   const char *dmi_serial, const char *hostname, const char *machine_id);
+		   const char *dmi_serial, const char *dmi_uuid, const char *hostname,
+		   const char *machine_id);
 
 /* Writes token to state_dir/agent.token (mode 0600, fsync'd, replaced atomically). */
 int enroll_token_store(const char *state_dir, const char *token);
