@@ -336,6 +336,7 @@ cleanup:
 
 /* What the board and product areas of FRU device 0 say; empty strings where nothing. */
 struct fru_info {
+	char chassis_serial[FRU_TEXT_MAX];
 	char board_manufacturer[FRU_TEXT_MAX];
 	char board_product[FRU_TEXT_MAX];
 	char board_serial[FRU_TEXT_MAX];
@@ -365,6 +366,20 @@ static void fru_text(ipmi_fru_ctx_t fctx, const ipmi_fru_field_t *f, uint8_t lan
 	/* FRU text is often padded with blanks */
 	while (len > 0 && (out[len - 1] == ' ' || out[len - 1] == '\0'))
 		out[--len] = '\0';
+}
+
+static void fru_chassis(ipmi_fru_ctx_t fctx, const uint8_t *buf, unsigned int len,
+			struct fru_info *fi)
+{
+	ipmi_fru_field_t part, serial;
+	uint8_t type = 0;
+
+	memset(&part, 0, sizeof(part));
+	memset(&serial, 0, sizeof(serial));
+	if (ipmi_fru_chassis_info_area(fctx, buf, len, &type, &part, &serial, NULL, 0) < 0)
+		return;
+	fru_text(fctx, &serial, 0, fi->chassis_serial); /* chassis text has no language code */
+	fi->found = 1;
 }
 
 static void fru_board(ipmi_fru_ctx_t fctx, const uint8_t *buf, unsigned int len,
@@ -436,7 +451,9 @@ static void fru_read(ipmi_ctx_t ctx, struct fru_info *fi)
 			break;
 		if (len == 0)
 			continue;
-		if (type == IPMI_FRU_AREA_TYPE_BOARD_INFO_AREA)
+		if (type == IPMI_FRU_AREA_TYPE_CHASSIS_INFO_AREA)
+			fru_chassis(fctx, buf, len, fi);
+		else if (type == IPMI_FRU_AREA_TYPE_BOARD_INFO_AREA)
 			fru_board(fctx, buf, len, fi);
 		else if (type == IPMI_FRU_AREA_TYPE_PRODUCT_INFO_AREA)
 			fru_product(fctx, buf, len, fi);
@@ -461,6 +478,7 @@ static json_t *fru_json(const struct fru_info *fi)
 {
 	json_t *o = json_object();
 
+	json_object_set_new(o, "chassis_serial", fru_pick(fi->chassis_serial, NULL));
 	json_object_set_new(o, "board_manufacturer", fru_pick(fi->board_manufacturer, NULL));
 	json_object_set_new(o, "board_product", fru_pick(fi->board_product, NULL));
 	json_object_set_new(o, "board_serial", fru_pick(fi->board_serial, NULL));
@@ -471,6 +489,34 @@ static json_t *fru_json(const struct fru_info *fi)
 	json_object_set_new(o, "product_version", fru_pick(fi->product_version, NULL));
 	json_object_set_new(o, "product_serial", fru_pick(fi->product_serial, NULL));
 	return o;
+}
+
+/*
+ * The system GUID (Get System GUID) as a UUID string, or null: optional, a BMC that does not
+ * implement it answers with an error code and the session goes on. The bytes come least
+ * significant first (IPMI); written reversed they are the RFC 4122 text. Some BMCs send
+ * SMBIOS' order instead: identity.c matches either.
+ */
+static json_t *system_guid(struct sess *s)
+{
+	fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_system_guid_rs);
+	uint8_t g[16];
+	char text[37];
+	json_t *v = json_null();
+
+	if (!rs)
+		return v;
+	if (ipmi_cmd_get_system_guid(s->ctx, rs) == 0 &&
+	    fiid_obj_get_data(rs, "guid", g, sizeof(g)) == (int)sizeof(g)) {
+		snprintf(text, sizeof(text),
+			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			 g[15], g[14], g[13], g[12], g[11], g[10], g[9], g[8], g[7], g[6], g[5],
+			 g[4], g[3], g[2], g[1], g[0]);
+		json_decref(v);
+		v = json_string(text);
+	}
+	fiid_obj_destroy(rs);
+	return v;
 }
 
 static int do_inventory(json_t **out, struct sess *s)
@@ -511,6 +557,8 @@ static int do_inventory(json_t **out, struct sess *s)
 							      ? fi.board_manufacturer : mfrname));
 	json_object_set_new(data, "model", fru_pick(fi.product_name, fi.board_product));
 	json_object_set_new(data, "serial", fru_pick(fi.product_serial, fi.board_serial));
+	json_object_set_new(data, "chassis_serial", fru_pick(fi.chassis_serial, NULL));
+	json_object_set_new(data, "uuid", system_guid(s));
 	json_object_set_new(data, "part_number",
 			    fru_pick(fi.product_model, fi.board_part_number));
 	json_object_set_new(data, "bios_version", json_null());

@@ -103,6 +103,31 @@ static void chassis_clear(struct redfish_bmc *b)
 	b->nchassis = 0;
 	json_decref(b->chassis_skipped);
 	b->chassis_skipped = NULL;
+	json_decref(b->chassis_identity);
+	b->chassis_identity = NULL;
+}
+
+/* What a chassis the system links says identifies the machine (its serial, maker, model):
+ * kept from the first that states any. */
+static void chassis_identity_keep(struct redfish_bmc *b, const json_t *chassis)
+{
+	static const char *const keys[] = { "SerialNumber", "Manufacturer", "Model", "SKU",
+					    "PartNumber" };
+	json_t *id;
+
+	if (b->chassis_identity)
+		return;
+	id = json_object();
+	for (size_t i = 0; id && i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *v = json_string_value(json_object_get(chassis, keys[i]));
+
+		if (v && *v)
+			json_object_set_new(id, keys[i], json_string(v));
+	}
+	if (json_object_size(id) > 0)
+		b->chassis_identity = id;
+	else
+		json_decref(id);
 }
 
 void rf_bmc_forget_discovery(struct redfish_bmc *b)
@@ -249,6 +274,8 @@ static int chassis_add(struct rf_op *op, const struct rf_reply *r, int follow)
 	set_str(&c->pcie_devices, rf_link(r->json, "PCIeDevices"));
 	json_t *hpe = json_object_get(json_object_get(r->json, "Oem"), "Hpe");
 	set_str(&c->hpe_devices, rf_link(json_object_get(hpe, "Links"), "Devices"));
+	if (follow == (FOLLOW_IN | FOLLOW_OUT))
+		chassis_identity_keep(b, r->json); /* one the system links itself */
 	chassis_follow(op, r->json, follow);
 	return 0;
 }

@@ -40,6 +40,35 @@ void rf_inventory_from_system(json_t *inv, const json_t *sys)
 	set_string(inv, "cpu_model", ps, "Model");
 }
 
+void rf_inventory_from_chassis(json_t *inv, const json_t *chassis)
+{
+	static const struct {
+		const char *key, *from;
+	} fill[] = {
+		{ "manufacturer", "Manufacturer" },
+		{ "model", "Model" },
+		{ "serial", "SerialNumber" },
+	};
+	const char *serial = json_string_value(json_object_get(chassis, "SerialNumber"));
+	json_t *from = json_array();
+
+	json_object_set_new(inv, "chassis_serial", serial ? json_string(serial) : json_null());
+	/* a System that names no maker, model or serial (GB200, GH200): its chassis' */
+	for (size_t i = 0; i < sizeof(fill) / sizeof(fill[0]); i++) {
+		const char *v = json_string_value(json_object_get(chassis, fill[i].from));
+		const char *have = json_string_value(json_object_get(inv, fill[i].key));
+
+		if (v && *v && !(have && *have)) {
+			set_string(inv, fill[i].key, chassis, fill[i].from);
+			json_array_append_new(from, json_string(fill[i].key));
+		}
+	}
+	if (json_array_size(from) > 0)
+		json_object_set_new(inv, "from_chassis", from);
+	else
+		json_decref(from);
+}
+
 static int has_ci(const json_t *obj, const char *key, const char *needle)
 {
 	const char *v = json_string_value(json_object_get(obj, key));
@@ -261,6 +290,7 @@ static int on_system(struct rf_op *op, const struct rf_reply *r)
 {
 	struct redfish_bmc *b = op->bmc;
 	rf_inventory_from_system(op->data, r->json);
+	rf_inventory_from_chassis(op->data, b->chassis_identity);
 	json_object_set_new(op->data, "bmc_firmware",
 			    b->bmc_firmware ? json_string(b->bmc_firmware) : json_null());
 	json_object_set_new(op->data, "bmc_model", b->bmc_model ? json_string(b->bmc_model) : json_null());
