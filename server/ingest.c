@@ -31,7 +31,7 @@ struct ingest_report {
 	char *text;                 /* compact JSON, as stored */
 	const char *report_id;
 	int64_t time;               /* the report's "time", 0 when absent */
-	const char *boot_id, *hostname, *machine_id, *os, *kernel, *dmi_serial;
+	const char *boot_id, *hostname, *machine_id, *os, *kernel, *dmi_serial, *dmi_uuid;
 	const char *agent_version;
 	const char *status, *driver, *module, *cuda, *nvml;
 	const char *nvidia_error;
@@ -612,7 +612,8 @@ static int parse_report(struct ingest_report *r, struct check *c)
 	    (rc = opt_str(c, &r->machine_id, host, "host", "machine_id", 64)) < 0 ||
 	    (rc = opt_str(c, &r->os, host, "host", "os", 256)) < 0 ||
 	    (rc = opt_str(c, &r->kernel, host, "host", "kernel", 256)) < 0 ||
-	    (rc = opt_str(c, &r->dmi_serial, host, "host", "dmi_serial", 128)) < 0)
+	    (rc = opt_str(c, &r->dmi_serial, host, "host", "dmi_serial", 128)) < 0 ||
+	    (rc = opt_str(c, &r->dmi_uuid, host, "host", "dmi_uuid", 64)) < 0)
 		return rc;
 
 	if ((rc = opt_container(c, &nvidia, j, "nvidia", 0, 0)) < 0)
@@ -1405,12 +1406,16 @@ cleanup:
 
 /* --- an agent is its node ----------------------------------------------------------- */
 
+/* A refusal not repeated for this long, while the node's own host reports, is over. */
+#define IDENTITY_REFUSAL_OVER_S 600
+
 /* What an identity check leaves to do once the report is stored. */
 struct identity_after {
 	int settle;                      /* clear the note that its agent reports elsewhere */
 	int rebound;                     /* and the refusal and acceptance: a new identity binds */
 	int64_t reinstall_job;           /* the reinstall job that used its change, or 0 */
-	char bmc_serial_accepted[160];   /* the BMC serial an admin accepted past, or "" */
+	char bmc_serial_accepted[160];   /* the BMC value an admin accepted past, or "" */
+	const char *bound_by;            /* what of the BMC's vouched (static), or NULL */
 };
 
 /* The node whose stored agent identity a refused report carries (its agent reports with
@@ -1470,33 +1475,48 @@ static int identity_check(struct store *st, struct identity_decision *d,
 			  const struct ingest_report *r)
 {
 	struct agent_identity f = { 0 };
-	struct identity_report rep = { r->hostname, r->machine_id, r->dmi_serial, r->boot_id };
+	struct identity_report rep = { r->hostname, r->machine_id, r->dmi_serial, r->boot_id,
+				       r->dmi_uuid };
+	struct identity_bmc b;
+	const char *how = NULL;
 	int rc;
 
 	memset(after, 0, sizeof(*after));
 	if ((rc = store_agent_identity_get(st, &f, node_id)) < 0)
 		return rc;
 	identity_decide(d, &f, &rep);
+	after->bound_by = d->bound_by;
 	switch (d->verdict) {
 	case IDENTITY_MISMATCH:
 		break;
 	case IDENTITY_ACCEPTED:
 		after->settle = after->rebound = 1;
-		/* a DMI serial the BMC does not share, accepted by an admin, stays accepted */
-		if (identity_serial_useful(f.bmc_serial) && identity_serial_useful(r->dmi_serial) &&
-		    strcasecmp(f.bmc_serial, r->dmi_serial) != 0)
+		/* a host the BMC does not vouch for, accepted by an admin, stays accepted while
+		 * the BMC states the same */
+		b = identity_bmc_of(&f);
+		if (identity_bmc_vouch(&how, NULL, 0, &b, r->dmi_uuid, r->dmi_serial) == BMC_DIFFERS) {
 			snprintf(after->bmc_serial_accepted, sizeof(after->bmc_serial_accepted), "%s",
-				 f.bmc_serial);
+				 identity_bmc_key(&b));
+			after->bound_by = "an admin's acceptance (the BMC does not vouch)";
+		}
 		break;
 	case IDENTITY_REINSTALL:
 		after->settle = after->rebound = 1;
 		after->reinstall_job = f.reinstall_running;
 		break;
 	default:
-		/* the node's own agent reporting again ends a note that it reported elsewhere */
+		/* the node's own agent reporting again ends a note that it reported elsewhere,
+		 * and a refusal not repeated for a while (another host's token copy is gone, or
+		 * the BMC's word changed); one that goes on stays, one event for it */
 		after->settle = f.elsewhere_node != NULL;
+		if (f.mismatch && store_now(st) - f.mismatch_last > IDENTITY_REFUSAL_OVER_S)
+			after->settle = after->rebound = 1;
 		break;
 	}
+	/* what vouched is kept when it changes (a first report, a BMC read anew) */
+	if ((after->bound_by ? 1 : 0) != (f.bound_by ? 1 : 0) ||
+	    (after->bound_by && strcmp(after->bound_by, f.bound_by) != 0))
+		after->settle = 1;
 	agent_identity_clear(&f);
 	return rc;
 }
@@ -1506,7 +1526,8 @@ static int identity_settle(struct store *st, int64_t node_id, const struct ident
 	if (!a->settle)
 		return 0;
 	return store_agent_identity_settle(st, node_id, a->rebound, a->reinstall_job,
-					   a->bmc_serial_accepted[0] ? a->bmc_serial_accepted : NULL);
+					   a->bmc_serial_accepted[0] ? a->bmc_serial_accepted : NULL,
+					   a->bound_by);
 }
 
 static int report_store(struct store *st, int *out_duplicate, int64_t node_id,

@@ -535,17 +535,25 @@ void poller_sensors_summary(const json_t *sensors, double *out_power_w, double *
 	*out_inlet_c = inlet;
 }
 
-/* Keeps what the BMC says the node is: the whole inventory, and the serial agents enroll by. */
+/* Keeps what the BMC says the node is: the whole inventory, and the values that identify the
+ * machine (an agent is bound to its node by them; enrollment finds the node by them). */
 static void inventory_store(struct poller *p, struct slot *s, json_t *data, int64_t now)
 {
-	const char *serial = json_string_value(json_object_get(data, "serial"));
+	struct node_bmc_ids ids = {
+		json_string_value(json_object_get(data, "serial")),
+		json_string_value(json_object_get(data, "uuid")),
+		json_string_value(json_object_get(data, "sku")),
+		json_string_value(json_object_get(data, "chassis_serial")),
+	};
 	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
 
 	if (text && store_node_inventory_put(p->st, s->node->id, text, now) < 0)
 		log_warn("poller: %s: inventory: %s", s->node->name, kiln_error_last());
 	free(text);
-	if (serial && serial[0] && store_node_bmc_serial_set(p->st, s->node->name, serial) < 0)
-		log_warn("poller: %s: serial: %s", s->node->name, kiln_error_last());
+	/* an answer that names nothing (a BMC mid-reset) keeps what is known */
+	if ((ids.serial || ids.uuid || ids.sku || ids.chassis_serial) &&
+	    store_node_bmc_ids_set(p->st, s->node->name, &ids) < 0)
+		log_warn("poller: %s: BMC identity: %s", s->node->name, kiln_error_last());
 	s->inventory_due = now + p->opt.cfg.inventory_every_s;
 }
 

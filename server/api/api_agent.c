@@ -470,27 +470,35 @@ static void client_address(char *buf, size_t len, struct MHD_Connection *conn)
 }
 
 /*
- * The node an enrollment resembles: the only node whose BMC reports this DMI serial (the
- * BMC vouches for the machine), else the node named after its host name or the name's
- * first label. *out_id stays 0 when none; *out_name is the caller's to free.
+ * The node an enrollment resembles: the only node whose BMC vouches for this host (its
+ * system UUID, else its DMI serial as the BMC's serial, SKU or chassis serial:
+ * identity_bmc_vouch), else the node named after its host name or the name's first label.
+ * *out_id stays 0 when none; *out_name is the caller's to free.
  */
 static int enroll_match(struct store *st, int64_t *out_id, char **out_name, int *out_by_serial,
-			const char *serial, const char *hostname)
+			const char *serial, const char *uuid, const char *hostname)
 {
 	struct node *n = NULL;
+	char forms[3][37];
+	const char *uuids[3] = { NULL, NULL, NULL };
 	int rc = KILN_ENOTFOUND;
 
 	*out_id = 0;
 	*out_name = NULL;
 	*out_by_serial = 0;
-	if (identity_serial_useful(serial)) {
-		rc = store_node_find_by_serial(st, out_id, out_name, serial);
+	if (identity_uuid_forms(forms, uuid) == 0)
+		for (int i = 0; i < 3; i++)
+			uuids[i] = forms[i];
+	if (uuids[0] || identity_serial_useful(serial)) {
+		rc = store_node_find_by_bmc(st, out_id, out_name, uuids,
+					    identity_serial_useful(serial) ? serial : NULL);
 		if (rc == 0) {
 			*out_by_serial = 1;
 			return 0;
 		}
 		if (rc != KILN_ENOTFOUND && rc != KILN_EEXISTS)
 			return rc;
+		kiln_error_clear();
 	}
 	rc = node_by_hostname(st, &n, hostname);
 	if (rc == KILN_ENOTFOUND)
@@ -505,9 +513,11 @@ static int enroll_match(struct store *st, int64_t *out_id, char **out_name, int 
 
 void api_agent_enroll(struct api_ctx *c)
 {
-	static const char *const keys[] = { "schema", "dmi_serial", "hostname", "machine_id", NULL };
-	static const char *const fields[] = { "dmi_serial", "hostname", "machine_id", "schema" };
-	const char *val[4] = { NULL, NULL, NULL, NULL }, *field = NULL, *how = NULL;
+	static const char *const keys[] = { "schema", "dmi_serial", "hostname", "machine_id",
+					    "dmi_uuid", NULL };
+	static const char *const fields[] = { "dmi_serial", "hostname", "machine_id", "schema",
+					      "dmi_uuid" };
+	const char *val[5] = { NULL, NULL, NULL, NULL, NULL }, *field = NULL, *how = NULL;
 	struct enroll_decision d;
 	char *name = NULL, token[64] = "", addr[64];
 	int64_t node_id = 0, pending_id = 0, accepted_id = 0, job, audit_id;
@@ -529,7 +539,7 @@ void api_agent_enroll(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_BAD_REQUEST, field, "unknown field '%s'", field);
 		return;
 	}
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < 5; i++) {
 		if (kiln_json_get_string(&val[i], c->body, fields[i], false) < 0) {
 			api_fail_code(c, KILN_EINVAL, fields[i]);
 			return;
@@ -545,7 +555,7 @@ void api_agent_enroll(struct api_ctx *c)
 			 "an enrollment needs a 'dmi_serial' or a 'hostname'");
 		return;
 	}
-	if ((rc = enroll_match(c->st, &node_id, &name, &by_serial, val[0], val[1])) < 0 ||
+	if ((rc = enroll_match(c->st, &node_id, &name, &by_serial, val[0], val[4], val[1])) < 0 ||
 	    (rc = enroll_judge(c, &d, node_id, name, by_serial, &job)) < 0)
 		goto fail;
 	if (d.verdict != ENROLL_PENDING) {
@@ -821,6 +831,28 @@ static json_t *agent_json(struct store *st, const struct agent_state *a)
 	return o;
 }
 
+/* How the agent is bound to its node: what of the BMC's vouched for its host, what the BMC
+ * states (null where it states nothing, or where several nodes share the value), and a
+ * refusal pending. */
+static int identity_attach(struct store *st, json_t *agent, int64_t node_id)
+{
+	struct agent_identity f = { 0 };
+	json_t *o;
+	int rc = store_agent_identity_get(st, &f, node_id);
+
+	if (rc < 0)
+		return rc;
+	o = json_pack("{s:o, s:{s:o, s:o, s:o, s:o}, s:o, s:o}", "bound_by", str_or_null(f.bound_by),
+		      "bmc", "uuid", str_or_null(f.bmc_uuid), "serial", str_or_null(f.bmc_serial),
+		      "sku", str_or_null(f.bmc_sku), "chassis_serial",
+		      str_or_null(f.bmc_chassis_serial), "refused", str_or_null(f.mismatch),
+		      "accepted_by", str_or_null(f.accepted_by));
+	agent_identity_clear(&f);
+	if (!o)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	return json_object_set_new(agent, "identity", o) < 0 ? KILN_ERROR : 0;
+}
+
 int api_agent_state_attach(struct api_ctx *c, json_t *node_obj, int64_t node_id)
 {
 	struct agent_state a = { 0 };
@@ -840,6 +872,10 @@ int api_agent_state_attach(struct api_ctx *c, json_t *node_obj, int64_t node_id)
 	agent_state_clear(&a);
 	if (!o)
 		return KILN_ERROR;
+	if ((rc = identity_attach(c->st, o, node_id)) < 0) {
+		json_decref(o);
+		return rc;
+	}
 	return json_object_set_new(node_obj, "agent", o) < 0 ? KILN_ERROR : 0;
 }
 

@@ -132,9 +132,15 @@ static int agent_window(const struct health_facts *f, const struct health_config
 	return t > 0 && f->now - t <= interval * cfg->hung_intervals;
 }
 
+/* A refusal pending. While no report was stored since it began, the refused host may be the
+ * node's own (a BMC that states other values, a loaded kilnd that delays its retries): its
+ * silence says nothing of the node, however long ago it was last refused. Once the node's
+ * own host reported after it began, the refused one is another host on its token: the
+ * refusal counts while it goes on (hung_intervals agent intervals). */
 static int identity_refused(const struct health_facts *f, const struct health_config *cfg)
 {
-	return f->identity_field && agent_window(f, cfg, f->identity_last);
+	return f->identity_field && (f->agent_last_seen < f->identity_since ||
+				     agent_window(f, cfg, f->identity_last));
 }
 
 static int identity_elsewhere(const struct health_facts *f, const struct health_config *cfg)
@@ -432,15 +438,26 @@ static int nvml_mismatch(const struct health_facts *f)
 	return f->nvidia_status && strcmp(f->nvidia_status, "mismatch") == 0;
 }
 
-/* Shown while it goes on; an old refusal stays listed by kiln agent identities. */
+/* A refusal is shown while it goes on, with what differs (both values) and the command
+ * that accepts it; an agent seen elsewhere likewise. */
 static void rule_identity(struct health_result *r, const struct health_facts *f,
 			  const struct health_config *cfg)
 {
 	const char *node = f->identity_node ? f->identity_node : "NODE";
 
-	if (identity_refused(f, cfg))
-		add(r, HEALTH_CRITICAL, "agent identity mismatch: %s differs, reports refused "
-		    "(kiln agent accept-identity %s)", f->identity_field, node);
+	if (identity_refused(f, cfg)) {
+		/* the stored message up to its own advice, which the reason words shorter */
+		const char *m = f->identity_message;
+		const char *end = m ? strstr(m, "; refused:") : NULL;
+		int len = m ? (end ? (int)(end - m) : (int)strlen(m)) : 0;
+
+		if (len > 0)
+			add(r, HEALTH_CRITICAL, "agent identity mismatch: reports refused (kiln agent "
+			    "accept-identity %s): %.*s", node, len, m);
+		else
+			add(r, HEALTH_CRITICAL, "agent identity mismatch: %s differs, reports "
+			    "refused (kiln agent accept-identity %s)", f->identity_field, node);
+	}
 	if (identity_elsewhere(f, cfg))
 		add(r, HEALTH_CRITICAL, "agent identity mismatch: this node's agent reports with "
 		    "node %s's token", f->identity_elsewhere);

@@ -99,10 +99,13 @@ struct health_facts {
 	const char *driver_version;
 	const char *kernel_module_version;
 	/* An agent bound to its node (identity.h): reports on this node's token refused
-	 * because their host is not the node's, or this node's agent seen reporting with
-	 * another node's token. Either explains a silence, so the node is not hung while it
-	 * goes on (the last one within hung_intervals agent intervals). */
-	const char *identity_field;     /* the refusal's differing field, or NULL */
+	 * because their host is not the node's (while nothing was stored since the refusal
+	 * began, or within hung_intervals agent intervals of the last), or this node's agent
+	 * seen reporting with another node's token (within that window). Either explains a
+	 * silence: the node is not hung meanwhile. */
+	const char *identity_field;     /* the pending refusal's differing field, or NULL */
+	const char *identity_message;   /* its message (both values, what to do), or NULL */
+	int64_t identity_since;         /* when it began */
 	int64_t identity_last;          /* when a report was last refused */
 	const char *identity_node;      /* this node's name, for the command in the reason */
 	const char *identity_elsewhere; /* the node whose token this node's agent uses, or NULL */
@@ -148,8 +151,8 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 /* The hung rule alone: powered on, not in maintenance, agent silent for more than
  * hung_intervals report intervals (counted from the later of the last report and the
  * power-on). A node off, unknown, in maintenance, being reinstalled, never reported or
- * with its agent identity in question (reports refused, or its agent reporting with another
- * node's token, within that silence window) is not hung (so never remediated). */
+ * with its agent identity in question (a refusal pending, or its agent reporting with
+ * another node's token within that silence window) is not hung (so never remediated). */
 int health_is_hung(const struct health_facts *f, const struct health_config *cfg);
 
 /*

@@ -314,6 +314,8 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 	f->identity_field = src->identity.mismatch ? src->identity.mismatch_field : NULL;
 	if (src->identity.mismatch && !f->identity_field)
 		f->identity_field = "the host identity";
+	f->identity_message = src->identity.mismatch;
+	f->identity_since = src->identity.mismatch_since;
 	f->identity_last = src->identity.mismatch_last;
 	f->identity_node = src->identity.node;
 	f->identity_elsewhere = src->identity.elsewhere_node;

@@ -420,6 +420,24 @@ int store_node_bmc_serial_set(struct store *st, const char *name, const char *se
  * KILN_ENOTFOUND when none, KILN_EEXISTS when several nodes share it. */
 int store_node_find_by_serial(struct store *st, int64_t *out_id, char **out_name,
 			      const char *serial);
+
+/* What a node's BMC says identifies its system (borrowed; NULL or "" for none). */
+struct node_bmc_ids {
+	const char *serial;          /* the System's SerialNumber (IPMI: the FRU's) */
+	const char *uuid;            /* the System's UUID (IPMI: Get System GUID) */
+	const char *sku;             /* the System's SKU (Dell: the service tag) */
+	const char *chassis_serial;  /* the serial of the system's chassis */
+};
+/* Sets all four of a node's BMC identity values (the UUID kept in lower case). KILN_ENOTFOUND. */
+int store_node_bmc_ids_set(struct store *st, const char *name, const struct node_bmc_ids *ids);
+/*
+ * The single node whose BMC states one of uuid_forms (lower case; NULL entries match
+ * nothing) as its system UUID, else the single one stating serial as its serial, SKU or
+ * chassis serial (without case; NULL: not looked for). *out_id, *out_name (caller frees);
+ * KILN_ENOTFOUND when none, KILN_EEXISTS when several nodes share the value found.
+ */
+int store_node_find_by_bmc(struct store *st, int64_t *out_id, char **out_name,
+			   const char *const uuid_forms[3], const char *serial);
 /* What enrollment needs of a node: whether it has a live agent token, its running reinstall
  * job (0: none) and whether that job already let its one enrollment in. */
 int store_agent_enroll_facts(struct store *st, int *out_has_token, int64_t *out_job,
@@ -439,13 +457,18 @@ struct agent_identity {
 	int64_t node_id;
 	char *node;                  /* the node's name */
 	char *bmc_serial;            /* the BMC's serial for the system; NULL when none or
-				      * several nodes share it */
+				      * several nodes share it (and so the three below) */
+	char *bmc_uuid;              /* the BMC's system UUID */
+	char *bmc_sku;               /* the system's SKU (Dell: the service tag) */
+	char *bmc_chassis_serial;    /* the serial of the system's chassis */
+	char *bound_by;              /* what of the BMC's vouched for the last stored report */
 	int has_agent;               /* the node has a stored agent state */
 	char *hostname, *machine_id, *dmi_serial, *boot_id; /* the stored state's */
 	int accept_next;             /* an admin accepted: the next report's identity is taken */
 	char *accepted_by;
 	int64_t accepted_at;
-	char *bmc_serial_accepted;   /* a BMC serial an admin accepted a differing DMI serial with */
+	char *bmc_serial_accepted;   /* the BMC value (its UUID or a serial) an admin accepted a
+				      * host the BMC does not vouch for with */
 	int64_t reinstall_job;       /* the reinstall job whose one identity change was used */
 	int64_t reinstall_running;   /* the node's running reinstall job, 0: none */
 	char *mismatch;              /* the pending refusal, or NULL */
@@ -472,12 +495,14 @@ int store_agent_identity_refuse(struct store *st, int *out_new, int64_t node_id,
 int store_agent_identity_elsewhere(struct store *st, int64_t other_id, int64_t node_id);
 /*
  * After a report of node_id was taken: clears the note that its agent reports elsewhere
- * and, when rebound (an accepted or reinstall identity), the pending mismatch and the
- * admin's acceptance; reinstall_job > 0 records the job that used its change,
- * bmc_serial_accepted non-NULL the BMC serial accepted with a differing DMI one.
+ * and, when rebound (an accepted or reinstall identity, or the node's own host again after
+ * a refusal), the pending mismatch and the admin's acceptance; reinstall_job > 0 records
+ * the job that used its change, bmc_serial_accepted non-NULL the BMC value (identity_bmc_key)
+ * accepted with a host the BMC does not vouch for; bound_by is what vouched (NULL: nothing).
  */
 int store_agent_identity_settle(struct store *st, int64_t node_id, int rebound,
-				int64_t reinstall_job, const char *bmc_serial_accepted);
+				int64_t reinstall_job, const char *bmc_serial_accepted,
+				const char *bound_by);
 /* The one other node whose stored agent state has DMI serial dmi_serial (when not NULL),
  * else machine id machine_id: *out_id, 0 when none or several. */
 int store_agent_identity_owner(struct store *st, int64_t *out_id, int64_t node_id,

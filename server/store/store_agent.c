@@ -635,6 +635,23 @@ static const struct sql_stmt FIND_BY_SERIAL = {
 	STMT_NODE_FIND_BY_SERIAL, "finding a node by serial",
 	"SELECT id, name FROM nodes WHERE bmc_serial = ?1 LIMIT 2", NULL};
 
+static const struct sql_stmt BMC_IDS_SET = {
+	STMT_NODE_BMC_IDS_SET, "setting a node's BMC identity",
+	"UPDATE nodes SET bmc_serial = ?1, bmc_uuid = lower(CAST(?2 AS TEXT)), bmc_sku = ?3,"
+	" bmc_chassis_serial = ?4 WHERE name = ?5",
+	NULL};
+
+static const struct sql_stmt FIND_BY_UUID = {
+	STMT_NODE_FIND_BY_UUID, "finding a node by system UUID",
+	"SELECT id, name FROM nodes WHERE bmc_uuid IN (?1, ?2, ?3) LIMIT 2", NULL};
+
+/* The UUID's IN list and the serials' OR: each value once per node. */
+static const struct sql_stmt FIND_BY_BMC_SERIAL = {
+	STMT_NODE_FIND_BY_BMC_SERIAL, "finding a node by BMC serial",
+	"SELECT id, name FROM nodes WHERE lower(bmc_serial) = lower(?1)"
+	" OR lower(bmc_sku) = lower(?1) OR lower(bmc_chassis_serial) = lower(?1) LIMIT 2",
+	NULL};
+
 /* A node with agent tokens or a running reinstall job: always one row. */
 static const struct sql_stmt ENROLL_FACTS = {
 	STMT_ENROLL_FACTS, "reading a node's enrollment facts",
@@ -677,17 +694,35 @@ static int node_found_read(const struct sql_row *r, void *ctx)
 	return sql_col_strdup(r, 1, &f->name);
 }
 
-int store_node_find_by_serial(struct store *st, int64_t *out_id, char **out_name,
-			      const char *serial)
+static const char *text_or_null(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
+int store_node_bmc_ids_set(struct store *st, const char *name, const struct node_bmc_ids *ids)
+{
+	int64_t n = sql_exec(st, &BMC_IDS_SET,
+			     SQL_ARGS(SQL_TEXT(text_or_null(ids->serial)),
+				      SQL_TEXT(text_or_null(ids->uuid)),
+				      SQL_TEXT(text_or_null(ids->sku)),
+				      SQL_TEXT(text_or_null(ids->chassis_serial)), SQL_TEXT(name)));
+
+	if (n == 0)
+		return kiln_fail(KILN_ENOTFOUND, "no node '%s'", name);
+	return n < 0 ? (int)n : 0;
+}
+
+/* The one node a find statement returns: see store_node_find_by_bmc. */
+static int find_one(struct store *st, int64_t *out_id, char **out_name, const struct sql_stmt *q,
+		    const struct sql_arg *args, size_t nargs, const char *what)
 {
 	struct node_found f = {0, NULL, 0};
-	int ret = sql_run(st, &FIND_BY_SERIAL, SQL_ARGS(SQL_TEXT(serial)), node_found_read, &f,
-			  NULL);
+	int ret = sql_run(st, q, args, nargs, node_found_read, &f, NULL);
 
 	if (ret == 0)
-		ret = kiln_fail(KILN_ENOTFOUND, "no node with BMC serial '%s'", serial);
+		ret = kiln_fail(KILN_ENOTFOUND, "no node with BMC %s", what);
 	else if (ret > 1)
-		ret = kiln_fail(KILN_EEXISTS, "several nodes have BMC serial '%s'", serial);
+		ret = kiln_fail(KILN_EEXISTS, "several nodes have BMC %s", what);
 	if (ret < 0) {
 		free(f.name);
 		return ret;
@@ -695,6 +730,34 @@ int store_node_find_by_serial(struct store *st, int64_t *out_id, char **out_name
 	*out_id = f.id;
 	*out_name = f.name;
 	return 0;
+}
+
+int store_node_find_by_serial(struct store *st, int64_t *out_id, char **out_name,
+			      const char *serial)
+{
+	return find_one(st, out_id, out_name, &FIND_BY_SERIAL, SQL_ARGS(SQL_TEXT(serial)),
+			"serial");
+}
+
+int store_node_find_by_bmc(struct store *st, int64_t *out_id, char **out_name,
+			   const char *const uuid_forms[3], const char *serial)
+{
+	int ret = KILN_ENOTFOUND;
+
+	if (uuid_forms && (uuid_forms[0] || uuid_forms[1] || uuid_forms[2])) {
+		ret = find_one(st, out_id, out_name, &FIND_BY_UUID,
+			       SQL_ARGS(SQL_TEXT(uuid_forms[0]), SQL_TEXT(uuid_forms[1]),
+					SQL_TEXT(uuid_forms[2])), "system UUID");
+		if (ret != KILN_ENOTFOUND)
+			return ret;
+	}
+	if (serial && *serial) {
+		if (ret == KILN_ENOTFOUND)
+			kiln_error_clear();
+		ret = find_one(st, out_id, out_name, &FIND_BY_BMC_SERIAL,
+			       SQL_ARGS(SQL_TEXT(serial)), "serial, SKU or chassis serial");
+	}
+	return ret;
 }
 
 struct enroll_facts {

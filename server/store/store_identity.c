@@ -21,6 +21,10 @@ void agent_identity_clear(struct agent_identity *a)
 	free(a->mismatch);
 	free(a->mismatch_field);
 	free(a->elsewhere_node);
+	free(a->bmc_uuid);
+	free(a->bmc_sku);
+	free(a->bmc_chassis_serial);
+	free(a->bound_by);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -38,20 +42,25 @@ static void identity_clear(void *elem)
 	agent_identity_clear(elem);
 }
 
+/* A BMC value of node n, NULL where several nodes share it. */
+#define BMC_VALUE(col) \
+	" CASE WHEN (SELECT count(*) FROM nodes o WHERE o." col " = n." col ") = 1 THEN n." col " END"
+
 /*
- * A node's identity facts: the strings first (0-10), then the numbers (11-20). A BMC serial
- * several nodes share (one simulator's tree, firmware that leaves a fixed value) identifies no
- * machine: NULL. The other node's name only while it exists (a deleted node reports nowhere).
+ * A node's identity facts: the strings (0-10), the numbers (11-20), more strings (21-25). A
+ * BMC value several nodes share (one simulator's tree, firmware that leaves a fixed value)
+ * identifies no machine: NULL. The other node's name only while it exists (a deleted node
+ * reports nowhere).
  */
 #define IDENTITY_COLUMNS                                                                           \
-	"n.name, CASE WHEN (SELECT count(*) FROM nodes o WHERE o.bmc_serial = n.bmc_serial) = 1"    \
-	" THEN n.bmc_serial END, a.hostname, a.machine_id, a.dmi_serial, a.boot_id,"             \
+	"n.name," BMC_VALUE("bmc_serial") ", a.hostname, a.machine_id, a.dmi_serial, a.boot_id,"   \
 	" i.accepted_by, i.bmc_serial_accepted, i.mismatch, i.mismatch_field, e.name,"            \
 	" n.id, CASE WHEN a.node_id IS NOT NULL THEN 1 ELSE 0 END, coalesce(i.accept_next, 0),"   \
 	" coalesce(i.accepted_at, 0), coalesce(i.reinstall_job, 0),"                              \
 	" coalesce((SELECT j.id FROM jobs j WHERE j.node_id = n.id AND j.state = 'running'), 0),"  \
 	" coalesce(i.mismatch_since, 0), coalesce(i.mismatch_last, 0), coalesce(i.refused, 0),"   \
-	" coalesce(i.elsewhere_last, 0)"                                                           \
+	" coalesce(i.elsewhere_last, 0)," BMC_VALUE("bmc_uuid") "," BMC_VALUE("bmc_sku") ","       \
+	BMC_VALUE("bmc_chassis_serial") ", i.bound_by"                                             \
 	" FROM nodes n LEFT JOIN node_agent_state a ON a.node_id = n.id"                          \
 	" LEFT JOIN agent_identity i ON i.node_id = n.id"                                          \
 	" LEFT JOIN nodes e ON e.name = i.elsewhere_node"
@@ -91,16 +100,19 @@ static const struct sql_stmt ELSEWHERE = {
 
 static const struct sql_stmt SETTLE = {
 	STMT_IDENTITY_SETTLE, "settling an agent identity",
-	"UPDATE agent_identity SET elsewhere_node = NULL, elsewhere_last = NULL,"
-	" accept_next = CASE WHEN ?4 = 1 THEN 0 ELSE accept_next END,"
-	" mismatch = CASE WHEN ?4 = 1 THEN NULL ELSE mismatch END,"
-	" mismatch_field = CASE WHEN ?4 = 1 THEN NULL ELSE mismatch_field END,"
-	" mismatch_since = CASE WHEN ?4 = 1 THEN NULL ELSE mismatch_since END,"
-	" mismatch_last = CASE WHEN ?4 = 1 THEN NULL ELSE mismatch_last END,"
-	" refused = CASE WHEN ?4 = 1 THEN 0 ELSE refused END,"
-	" reinstall_job = CASE WHEN CAST(?2 AS BIGINT) > 0 THEN ?2 ELSE reinstall_job END,"
-	" bmc_serial_accepted = coalesce(?3, bmc_serial_accepted)"
-	" WHERE node_id = ?1",
+	"INSERT INTO agent_identity (node_id, bound_by) SELECT ?1, CAST(?5 AS TEXT) FROM nodes"
+	" WHERE id = ?1 ON CONFLICT (node_id) DO UPDATE SET elsewhere_node = NULL,"
+	" elsewhere_last = NULL,"
+	" accept_next = CASE WHEN ?4 = 1 THEN 0 ELSE agent_identity.accept_next END,"
+	" mismatch = CASE WHEN ?4 = 1 THEN NULL ELSE agent_identity.mismatch END,"
+	" mismatch_field = CASE WHEN ?4 = 1 THEN NULL ELSE agent_identity.mismatch_field END,"
+	" mismatch_since = CASE WHEN ?4 = 1 THEN NULL ELSE agent_identity.mismatch_since END,"
+	" mismatch_last = CASE WHEN ?4 = 1 THEN NULL ELSE agent_identity.mismatch_last END,"
+	" refused = CASE WHEN ?4 = 1 THEN 0 ELSE agent_identity.refused END,"
+	" reinstall_job = CASE WHEN CAST(?2 AS BIGINT) > 0 THEN ?2"
+	" ELSE agent_identity.reinstall_job END,"
+	" bmc_serial_accepted = coalesce(?3, agent_identity.bmc_serial_accepted),"
+	" bound_by = excluded.bound_by",
 	NULL};
 
 /* The one other node whose stored state has that DMI serial (compared without case, as
@@ -128,6 +140,7 @@ static int identity_read(const struct sql_row *r, void *elem)
 			       &o->dmi_serial, &o->boot_id, &o->accepted_by,
 			       &o->bmc_serial_accepted, &o->mismatch, &o->mismatch_field,
 			       &o->elsewhere_node};
+	char **const more[] = {&o->bmc_uuid, &o->bmc_sku, &o->bmc_chassis_serial, &o->bound_by};
 	int ret;
 
 	o->node_id = sql_col_int(r, 11);
@@ -141,6 +154,9 @@ static int identity_read(const struct sql_row *r, void *elem)
 	o->refused = sql_col_int(r, 19);
 	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
 		if ((ret = sql_col_strdup(r, (int)i, text[i])) < 0)
+			return ret;
+	for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
+		if ((ret = sql_col_strdup(r, 21 + (int)i, more[i])) < 0)
 			return ret;
 	o->elsewhere_last = o->elsewhere_node ? sql_col_int(r, 20) : 0;
 	return 0;
@@ -185,11 +201,13 @@ int store_agent_identity_elsewhere(struct store *st, int64_t other_id, int64_t n
 }
 
 int store_agent_identity_settle(struct store *st, int64_t node_id, int rebound,
-				int64_t reinstall_job, const char *bmc_serial_accepted)
+				int64_t reinstall_job, const char *bmc_serial_accepted,
+				const char *bound_by)
 {
 	int64_t ret = sql_exec(st, &SETTLE,
 			       SQL_ARGS(SQL_INT(node_id), SQL_INT(reinstall_job),
-					SQL_TEXT(bmc_serial_accepted), SQL_BOOL(rebound)));
+					SQL_TEXT(bmc_serial_accepted), SQL_BOOL(rebound),
+					SQL_TEXT(bound_by)));
 
 	return ret < 0 ? (int)ret : 0;
 }

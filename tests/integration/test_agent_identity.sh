@@ -56,14 +56,16 @@ kiln_test_start_kilnd "" --config "$T/kilnd.conf" || exit 1
 printf 'password\n' >"$T/bmc.pw"
 grep -v xid_events "$NVML_CONF" >"$T/clean-nvml.conf"
 
-# mkroot ROOTNAME HOSTNAME MACHINE_ID SERIAL BOOT_ID: the H100 fixture as one machine.
+# mkroot ROOTNAME HOSTNAME MACHINE_ID TREE BOOT_ID: the H100 fixture as the machine of that
+# simulator tree: its DMI serial and UUID as that vendor's host shows them.
 mkroot() {
 	local r=$T/roots/$1
 	mkdir -p "$T/roots"
 	cp -r "$ROOT" "$r"
 	printf '%s\n' "$2" >"$r/proc/sys/kernel/hostname"
 	printf '%s\n' "$3" >"$r/etc/machine-id"
-	printf '%s\n' "$4" >"$r/sys/class/dmi/id/product_serial"
+	bmcsim_host_serial "$4" >"$r/sys/class/dmi/id/product_serial"
+	bmcsim_uuid "$4" | tr a-f A-F >"$r/sys/class/dmi/id/product_uuid"
 	printf '%s\n' "$5" >"$r/proc/sys/kernel/random/boot_id"
 	: >"$r/dev/kmsg"
 }
@@ -88,9 +90,9 @@ post() {
 	kiln_api POST /agent/report "$report" "$(cat "$T/$2.token")"
 }
 
-mkroot nodea nodea aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa "$(bmcsim_serial "$FIX/generic")" \
+mkroot nodea nodea aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa "$FIX/generic" \
 	aaaaaaaa-0000-4000-8000-000000000001
-mkroot nodeb nodeb bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb "$(bmcsim_serial "$FIX/idrac9")" \
+mkroot nodeb nodeb bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb "$FIX/idrac9" \
 	bbbbbbbb-0000-4000-8000-000000000001
 for n in nodea nodeb; do
 	port=$PORT_A
@@ -115,7 +117,7 @@ wait_for "both agents reported and both BMCs read" 30 ready || exit 1
 # nodea's agent restarts with nodeb's token (a copied config); nodeb's own agent goes on.
 stop_agent nodea-nodea
 same "a report of nodea's host on nodeb's token is refused" "$(post nodea nodeb)" 409
-same "the refusal names the field" "$(jq -r .field "$KILN_BODY_FILE")" host.dmi_serial
+same "the refusal names the field" "$(jq -r .field "$KILN_BODY_FILE")" host.dmi_uuid
 jq -r .error "$KILN_BODY_FILE" | grep -q "host.machine_id 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' (stored) vs 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' (reported)"
 check "it says stored vs reported" $? "$(cat "$KILN_BODY_FILE")"
 start_agent nodea nodeb
@@ -130,16 +132,17 @@ for ((k = 0; k < 20; k++)); do
 done
 same "no node is judged hung" "${hung_seen:-none}" none
 same "nodeb keeps its machine id" "$(agentf nodeb machine_id)" bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
-same "nodeb keeps its DMI serial" "$(agentf nodeb dmi_serial)" "$(bmcsim_serial "$FIX/idrac9")"
+same "nodeb keeps its DMI serial (the service tag)" "$(agentf nodeb dmi_serial)" \
+	"$(bmcsim_host_serial "$FIX/idrac9")"
 same "nodeb keeps its host name" "$(agentf nodeb hostname)" nodeb
 events() { "$KILN" events "$1" --since 1h -o json | jq -r "[.[] | select(.kind == \"$2\")] | length"; }
 same "one identity event for all the refused reports" "$(events nodeb identity)" 1
 same "nodeb got no false reboot" "$(events nodeb reboot)" 0
 "$KILN" events nodeb --since 1h -o json | jq -r '.[] | select(.kind == "identity") | "\(.severity) \(.message)"' |
-	grep -q '^critical agent identity mismatch: host.dmi_serial '"'"'KW24A0815'"'"' (reported) is not the BMC'"'"'s serial'
+	grep -q "^critical agent identity mismatch: host.dmi_uuid '$(bmcsim_uuid "$FIX/generic" | tr a-f A-F)' (reported) is not the BMC's system UUID '$(bmcsim_uuid "$FIX/idrac9")'; host.dmi_serial 'KW24A0815' (reported) is not the BMC's serial 'CNIVC0033A0147' nor its SKU '9QZK2X3'"
 check "the event is critical and says what differs" $? "$("$KILN" events nodeb --since 1h -o json)"
-field nodeb 'reasons[]' | grep -q '^agent identity mismatch: host.dmi_serial differs, reports refused (kiln agent accept-identity nodeb)'
-check "nodeb's health shows the refusal and the command" $? "$(field nodeb reasons)"
+field nodeb 'reasons[]' | grep -q "^agent identity mismatch: reports refused (kiln agent accept-identity nodeb): host.dmi_uuid '"
+check "nodeb's health shows the refusal, both values and the command" $? "$(field nodeb reasons)"
 field nodea 'reasons[]' | grep -q "^agent identity mismatch: this node's agent reports with node nodeb's token"
 check "nodea's health says where its agent reports" $? "$(field nodea reasons)"
 same "nothing was power-cycled (audit)" \
@@ -153,7 +156,7 @@ done
 # admin accepts it; then taken, and bound again.
 stop_agent nodea-nodeb
 stop_agent nodeb-nodeb
-mkroot nodeb2 nodeb cccccccccccccccccccccccccccccccc "$(bmcsim_serial "$FIX/idrac9")" \
+mkroot nodeb2 nodeb cccccccccccccccccccccccccccccccc "$FIX/idrac9" \
 	bbbbbbbb-0000-4000-8000-000000000002
 same "the reinstalled host is refused before an admin accepts it" "$(post nodeb2 nodeb)" 409
 same "a viewer cannot accept an identity" \
@@ -165,7 +168,7 @@ same "accept-identity is audited" \
 same "after accept-identity the new identity is taken" "$(post nodeb2 nodeb)" 201
 same "nodeb's machine id is the new one" "$(agentf nodeb machine_id)" cccccccccccccccccccccccccccccccc
 same "its refusal is settled" "$("$KILN" agent identities -o json | jq -r '[.[] | select(.node == "nodeb")] | length')" 0
-mkroot nodeb3 nodeb dddddddddddddddddddddddddddddddd "$(bmcsim_serial "$FIX/idrac9")" \
+mkroot nodeb3 nodeb dddddddddddddddddddddddddddddddd "$FIX/idrac9" \
 	bbbbbbbb-0000-4000-8000-000000000003
 same "the identity is bound again: another machine id is refused" "$(post nodeb3 nodeb)" 409
 same "the old host's report is refused now too" "$(post nodeb nodeb)" 409

@@ -60,11 +60,24 @@ bmcsim_stop_all() {
 	BMCSIM_ALL_PIDS=()
 }
 
-# bmcsim_serial MOCKUP: the serial the tree's (first) system reports. An agent on a simulated
-# node reports it as its DMI serial: kilnd refuses a report whose DMI serial is not its
-# BMC's (tests/integration/test_agent_identity.sh).
-bmcsim_serial() {
+# bmcsim_system_field MOCKUP FIELD: that field of the tree's (first) system.
+bmcsim_system_field() {
 	local sys
 	sys=$(jq -r '.Members[0]."@odata.id"' "$1/Systems/index.json" 2>/dev/null) || return 1
-	jq -r '.SerialNumber // empty' "$1/Systems/${sys##*/}/index.json"
+	jq -r --arg f "$2" '.[$f] // empty' "$1/Systems/${sys##*/}/index.json"
+}
+# bmcsim_serial MOCKUP: the serial the tree's (first) system reports.
+bmcsim_serial() { bmcsim_system_field "$1" SerialNumber; }
+# bmcsim_uuid MOCKUP: the system's UUID, which the host's DMI shows as its product_uuid.
+bmcsim_uuid() { bmcsim_system_field "$1" UUID; }
+# bmcsim_host_serial MOCKUP: what the host of that system shows as its DMI product_serial:
+# on a Dell the service tag, the System's SKU (its SerialNumber is the board's); elsewhere
+# the System's SerialNumber. An agent on a simulated node reports it: kilnd refuses a
+# report the BMC does not vouch for (tests/integration/test_agent_identity.sh).
+bmcsim_host_serial() {
+	if [ "$(bmcsim_system_field "$1" Manufacturer)" = "Dell Inc." ]; then
+		bmcsim_system_field "$1" SKU
+	else
+		bmcsim_serial "$1"
+	fi
 }

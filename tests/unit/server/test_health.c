@@ -157,12 +157,27 @@ static void set_reinstalling_queued(struct health_facts *f)
 	f->reinstalling = 1;
 	f->reinstall_step = NULL;
 }
-/* Reports on this node's token are refused: their host is not the node's. */
+/* Reports on this node's token are refused: their host is not the node's. The node's own
+ * host reported after the refusal began (another host on its token). */
 static void set_identity(struct health_facts *f)
 {
 	f->identity_field = "host.machine_id";
+	f->identity_since = NOW - 200;
 	f->identity_last = NOW - 2;
 	f->identity_node = "gpu02";
+}
+/* A Dell host refused since its first report (nothing stored since), retries held up for
+ * long by a loaded kilnd: never hung, the refusal shown with both values. */
+static void set_identity_never_stored(struct health_facts *f)
+{
+	set_identity(f);
+	f->identity_field = "host.dmi_serial";
+	f->identity_message = "host.dmi_serial '9QZK2X3' (reported) is not the BMC's serial "
+			      "'CNIVC0033A0147'; refused: if the change is genuine (motherboard, "
+			      "reinstall, rename), kiln agent accept-identity gpu02";
+	f->agent_last_seen = NOW - 3600;
+	f->identity_since = NOW - 3000;
+	f->identity_last = NOW - 2000;
 }
 /* ... and its last accepted report ages: the silence is no hang, never cycled */
 static void set_identity_silent(struct health_facts *f) { set_identity(f); set_silent(f); }
@@ -475,6 +490,10 @@ static const struct row rows[] = {
 	{ "agent reports elsewhere, silent: not hung", set_elsewhere_silent, HEALTH_CRITICAL, 0,
 	  "agent identity mismatch: this node's agent" },
 	{ "refusals stopped: hung as usual", set_identity_over, HEALTH_CRITICAL, 1, "hung: " },
+	{ "refused since before the last stored report, long ago: never hung",
+	  set_identity_never_stored, HEALTH_CRITICAL, 0,
+	  "agent identity mismatch: reports refused (kiln agent accept-identity gpu02): "
+	  "host.dmi_serial '9QZK2X3' (reported) is not the BMC's serial 'CNIVC0033A0147'" },
 	{ "refused 3 intervals ago: still not hung", set_identity_edge, HEALTH_CRITICAL, 0,
 	  "agent identity mismatch: " },
 	{ "reported elsewhere long ago: hung as usual", set_elsewhere_over, HEALTH_CRITICAL, 1,

@@ -295,13 +295,15 @@ static void identity_dump(struct run *r, const struct agent_identity *a)
 {
 	out(r, "  identity node=%lld name=%s bmc_serial=%s has_agent=%d host=%s machine=%s dmi=%s "
 	    "boot=%s accept=%d by=%s at=%lld serial_ok=%s job=%lld running=%lld mismatch=%s "
-	    "field=%s since=%lld last=%lld refused=%lld elsewhere=%s elsewhere_last=%lld",
+	    "field=%s since=%lld last=%lld refused=%lld elsewhere=%s elsewhere_last=%lld "
+	    "bmc_uuid=%s bmc_sku=%s bmc_chassis=%s bound_by=%s",
 	    (long long)a->node_id, S(a->node), S(a->bmc_serial), a->has_agent, S(a->hostname),
 	    S(a->machine_id), S(a->dmi_serial), S(a->boot_id), a->accept_next, S(a->accepted_by),
 	    (long long)a->accepted_at, S(a->bmc_serial_accepted), (long long)a->reinstall_job,
 	    (long long)a->reinstall_running, S(a->mismatch), S(a->mismatch_field),
 	    (long long)a->mismatch_since, (long long)a->mismatch_last, (long long)a->refused,
-	    S(a->elsewhere_node), (long long)a->elsewhere_last);
+	    S(a->elsewhere_node), (long long)a->elsewhere_last, S(a->bmc_uuid), S(a->bmc_sku),
+	    S(a->bmc_chassis_serial), S(a->bound_by));
 }
 
 static void fleet_dump(struct run *r, const struct fleet_state *s)
@@ -981,6 +983,39 @@ static void section_identity(struct run *r, struct ids *id)
 	OK(store_node_bmc_serial_set(r->st, "spare04", NULL));
 	CALL(KILN_ENOTFOUND, store_node_find_by_serial(r->st, &nid, &name, "SN-9999"));
 	CALL(KILN_ENOTFOUND, store_node_bmc_serial_set(r->st, "nope", "SN-1"));
+	{
+		/* Dell: the service tag is the SKU; the UUID in upper case matches in lower */
+		const struct node_bmc_ids dell = { "CNIVC0033A0147", "4C4C4544-0051-5A10-804B-B9C04F4B3233",
+						   "9QZK2X3", "CNIVC0033A0147" };
+		const struct node_bmc_ids other = { "SN-0003", NULL, "9QZK2X3", "" };
+		const char *forms[3] = { "4c4c4544-0051-5a10-804b-b9c04f4b3233", NULL, NULL };
+		const char *swapped[3] = { "nope", "4c4c4544-0051-5a10-804b-b9c04f4b3233", NULL };
+		const char *none[3] = { NULL, NULL, NULL };
+
+		OK(store_node_bmc_ids_set(r->st, "gpu02", &dell));
+		OK(store_node_find_by_bmc(r->st, &nid, &name, forms, NULL));
+		out(r, "  uuid owner %lld %s", (long long)nid, S(name));
+		free(name);
+		name = NULL;
+		OK(store_node_find_by_bmc(r->st, &nid, &name, swapped, "SN-none"));
+		out(r, "  uuid (second form) owner %lld %s", (long long)nid, S(name));
+		free(name);
+		name = NULL;
+		OK(store_node_find_by_bmc(r->st, &nid, &name, none, "9qzk2x3"));
+		out(r, "  sku owner %lld %s", (long long)nid, S(name));
+		free(name);
+		name = NULL;
+		OK(store_node_find_by_bmc(r->st, &nid, &name, NULL, "cnivc0033a0147"));
+		out(r, "  chassis/system serial owner %lld %s", (long long)nid, S(name));
+		free(name);
+		name = NULL;
+		CALL(KILN_ENOTFOUND, store_node_find_by_bmc(r->st, &nid, &name, none, "SN-none"));
+		OK(store_node_bmc_ids_set(r->st, "spare04", &other));
+		CALL(KILN_EEXISTS, store_node_find_by_bmc(r->st, &nid, &name, NULL, "9QZK2X3"));
+		CALL(KILN_ENOTFOUND, store_node_bmc_ids_set(r->st, "nope", &other));
+		OK(store_node_bmc_ids_set(r->st, "spare04",
+					  &(struct node_bmc_ids){ NULL, NULL, NULL, NULL }));
+	}
 	OK(store_agent_enroll_facts(r->st, &has, &job, &enrolled, id->n1));
 	out(r, "  enroll facts token=%d job=%lld enrolled=%d", has, (long long)job, enrolled);
 	OK(store_agent_enroll_facts(r->st, &has, &job, &enrolled, id->n2));
@@ -1018,8 +1053,8 @@ static void section_identity(struct run *r, struct ids *id)
 	OK(store_agent_identity_get(r->st, &a, id->n1));
 	identity_dump(r, &a);
 	agent_identity_clear(&a);
-	OK(store_agent_identity_settle(r->st, id->n1, 1, 0, "SN-0001"));
-	OK(store_agent_identity_settle(r->st, id->n2, 0, 0, NULL));
+	OK(store_agent_identity_settle(r->st, id->n1, 1, 0, "SN-0001", "system UUID"));
+	OK(store_agent_identity_settle(r->st, id->n2, 0, 0, NULL, NULL));
 	OK(store_agent_identity_get(r->st, &a, id->n1));
 	identity_dump(r, &a);
 	agent_identity_clear(&a);
