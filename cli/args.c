@@ -385,9 +385,19 @@ int cli_verb_dispatch(struct cli_ctx *ctx, const char *summary, const struct cli
 	if (i >= argc && ctx->list)
 		return verbs_list(ctx, verbs);
 	if (i >= argc && ctx->help) {
+		int name_w = 0, synopsis_w = 0;
+
 		printf("usage: kiln %s VERB [options]\n\n%s\n\nverbs:\n", ctx->cmd_path, summary);
+		/* a table: columns as wide as their longest (ASCII) text, two spaces apart */
+		for (v = verbs; v->name; v++) {
+			if ((int)strlen(v->name) > name_w)
+				name_w = (int)strlen(v->name);
+			if ((int)strlen(v->synopsis) > synopsis_w)
+				synopsis_w = (int)strlen(v->synopsis);
+		}
 		for (v = verbs; v->name; v++)
-			printf("  %-8s %-40s %s\n", v->name, v->synopsis, v->summary);
+			printf("  %-*s  %-*s  %s\n", name_w, v->name, synopsis_w, v->synopsis,
+			       v->summary);
 		printf("\n'kiln %s VERB --help' describes a verb and its options.\n", ctx->cmd_path);
 		return 0;
 	}

@@ -55,7 +55,8 @@ struct bmc_cli_rows {
 	const char *what;                    /* the progress line's words: "power status" */
 	const char *const *headers;          /* ncols of them */
 	size_t ncols;
-	size_t width[BMC_CLI_COLS_MAX];      /* characters a column; at least its header's */
+	size_t width[BMC_CLI_COLS_MAX];      /* characters a column; at least its header's, and
+					      * widened by a wider cell for the rows after it */
 	int (*print)(struct bmc_cli_rows *r, const json_t *obj); /* one node; NULL: -o json */
 	void *ud;                            /* for print */
 
@@ -88,7 +89,8 @@ int bmc_cli_rows_post(struct bmc_cli_rows *r, struct cli_ctx *ctx, const char *e
 /* One node's object: kept in results, counted, printed, the progress redrawn. */
 int bmc_cli_rows_add(struct bmc_cli_rows *r, const json_t *obj);
 
-/* For print: one table row of r->ncols cells (the header before the first row). */
+/* For print: one table row of r->ncols cells (the header before the first row), two spaces
+ * between columns whatever the cells' widths (out_row_print). */
 void bmc_cli_row(struct bmc_cli_rows *r, const char *const *cells);
 
 /* For print: "kiln: NODE: ERROR" on stderr when obj has an error. */

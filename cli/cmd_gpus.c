@@ -42,6 +42,8 @@ static char *gpu_work(char *buf, size_t len, const json_t *n, json_int_t index)
 		if (w > 0)
 			off += (size_t)w;
 	}
+	if (off >= len)
+		out_cut_mark(buf, len); /* the processes that fit, and "…" */
 	if (!buf[0])
 		snprintf(buf, len, "-");
 	for (char *c = buf; *c; c++)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <kiln/error.h>
+#include <kiln/escape.h>
 #include <kiln/parse.h>
 
 #include "bmc_cli.h"
@@ -82,25 +83,47 @@ static int job_finished(const char *state)
 			 strcmp(state, "cancelled") == 0);
 }
 
-/* "gpu01  job 4  running  3/6 power_cycle (12s)" or "... failed: why". */
-static void job_line(char *out, size_t len, const json_t *j)
+/* "gpu01  job 4  running  3/6 power_cycle (12s)" or "... failed: why": the node and the job's
+ * id padded to the widest of the jobs followed (node_w, id_w; node names are ASCII), the
+ * state to the longest ("cancelled"), each two spaces from what follows; the BMC's and the
+ * agent's words escaped, a line longer than len cut with "…". */
+static void job_line(char *out, size_t len, const json_t *j, int node_w, int id_w)
 {
+	const char *node = json_string_value(json_object_get(j, "node"));
 	const char *state = json_string_value(json_object_get(j, "state"));
 	const char *step = json_string_value(json_object_get(j, "step"));
 	const char *err = json_string_value(json_object_get(j, "error"));
 	json_int_t age = json_integer_value(json_object_get(j, "step_age_s"));
+	int failed = state && strcmp(state, "failed") == 0;
+	char safe_step[128], safe_err[1024], age_s[32] = "";
 
-	snprintf(out, len, "%-16s job %-5" JSON_INTEGER_FORMAT " %-8s %d/%d %s",
-		 json_string_value(json_object_get(j, "node")),
-		 json_integer_value(json_object_get(j, "id")), state ? state : "?",
-		 (int)json_integer_value(json_object_get(j, "step_index")),
-		 (int)json_integer_value(json_object_get(j, "step_total")), step ? step : "?");
+	kiln_escape(safe_step, sizeof(safe_step), step ? step : "?", 0);
+	kiln_escape(safe_err, sizeof(safe_err), err ? err : "", 0);
 	if (state && strcmp(state, "running") == 0)
-		snprintf(out + strlen(out), len - strlen(out), " (%llds)", (long long)age);
-	if (err && state && strcmp(state, "failed") == 0)
-		snprintf(out + strlen(out), len - strlen(out), ": %s", err);
-	else if (err)
-		snprintf(out + strlen(out), len - strlen(out), " [%s]", err);
+		snprintf(age_s, sizeof(age_s), " (%llds)", (long long)age);
+	out_cellf(out, len, "%-*s  job %-*" JSON_INTEGER_FORMAT "  %-9s  %d/%d %s%s%s%s%s", node_w,
+		  node ? node : "?", id_w, json_integer_value(json_object_get(j, "id")),
+		  state ? state : "?", (int)json_integer_value(json_object_get(j, "step_index")),
+		  (int)json_integer_value(json_object_get(j, "step_total")), safe_step, age_s,
+		  err ? (failed ? ": " : " [") : "", safe_err, err && !failed ? "]" : "");
+}
+
+/* The id column's width for jobs: the most digits of an id among them. */
+static int job_id_width(const json_t *jobs)
+{
+	size_t i;
+	json_t *j;
+	int w = 1;
+
+	json_array_foreach(jobs, i, j) {
+		char id[32];
+		int n = snprintf(id, sizeof(id), "%" JSON_INTEGER_FORMAT,
+				 json_integer_value(json_object_get(j, "id")));
+
+		if (n > w)
+			w = n;
+	}
+	return w;
 }
 
 /*
@@ -112,6 +135,7 @@ static int follow(json_t **out, struct cli_ctx *ctx, const char *range, const js
 	char path[2048], *esc = cli_url_escape(range);
 	json_t *last = json_object(), *mine = NULL, *res = NULL;
 	int tty = isatty(STDOUT_FILENO) && ctx->output != CLI_OUT_JSON, drawn = 0, rc = 0;
+	int node_w, id_w;
 
 	if (!esc || !last) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
@@ -132,6 +156,8 @@ static int follow(json_t **out, struct cli_ctx *ctx, const char *range, const js
 			json_array_foreach(res, i, j)
 				if (json_integer_value(json_object_get(j, "id")) == json_integer_value(id))
 					json_array_append(mine, j);
+		node_w = (int)bmc_cli_results_node_width(mine);
+		id_w = job_id_width(mine);
 		if (tty && drawn)
 			printf("\033[%dA", drawn);
 		drawn = 0;
@@ -139,7 +165,7 @@ static int follow(json_t **out, struct cli_ctx *ctx, const char *range, const js
 			char line[1024], key[32];
 			const char *prev;
 
-			job_line(line, sizeof(line), j);
+			job_line(line, sizeof(line), j, node_w, id_w);
 			if (!job_finished(json_string_value(json_object_get(j, "state"))))
 				pending++;
 			if (tty) {
@@ -160,7 +186,7 @@ static int follow(json_t **out, struct cli_ctx *ctx, const char *range, const js
 				char shown[1024];
 
 				json_object_set_new(last, key, json_string(line));
-				job_line(shown, sizeof(shown), j);
+				job_line(shown, sizeof(shown), j, node_w, id_w);
 				printf("%s\n", shown);
 			}
 		}

@@ -151,7 +151,7 @@ static int actions(int markdown, const json_t *res)
 				      out_cell(d, sizeof(d), json_object_get(e, "target")),
 				      out_cell(f, sizeof(f), json_object_get(e, "outcome")) };
 
-		snprintf(b, sizeof(b), "%s%s", actor ? actor : "?",
+		out_cellf(b, sizeof(b), "%s%s", actor ? actor : "?",
 			 json_is_true(json_object_get(e, "automatic")) ? " (automatic)" : "");
 		if ((rc = out_table_add(&t, row)) < 0)
 			goto cleanup;
@@ -202,8 +202,8 @@ static void bmc_peak(char *out, size_t outlen, const json_t *rack, const char *p
 		snprintf(out, outlen, "-");
 		return;
 	}
-	snprintf(out, outlen, "%s %s", num(v, sizeof(v), json_object_get(rack, key), unit),
-		 json_string_value(node));
+	out_cellf(out, outlen, "%s %s", num(v, sizeof(v), json_object_get(rack, key), unit),
+		  json_string_value(node));
 }
 
 static int racks(int markdown, const json_t *res)
@@ -226,18 +226,18 @@ static int racks(int markdown, const json_t *res)
 		if (json_is_string(json_object_get(e, "temperature_peak_node"))) {
 			char tm[32];
 
-			snprintf(d, sizeof(d), "%s %s",
-				 json_string_value(json_object_get(e, "temperature_peak_node")),
-				 out_time(tm, sizeof(tm), json_object_get(e, "temperature_peak_time")));
+			out_cellf(d, sizeof(d), "%s %s",
+				  json_string_value(json_object_get(e, "temperature_peak_node")),
+				  out_time(tm, sizeof(tm), json_object_get(e, "temperature_peak_time")));
 		} else {
 			snprintf(d, sizeof(d), "-");
 		}
 		if (json_is_string(json_object_get(e, "power_peak_node"))) {
 			char tm[32];
 
-			snprintf(g, sizeof(g), "%s %s",
-				 json_string_value(json_object_get(e, "power_peak_node")),
-				 out_time(tm, sizeof(tm), json_object_get(e, "power_peak_time")));
+			out_cellf(g, sizeof(g), "%s %s",
+				  json_string_value(json_object_get(e, "power_peak_node")),
+				  out_time(tm, sizeof(tm), json_object_get(e, "power_peak_time")));
 		} else {
 			snprintf(g, sizeof(g), "-");
 		}
@@ -305,8 +305,10 @@ static int attention(int markdown, const json_t *res)
 			int n = snprintf(b + off, sizeof(b) - off, "%s%s", k ? "; " : "",
 					 json_string_value(r) ? json_string_value(r) : "?");
 
-			if (n < 0 || (size_t)n >= sizeof(b) - off)
+			if (n < 0 || (size_t)n >= sizeof(b) - off) {
+				out_cut_mark(b, sizeof(b)); /* the reasons that fit, and "…" */
 				break;
+			}
 			off += (size_t)n;
 		}
 		if ((rc = out_table_add(&t, row)) < 0)

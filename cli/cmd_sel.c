@@ -39,8 +39,9 @@ static int sel_opt(void *ud, const struct cli_opt *opt, const char *value)
 }
 
 static const char *const headers[] = { "NODE", "ID", "TIME", "SEVERITY", "MESSAGE" };
-/* "2026-12-01T02:10:00+00:00", "critical" */
-static const size_t widths[] = { 0, 6, 25, 8, 0 };
+/* "EventLog/123" (an id is the log service's name and the entry's),
+ * "2026-12-01T02:10:00+00:00", "critical" */
+static const size_t widths[] = { 0, 12, 25, 8, 0 };
 
 /* One node's entries, a row each, as its answer arrives; its error on stderr. */
 static int sel_node(struct bmc_cli_rows *r, const json_t *e)

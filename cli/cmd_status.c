@@ -106,16 +106,25 @@ static void line_from_row(struct line *l, const json_t *row, const long col[COL_
 	l->maint_reason = json_string_value(v[COL_MAINT]);
 }
 
-/* A cell as snprintf into CELL bytes would leave it: anything past CELL - 1 bytes is cut. */
+/* A cell as out_cellf into CELL bytes would leave it: text past CELL - 1 bytes is cut at a
+ * character and ends in "…", and nothing is added after that. */
 struct cell {
 	char s[CELL];
 	size_t len;
+	int cut;
 };
 
 static void cell_put(struct cell *c, const char *p, size_t n)
 {
-	if (n > CELL - 1 - c->len)
-		n = CELL - 1 - c->len;
+	if (c->cut)
+		return;
+	if (n > CELL - 1 - c->len) {
+		memcpy(c->s + c->len, p, CELL - 1 - c->len);
+		c->s[CELL - 1] = '\0';
+		c->len = strlen(out_cut_mark(c->s, CELL));
+		c->cut = 1;
+		return;
+	}
 	memcpy(c->s + c->len, p, n);
 	c->len += n;
 	c->s[c->len] = '\0';
@@ -195,6 +204,7 @@ static void fill_row(struct cell cells[NCOLS], const struct line *l)
 
 	for (int c = 0; c < NCOLS; c++) {
 		cells[c].len = 0;
+		cells[c].cut = 0;
 		cells[c].s[0] = '\0';
 	}
 	if (out_cell(cells[0].s, CELL, l->node))
@@ -243,12 +253,15 @@ static void fill_row(struct cell cells[NCOLS], const struct line *l)
 		cell_str(&cells[9], str_or(r, ""));
 	}
 	/* agent and BMC text (versions, reasons quoting a BMC's log) reaches the terminal
-	 * with nothing that steers it (kiln_escape) */
+	 * with nothing that steers it (kiln_escape; an escape is at most 4 bytes a byte), cut
+	 * with "…" when its escapes make it longer than a cell */
 	for (int c = 0; c < NCOLS; c++) {
-		char safe[CELL];
+		char safe[CELL * 4];
 
 		kiln_escape(safe, sizeof(safe), cells[c].s, 0);
 		cells[c].len = strlen(safe);
+		if (cells[c].len >= CELL)
+			cells[c].len = strlen(out_cut_mark(safe, CELL));
 		memcpy(cells[c].s, safe, cells[c].len + 1);
 	}
 }

@@ -15,12 +15,16 @@ static void usage_print(void)
 {
 	const struct cli_cmd *const *c;
 	struct cli_ctx empty = { 0 };
+	int name_w = 0;
 
 	cli_help_print(stdout, &empty, "[options] COMMAND [VERB] [ARGS]",
 		       "Drive kilnd, the kiln fleet manager: node inventory, tokens, audit log.", NULL);
 	printf("\ncommands:\n");
 	for (c = cli_commands; *c; c++)
-		printf("  %-10s %s\n", (*c)->name, (*c)->summary);
+		if ((int)strlen((*c)->name) > name_w)
+			name_w = (int)strlen((*c)->name);
+	for (c = cli_commands; *c; c++)
+		printf("  %-*s  %s\n", name_w, (*c)->name, (*c)->summary);
 	printf("\n'kiln COMMAND --help' describes a command; 'kiln --version' prints the version.\n"
 	       "Exit status: 0 ok, 1 failure, 2 usage error, 3 partial (some nodes failed).\n");
 }

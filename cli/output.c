@@ -1,5 +1,6 @@
 /* Tables and JSON for the CLI's standard output. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -57,23 +58,30 @@ static size_t text_width(const char *s)
 	return w;
 }
 
+/* A cell and the spaces to the next column: two past the wider of the column and the text,
+ * so that a cell wider than its column still stands apart from the next. */
 static void cell_print(FILE *f, const char *s, size_t width, int last)
 {
-	size_t w = text_width(s);
+	size_t w = text_width(s), end = (w > width ? w : width) + 2;
 
 	fputs(s, f);
 	if (!last)
-		for (; w < width + 2; w++)
+		for (; w < end; w++)
 			fputc(' ', f);
 }
 
-void out_row_print(FILE *f, const char *const *cells, const size_t *widths, size_t ncols)
+void out_row_print(FILE *f, const char *const *cells, size_t *widths, size_t ncols)
 {
 	for (size_t c = 0; c < ncols; c++) {
-		char safe[1024];
+		/* escaped whole: a cap on a cell's length is its maker's (out_cell marks it) */
+		char *safe = kiln_escape_dup(cells[c] ? cells[c] : "-", 0);
+		const char *s = safe ? safe : "?";
+		size_t w = text_width(s);
 
-		cell_print(f, kiln_escape(safe, sizeof(safe), cells[c] ? cells[c] : "-", 0),
-			   widths[c], c + 1 == ncols);
+		cell_print(f, s, widths[c], c + 1 == ncols);
+		if (w > widths[c])
+			widths[c] = w;
+		free(safe);
 	}
 	fputc('\n', f);
 }
@@ -124,6 +132,58 @@ int out_json_print(const json_t *v, FILE *f)
 	return 0;
 }
 
+/* Where to cut the first keep bytes of s so as not to split a character: keep, or the start
+ * of the UTF-8 sequence that would reach past it (s may already end inside one). */
+static size_t char_start(const char *s, size_t keep)
+{
+	size_t lead = keep, n;
+	unsigned char b;
+
+	while (lead > 0 && ((unsigned char)s[lead - 1] & 0xC0) == 0x80)
+		lead--;
+	if (lead == 0)
+		return keep; /* continuation bytes only: invalid, escaped when shown */
+	b = (unsigned char)s[lead - 1];
+	n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+	return lead - 1 + n > keep ? lead - 1 : keep;
+}
+
+char *out_cut_mark(char *buf, size_t size)
+{
+	static const char mark[] = "\u2026"; /* "…", 3 bytes and the NUL */
+	size_t keep, room;
+
+	if (size == 0)
+		return buf;
+	keep = strlen(buf);
+	room = size >= sizeof(mark) ? size - sizeof(mark) : size - 1;
+	if (keep > room)
+		keep = room;
+	keep = char_start(buf, keep);
+	if (size >= sizeof(mark))
+		memcpy(buf + keep, mark, sizeof(mark));
+	else
+		buf[keep] = '\0';
+	return buf;
+}
+
+const char *out_cellf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (len == 0)
+		return buf;
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		buf[0] = '\0';
+	else if ((size_t)n >= len)
+		out_cut_mark(buf, len);
+	return buf;
+}
+
 const char *out_cell(char *buf, size_t len, const json_t *v)
 {
 	size_t i, used = 0;
@@ -132,13 +192,15 @@ const char *out_cell(char *buf, size_t len, const json_t *v)
 	if (!v || json_is_null(v))
 		return NULL;
 	if (json_is_string(v)) {
-		kiln_strlcpy(buf, json_string_value(v), len);
+		out_cellf(buf, len, "%s", json_string_value(v));
 	} else if (json_is_integer(v)) {
-		snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		out_cellf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 	} else if (json_is_real(v)) {
-		out_number(buf, len, json_real_value(v));
+		char num[64];
+
+		out_cellf(buf, len, "%s", out_number(num, sizeof(num), json_real_value(v)));
 	} else if (json_is_boolean(v)) {
-		kiln_strlcpy(buf, json_is_true(v) ? "yes" : "no", len);
+		out_cellf(buf, len, "%s", json_is_true(v) ? "yes" : "no");
 	} else if (json_is_array(v)) {
 		buf[0] = '\0';
 		json_array_foreach(v, i, e) {
@@ -151,10 +213,12 @@ const char *out_cell(char *buf, size_t len, const json_t *v)
 		}
 		if (i == 0)
 			return NULL;
+		if (used >= len)
+			out_cut_mark(buf, len);
 	} else {
 		char *dump = json_dumps(v, JSON_COMPACT);
 
-		kiln_strlcpy(buf, dump ? dump : "?", len);
+		out_cellf(buf, len, "%s", dump ? dump : "?");
 		free(dump);
 	}
 	return buf;
@@ -210,7 +274,7 @@ static void bytes_print(char *buf, size_t len, double b)
 		b /= 1024;
 		u++;
 	}
-	snprintf(buf, len, "%s %s", out_number(num, sizeof(num), b), names[u]);
+	out_cellf(buf, len, "%s %s", out_number(num, sizeof(num), b), names[u]);
 }
 
 const char *out_field(char *buf, size_t len, const char *key, const json_t *v)
@@ -224,10 +288,8 @@ const char *out_field(char *buf, size_t len, const char *key, const json_t *v)
 		bytes_print(buf, len, json_number_value(v));
 		return buf;
 	}
-	if (json_is_number(v) && unit) {
-		snprintf(buf, len, "%s %s", out_cell(num, sizeof(num), v), unit);
-		return buf;
-	}
+	if (json_is_number(v) && unit)
+		return out_cellf(buf, len, "%s %s", out_cell(num, sizeof(num), v), unit);
 	if (!json_is_object(v))
 		return out_cell(buf, len, v);
 	/* an object (a GPU): "name NVIDIA H100, power_draw_w 612.3 W, ..." */
@@ -241,6 +303,8 @@ const char *out_field(char *buf, size_t len, const char *key, const json_t *v)
 			used += (size_t)snprintf(buf + used, len - used, "%s%s %s", used ? ", " : "",
 						 k, s);
 	}
+	if (used >= len)
+		out_cut_mark(buf, len);
 	return buf;
 }
 

@@ -30,11 +30,28 @@ void out_table_print(const struct out_table *t, FILE *f);
 void out_table_free(struct out_table *t);
 
 /*
- * Prints one row of a table whose widths are fixed beforehand (rows printed as they come):
- * each cell padded to widths[c] characters and two spaces, a longer one pushing the rest
- * right; the last cell is not padded. NULL prints as "-", control characters as '?'.
+ * Prints one row of a table whose rows are printed as they come, widths[c] characters a
+ * column: each cell padded to its column's width and two spaces, a wider one followed by two
+ * spaces all the same (pushing the rest of its row right) and widening its column in widths
+ * for the rows after it. The last cell is not padded. NULL prints as "-", control characters
+ * escaped as out_table_add's cells are; nothing is cut.
  */
-void out_row_print(FILE *f, const char *const *cells, const size_t *widths, size_t ncols);
+void out_row_print(FILE *f, const char *const *cells, size_t *widths, size_t ncols);
+
+/*
+ * Marks the text in buf (size bytes, NUL-terminated) as cut: shortened at the start of a
+ * character until "…" (U+2026, 3 bytes) fits after it, and "…" appended, so that a reader
+ * sees the cell was cut. Below 4 bytes there is no room for the mark: only the whole
+ * characters that fit are kept. Returns buf.
+ */
+char *out_cut_mark(char *buf, size_t size);
+
+/*
+ * snprintf for a table cell: text longer than len - 1 bytes is cut at a character and ends
+ * in "…" (out_cut_mark), never cut silently. Returns buf.
+ */
+const char *out_cellf(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Prints v as indented JSON and a newline. 0 or KILN_ERROR. */
 int out_json_print(const json_t *v, FILE *f);
@@ -42,7 +59,7 @@ int out_json_print(const json_t *v, FILE *f);
 /*
  * A JSON value as a table cell into buf: strings as they are, numbers, true/false as
  * yes/no, null or missing as NULL (printed "-"), arrays of strings joined with ','.
- * Returns buf or NULL.
+ * What does not fit in len bytes is cut with "…" (out_cellf). Returns buf or NULL.
  */
 const char *out_cell(char *buf, size_t len, const json_t *v);
 
@@ -53,7 +70,8 @@ const char *out_number(char *buf, size_t len, double x);
 /*
  * A field's value for people into buf: numbers with the unit the name ends in (power_draw_w
  * 612.3 W, temperature_c, _s, _mhz, _pct, _rpm, _v; _bytes in KiB..PiB), an object as
- * "key value, ..." of its scalar members, anything else as out_cell(). Returns buf or NULL.
+ * "key value, ..." of its scalar members, anything else as out_cell(); cut with "…" when
+ * longer than len - 1 bytes. Returns buf or NULL.
  */
 const char *out_field(char *buf, size_t len, const char *key, const json_t *v);
 
@@ -72,7 +90,8 @@ struct out_col {
 	const char *header;
 	const char *key;
 	enum out_col_kind kind;
-	size_t width; /* bytes for the cell with its NUL (longer text is cut), at most OUT_CELL_MAX */
+	size_t width; /* bytes for the cell with its NUL, at most OUT_CELL_MAX: longer text is cut
+		       * and ends in "…" (OUT_COL_STR: unused) */
 };
 
 #define OUT_COL_MAX 16    /* columns */

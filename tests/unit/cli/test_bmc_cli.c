@@ -557,6 +557,57 @@ static void test_sensors_rows(void **state)
 	cli_ctx_free(&ctx);
 }
 
+/* Issue 32: a value wider than its fixed column ("System Board PS Redundancy", a serial of
+ * 16) is followed by two spaces all the same, and its column is as wide for the rows after. */
+static void test_rows_wider_than_columns(void **state)
+{
+	static const char sensors_line[] =
+		"{\"node\":\"n1\",\"sensors\":[{\"name\":\"System Board PS Redundancy\","
+		"\"kind\":\"psu\",\"health\":\"OK\"},{\"name\":\"CPU1 Temp\",\"kind\":"
+		"\"temperature\",\"value\":41,\"unit\":\"C\",\"health\":\"OK\"}]}\n";
+	static const char inventory_a[] =
+		"{\"node\":\"n1\",\"manufacturer\":\"Supermicro\",\"model\":\"SYS-821GE-TNHR\","
+		"\"serial\":\"S889914X37109101\",\"bios_version\":\"2.1a\",\"bmc_firmware\":"
+		"\"01.03.16\",\"cpu_count\":2,\"memory_gib\":2048,\"gpus\":[1,2,3,4,5,6,7,8]}\n";
+	static const char inventory_b[] =
+		"{\"node\":\"n2\",\"manufacturer\":\"Supermicro\",\"model\":\"SYS-821GE-TNHR\","
+		"\"serial\":\"S1\",\"bios_version\":\"2.1a\",\"bmc_firmware\":\"01.03.16\","
+		"\"cpu_count\":2,\"memory_gib\":2048,\"gpus\":[1,2,3,4,5,6,7,8]}\n";
+	const char *const sensors_answer[] = { NDJSON_HEAD("1"), sensors_line, NULL };
+	const char *const inventory_answer[] = { NDJSON_HEAD("2"), inventory_a, inventory_b, NULL };
+	struct server s = { .answers = { sensors_answer, inventory_answer } };
+	char *sensors_argv[] = { "sensors", "n1", NULL };
+	char *inventory_argv[] = { "inventory", "n[1-2]", NULL };
+	struct capture cap;
+	struct cli_ctx ctx;
+	char url[64], *out;
+
+	(void)state;
+	server_start(&s);
+	ctx_for(&ctx, url, sizeof(url), &s);
+	capture_begin(&cap, 1);
+	assert_int_equal(run_cmd(&cmd_sensors, &ctx, sensors_argv), 0);
+	out = capture_end(&cap);
+	assert_string_equal(out,
+			    "NODE  SENSOR                    KIND         VALUE     UNIT   HEALTH\n"
+			    "n1    System Board PS Redundancy  psu          -         -      OK\n"
+			    "n1    CPU1 Temp                   temperature  41        C      OK\n");
+	free(out);
+	capture_begin(&cap, 1);
+	assert_int_equal(run_cmd(&cmd_inventory, &ctx, inventory_argv), 0);
+	out = capture_end(&cap);
+	assert_string_equal(out,
+			    "NODE  MANUFACTURER  MODEL                 SERIAL        BIOS        "
+			    "BMC FW      CPUS  MEMORY GIB  GPUS\n"
+			    "n1    Supermicro    SYS-821GE-TNHR        S889914X37109101  2.1a        "
+			    "01.03.16    2     2048        8\n"
+			    "n2    Supermicro    SYS-821GE-TNHR        S1                2.1a        "
+			    "01.03.16    2     2048        8\n");
+	free(out);
+	server_stop(&s);
+	cli_ctx_free(&ctx);
+}
+
 /* On a terminal the progress line is drawn as nodes answer and erased at the end. */
 static int progress_row(struct bmc_cli_rows *r, const json_t *e)
 {
@@ -631,6 +682,7 @@ int main(void)
 		cmocka_unit_test(test_power_status_json),
 		cmocka_unit_test(test_power_cycle_batches),
 		cmocka_unit_test(test_sensors_rows),
+		cmocka_unit_test(test_rows_wider_than_columns),
 		cmocka_unit_test(test_progress_line),
 		cmocka_unit_test(test_node_width),
 	};

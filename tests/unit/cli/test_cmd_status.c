@@ -1,6 +1,6 @@
 /* Tests for kiln status's table (cli/cmd_status.c): the rows form and the object form lay out the
  * same table, byte for byte the table the CLI printed before the rows form (kept below as the
- * reference, printf and all). */
+ * reference, printf and all, with issue 32's "…" at the end of a cut cell). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -80,29 +80,29 @@ static void old_fill_row(char cells[NCOLS][CELL], const json_t *n)
 
 	out_cell(cells[0], CELL, json_object_get(n, "node"));
 	old_age(a, sizeof(a), json_object_get(n, "power_age_s"));
-	snprintf(cells[1], CELL, "%s (%s)", json_string_value(json_object_get(n, "power")), a);
+	out_cellf(cells[1], CELL, "%s (%s)", json_string_value(json_object_get(n, "power")), a);
 	old_age(b, sizeof(b), json_object_get(n, "agent_age_s"));
-	snprintf(cells[2], CELL, "%s", strcmp(b, "-") == 0 ? "never" : b);
-	snprintf(cells[3], CELL, "%s%s", maint ? "maint/" : "",
-		 json_string_value(json_object_get(n, "health")));
+	out_cellf(cells[2], CELL, "%s", strcmp(b, "-") == 0 ? "never" : b);
+	out_cellf(cells[3], CELL, "%s%s", maint ? "maint/" : "",
+		  json_string_value(json_object_get(n, "health")));
 	if (json_is_integer(json_object_get(n, "gpus_seen")))
-		snprintf(cells[4], CELL, "%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
-			 json_integer_value(json_object_get(n, "gpus_seen")),
-			 json_integer_value(json_object_get(n, "gpus_expected")));
+		out_cellf(cells[4], CELL, "%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
+			  json_integer_value(json_object_get(n, "gpus_seen")),
+			  json_integer_value(json_object_get(n, "gpus_expected")));
 	else
-		snprintf(cells[4], CELL, "-");
-	snprintf(cells[5], CELL, "%s/%s",
-		 old_str_or(json_object_get(n, "driver"), "-"), old_str_or(json_object_get(n, "cuda"), "-"));
+		out_cellf(cells[4], CELL, "-");
+	out_cellf(cells[5], CELL, "%s/%s",
+		  old_str_or(json_object_get(n, "driver"), "-"), old_str_or(json_object_get(n, "cuda"), "-"));
 	if (json_is_number(json_object_get(n, "hottest_gpu_c")))
-		snprintf(cells[6], CELL, "%.0fC",
-			 json_number_value(json_object_get(n, "hottest_gpu_c")));
+		out_cellf(cells[6], CELL, "%.0fC",
+			  json_number_value(json_object_get(n, "hottest_gpu_c")));
 	else
-		snprintf(cells[6], CELL, "-");
+		out_cellf(cells[6], CELL, "-");
 	if (json_is_number(json_object_get(n, "power_draw_w")))
-		snprintf(cells[7], CELL, "%.0fW", json_number_value(json_object_get(n, "power_draw_w")));
+		out_cellf(cells[7], CELL, "%.0fW", json_number_value(json_object_get(n, "power_draw_w")));
 	else
-		snprintf(cells[7], CELL, "-");
-	snprintf(cells[8], CELL, "%s", old_str_or(json_object_get(n, "work"), "-"));
+		out_cellf(cells[7], CELL, "-");
+	out_cellf(cells[8], CELL, "%s", old_str_or(json_object_get(n, "work"), "-"));
 	cells[9][0] = '\0';
 	if (maint) {
 		const char *why = json_string_value(
@@ -115,11 +115,14 @@ static void old_fill_row(char cells[NCOLS][CELL], const json_t *n)
 			len += (size_t)snprintf(cells[9] + len, CELL - len, "%s%s", len ? "; " : "",
 						old_str_or(r, ""));
 	}
-	/* since issue 17 every cell is escaped (kiln_escape), not just the reasons' controls */
+	if (len >= CELL)
+		out_cut_mark(cells[9], CELL);
+	/* since issue 17 every cell is escaped (kiln_escape), not just the reasons' controls;
+	 * since issue 32 a cell cut, before or after escaping, ends in "…" (out_cellf) */
 	for (int c = 0; c < NCOLS; c++) {
-		char safe[CELL];
+		char safe[CELL * 4];
 
-		snprintf(cells[c], CELL, "%s", kiln_escape(safe, sizeof(safe), cells[c], 0));
+		out_cellf(cells[c], CELL, "%s", kiln_escape(safe, sizeof(safe), cells[c], 0));
 	}
 }
 
