@@ -165,6 +165,8 @@ void rf_bmc_forget_discovery(struct redfish_bmc *b)
 	b->logs_system = b->logs_manager = b->processors = b->memory = NULL;
 	b->pcie_links = NULL;
 	b->bmc_firmware = b->bmc_model = NULL;
+	free(b->hgx_system);
+	b->hgx_system = NULL;
 	b->chassis = NULL;
 	b->nchassis = 0;
 }
@@ -401,12 +403,19 @@ static int on_system(struct rf_op *op, const struct rf_reply *r)
 	return 0;
 }
 
+/* An NVIDIA HGX GPU baseboard ("HGX_Baseboard_0"): a system of the BMC's that is never a
+ * host; its processors are the host's GPUs. */
+int rf_system_is_hgx(const char *id)
+{
+	return id && strncasecmp(id, "HGX_Baseboard", 13) == 0;
+}
+
 static int on_systems(struct rf_op *op, const struct rf_reply *r)
 {
 	struct redfish_bmc *b = op->bmc;
 	json_t *members = json_object_get(r->json, "Members");
-	size_t n = json_array_size(members);
-	const char *chosen = NULL;
+	size_t n = json_array_size(members), hosts = 0;
+	const char *chosen = NULL, *hgx = NULL;
 	json_t *chosen_member = NULL;
 	struct kiln_buf ids;
 	int rc = 0;
@@ -419,17 +428,31 @@ static int on_systems(struct rf_op *op, const struct rf_reply *r)
 			continue;
 		path_last(last, sizeof(last), p);
 		kiln_buf_printf(&ids, "%s%s", ids.len ? ", " : "", last); /* capped: may stop */
+		if (rf_system_is_hgx(last)) {
+			/* a host's GPU baseboard: read with the host, never a host itself */
+			if (!hgx)
+				hgx = p;
+			if (b->want_system && strcasecmp(last, b->want_system) == 0) {
+				rc = kiln_fail(KILN_ECONFIG, "'%s' is this BMC's GPU baseboard, not "
+					       "a host: choose the host system (this BMC has: %s)",
+					       last, ids.data);
+				goto cleanup;
+			}
+			continue;
+		}
+		hosts++;
 		if (b->want_system ? strcasecmp(last, b->want_system) == 0 : !chosen) {
 			chosen = p;
 			chosen_member = json_array_get(members, i);
 		}
 	}
+	set_str(&b->hgx_system, hgx);
 	if (b->want_system && !chosen)
 		rc = kiln_fail(KILN_ECONFIG, "no system '%s' on this BMC (it has: %s)",
 			       b->want_system, ids.len ? ids.data : "none");
-	else if (!b->want_system && n > 1)
+	else if (!b->want_system && hosts > 1)
 		rc = kiln_fail(KILN_ECONFIG, "this BMC has %zu systems (%s); choose one with "
-			       "--bmc-system", n, ids.data);
+			       "--bmc-system", hosts, ids.data);
 	else if (!chosen)
 		rc = kiln_fail(KILN_EPROTO, "the Systems collection is empty");
 	else if (json_object_get(chosen_member, "Id"))
@@ -437,6 +460,7 @@ static int on_systems(struct rf_op *op, const struct rf_reply *r)
 		rc = on_system(op, &(struct rf_reply){ .status = r->status, .json = chosen_member });
 	else
 		rf_push(op, "GET", chosen, NULL, 0, on_system);
+cleanup:
 	kiln_buf_free(&ids);
 	return rc;
 }

@@ -85,6 +85,8 @@ struct redfish_bmc {
 	char *vmedia_system, *vmedia_manager;
 	char *logs_system, *logs_manager;
 	char *processors, *memory;
+	char *hgx_system;                      /* the host's NVIDIA HGX GPU baseboard system
+						* ("/redfish/v1/Systems/HGX_Baseboard_0"), or NULL */
 	json_t *pcie_links;                    /* the system's PCIeDevices link array, or NULL */
 	char *bmc_firmware, *bmc_model;
 	struct rf_chassis *chassis;
@@ -285,6 +287,8 @@ int rf_discover_extend(struct rf_op *op);
 void rf_bmc_forget_discovery(struct redfish_bmc *b);
 enum rf_profile rf_profile_detect(const json_t *root, const json_t *manager);
 int rf_path_equal(const char *a, const char *b);
+/* 1 when a system id names an NVIDIA HGX GPU baseboard (never a host of its own). */
+int rf_system_is_hgx(const char *id);
 const char *rf_link(const json_t *obj, const char *key);
 
 /* Operation kinds. */

@@ -95,9 +95,37 @@ static int class_is_gpu(const json_t *obj)
 	return -1;
 }
 
+/* The BMC's own video: ASPEED (0x1A03) and Matrox (0x102B) on BMC boards are the console's
+ * VGA, never a compute GPU. */
+static int bmc_video_vendor(const json_t *obj)
+{
+	const char *v = json_string_value(json_object_get(obj, "VendorId"));
+	const char *m = json_string_value(json_object_get(obj, "Manufacturer"));
+
+	if (v && (strcasecmp(v, "0x1a03") == 0 || strcasecmp(v, "0x102b") == 0))
+		return 1;
+	return m && (strcasestr(m, "ASPEED") || strcasestr(m, "Matrox"));
+}
+
+/* A device named as the board's video ("Embedded Video Controller" on iLO, "UEFI Video"),
+ * or made by a BMC video maker. */
+static int bmc_video(const json_t *dev)
+{
+	static const char *const names[] = { "Embedded Video", "UEFI Video", "Onboard Video",
+					     "On-board Video", "ASPEED", "Matrox", "BMC VGA" };
+	const char *name = json_string_value(json_object_get(dev, "Name"));
+
+	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcasestr(name, names[i]))
+			return 1;
+	return bmc_video_vendor(dev);
+}
+
 int rf_device_is_gpu(const json_t *dev)
 {
 	const char *type = json_string_value(json_object_get(dev, "DeviceType"));
+	if (bmc_video(dev))
+		return 0;
 	if (type && strcasecmp(type, "GPU") == 0)
 		return 1;
 	/* iLO's OEM list: "LOM/NIC", "Smart Storage", ...; a ConnectX is NVIDIA's too */
@@ -109,6 +137,8 @@ int rf_device_is_gpu(const json_t *dev)
 
 int rf_function_is_gpu(const json_t *fn)
 {
+	if (bmc_video_vendor(fn))
+		return 0;
 	return class_is_gpu(fn);
 }
 
@@ -117,11 +147,25 @@ static json_t *gpu_object(const json_t *dev, const char *source)
 	json_t *g = json_object();
 	set_string(g, "name", dev, "Name");
 	set_string(g, "manufacturer", dev, "Manufacturer");
+	if (!json_string_length(json_object_get(g, "manufacturer")))
+		set_string(g, "manufacturer", dev, "GPUVendor"); /* Supermicro's PCIe devices */
 	set_string(g, "model", dev, "Model");
 	set_string(g, "serial", dev, "SerialNumber");
 	set_string(g, "part_number", dev, "PartNumber");
+	const char *health = json_string_value(json_object_get(json_object_get(dev, "Status"),
+							       "Health"));
+	json_object_set_new(g, "health", health ? json_string(health) : json_null());
 	json_object_set_new(g, "source", json_string(source));
 	return g;
+}
+
+/* A model that names nothing ("N/A", "", a lone space). */
+static int model_empty(const char *m)
+{
+	while (m && *m == ' ')
+		m++;
+	return !m || !*m || strcasecmp(m, "N/A") == 0 || strcasecmp(m, "NA") == 0 ||
+	       strcasecmp(m, "Not Available") == 0;
 }
 
 /* What tells one device from another across the lists that name it: its serial, its UUID,
@@ -144,14 +188,72 @@ static void device_key(char *out, size_t n, const json_t *dev)
 		snprintf(out, n, "fn:%s", fn ? fn : "?");
 }
 
+/* A GPU whose Processor names no model: its PCIe device's Model, else the device's Name
+ * (Lenovo: Model "N/A", Name "NVIDIA L40"), else its chassis' Model. */
+static int on_gpu_model_source(struct rf_op *op, const struct rf_reply *r)
+{
+	json_t *wait = json_object_get(op->scratch, "gpu_models"), *g = NULL, *w;
+	const char *model, *name, *next;
+	size_t i;
+
+	json_array_foreach(wait, i, w) {
+		const char *p = json_string_value(json_object_get(w, "path"));
+		if (p && r->path && rf_path_equal(p, r->path)) {
+			g = json_object_get(w, "gpu");
+			break;
+		}
+	}
+	if (!g)
+		return 0;
+	next = json_string_value(json_object_get(w, "then"));
+	json_incref(w);
+	json_array_remove(wait, i);
+	model = r->status < 300 ? json_string_value(json_object_get(r->json, "Model")) : NULL;
+	name = r->status < 300 ? json_string_value(json_object_get(r->json, "Name")) : NULL;
+	if (!model_empty(model))
+		json_object_set_new(g, "model", json_string(model));
+	else if (name && (strcasestr(name, "NVIDIA") || strcasestr(name, "AMD") ||
+			  strcasestr(name, "Intel")) && !bmc_video(r->json))
+		json_object_set_new(g, "model", json_string(name));
+	else if (next) {
+		json_array_append_new(wait, json_pack("{s:s, s:O}", "path", next, "gpu", g));
+		rf_push(op, "GET", next, NULL, RF_ALLOW_ERROR, on_gpu_model_source);
+	}
+	json_decref(w);
+	return 0;
+}
+
+/* Appends a GPU processor; one without a model waits for its PCIe device's or chassis'. */
+static void gpu_processor_add(struct rf_op *op, const json_t *proc, const char *source)
+{
+	json_t *g = gpu_object(proc, source);
+	json_t *links = json_object_get(proc, "Links");
+	const char *dev = rf_link(links, "PCIeDevice");
+	const char *chassis = rf_link(links, "Chassis");
+
+	if (!dev) /* older schemas: an array of devices */
+		dev = rf_link(json_array_get(json_object_get(links, "PCIeDevice"), 0), "@odata.id");
+	if (json_is_array(json_object_get(links, "Chassis")))
+		chassis = rf_link(json_array_get(json_object_get(links, "Chassis"), 0), "@odata.id");
+	json_array_append_new(json_object_get(op->scratch, "gpus_proc"), g);
+	if (!model_empty(json_string_value(json_object_get(g, "model"))))
+		return;
+	json_object_set_new(g, "model", json_null());
+	if (!dev && !chassis)
+		return;
+	json_array_append_new(json_object_get(op->scratch, "gpu_models"),
+			      json_pack("{s:s, s:O, s:s?}", "path", dev ? dev : chassis, "gpu", g,
+					"then", dev ? chassis : NULL));
+	rf_push(op, "GET", dev ? dev : chassis, NULL, RF_ALLOW_ERROR, on_gpu_model_source);
+}
+
 static int on_processor(struct rf_op *op, const struct rf_reply *r)
 {
 	const char *type = json_string_value(json_object_get(r->json, "ProcessorType"));
 	if (absent(r->json))
 		return 0; /* an empty socket */
 	if (type && strcmp(type, "GPU") == 0) {
-		json_array_append_new(json_object_get(op->scratch, "gpus_proc"),
-				      gpu_object(r->json, "processors"));
+		gpu_processor_add(op, r->json, "processors");
 		return 0;
 	}
 	if (type && strcmp(type, "CPU") != 0)
@@ -239,6 +341,65 @@ static int on_processors(struct rf_op *op, const struct rf_reply *r)
 	return push_members_as(op, json_object_get(r->json, "Members"), on_processor, 0);
 }
 
+/* --- an NVIDIA HGX baseboard: the host's GPUs are its processors --------------------- */
+
+static int on_hgx_processor(struct rf_op *op, const struct rf_reply *r)
+{
+	const char *type = json_string_value(json_object_get(r->json, "ProcessorType"));
+
+	if (r->status >= 300 || rf_body_is_error(r->json) || absent(r->json))
+		return 0;
+	if (type && strcmp(type, "GPU") == 0)
+		gpu_processor_add(op, r->json, "hgx_baseboard");
+	return 0; /* a CPU of the baseboard's is the host's, counted there */
+}
+
+static int on_hgx_processors(struct rf_op *op, const struct rf_reply *r)
+{
+	if (r->status >= 300)
+		return 0;
+	return push_members_as(op, json_object_get(r->json, "Members"), on_hgx_processor,
+			       RF_ALLOW_ERROR);
+}
+
+static int on_hgx_system(struct rf_op *op, const struct rf_reply *r)
+{
+	const char *procs = r->status < 300 ? rf_link(r->json, "Processors") : NULL;
+
+	if (procs)
+		rf_push(op, "GET", procs, NULL, RF_ALLOW_ERROR, on_hgx_processors);
+	return 0;
+}
+
+/* The fallback where the baseboard lists no GPU processor: its HGX_GPU_* chassis. */
+static int on_hgx_gpu_chassis(struct rf_op *op, const struct rf_reply *r)
+{
+	if (r->status >= 300 || rf_body_is_error(r->json) || absent(r->json))
+		return 0;
+	json_array_append_new(json_object_get(op->scratch, "gpus_proc"),
+			      gpu_object(r->json, "hgx_chassis"));
+	return 0;
+}
+
+static int on_chassis_for_hgx(struct rf_op *op, const struct rf_reply *r)
+{
+	size_t i;
+	json_t *m;
+
+	if (r->status >= 300)
+		return 0;
+	json_array_foreach(json_object_get(r->json, "Members"), i, m) {
+		const char *p = rf_link(m, "@odata.id");
+		const char *id = p ? strrchr(p, '/') : NULL;
+
+		if (id && id[1] == '\0') /* a trailing slash */
+			continue;
+		if (id && strncasecmp(id + 1, "HGX_GPU_", 8) == 0)
+			rf_push(op, "GET", p, NULL, RF_ALLOW_ERROR, on_hgx_gpu_chassis);
+	}
+	return 0;
+}
+
 static int on_devices(struct rf_op *op, const struct rf_reply *r)
 {
 	if (r->status >= 400)
@@ -272,9 +433,33 @@ static json_t *device_gpus(const json_t *devices)
 	return gpus;
 }
 
+/* CPUs counted from the present CPU processors: ProcessorSummary counts the GPUs too on some
+ * BMCs (a 1-socket Cray EX blade says 5), and names a GPU as the model. */
+static void cpus_summarise(json_t *inv)
+{
+	json_t *cpus = json_object_get(inv, "cpus");
+	const char *model = json_string_value(json_object_get(json_array_get(cpus, 0), "model"));
+
+	if (json_array_size(cpus) == 0)
+		return;
+	json_object_set_new(inv, "cpu_count", json_integer((json_int_t)json_array_size(cpus)));
+	json_object_set_new(inv, "cpu_model", model ? json_string(model) : json_null());
+}
+
 static int inventory_finish(struct rf_op *op)
 {
 	json_t *gpus = json_object_get(op->scratch, "gpus_proc");
+	struct redfish_bmc *b = op->bmc;
+
+	/* an HGX baseboard that lists no GPU processor: its GPU chassis, once */
+	if (b->hgx_system && json_array_size(gpus) == 0 && b->chassis_coll &&
+	    !json_is_true(json_object_get(op->scratch, "hgx_chassis_read"))) {
+		json_object_set_new(op->scratch, "hgx_chassis_read", json_true());
+		rf_push(op, "GET", b->chassis_coll, NULL, RF_ALLOW_ERROR, on_chassis_for_hgx);
+		op->finish = inventory_finish;
+		return 0;
+	}
+	cpus_summarise(op->data);
 	if (json_array_size(gpus) == 0)
 		json_object_set_new(op->data, "gpus",
 				    device_gpus(json_object_get(op->scratch, "devices")));
@@ -297,6 +482,8 @@ static int on_system(struct rf_op *op, const struct rf_reply *r)
 	json_object_set_new(op->data, "vendor_profile", json_string(rf_profile_name(b->profile)));
 	if (b->processors)
 		rf_push(op, "GET", b->processors, NULL, 0, on_processors);
+	if (b->hgx_system)
+		rf_push(op, "GET", b->hgx_system, NULL, RF_ALLOW_ERROR, on_hgx_system);
 	if (json_array_size(b->pcie_links) > 0) {
 		push_members_as(op, b->pcie_links, on_device, RF_ALLOW_ERROR);
 	} else {
@@ -316,7 +503,7 @@ static int on_system(struct rf_op *op, const struct rf_reply *r)
 int rf_inventory_start(struct rf_op *op)
 {
 	op->data = json_pack("{s:[]}", "cpus");
-	op->scratch = json_pack("{s:[], s:[]}", "gpus_proc", "devices");
+	op->scratch = json_pack("{s:[], s:[], s:[]}", "gpus_proc", "devices", "gpu_models");
 	rf_push(op, "GET", op->bmc->system, NULL, 0, on_system);
 	return 0;
 }
