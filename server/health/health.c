@@ -132,14 +132,15 @@ static int agent_window(const struct health_facts *f, const struct health_config
 	return t > 0 && f->now - t <= interval * cfg->hung_intervals;
 }
 
-/* A refusal pending. While no report was stored since it began, the refused host may be the
- * node's own (a BMC that states other values, a loaded kilnd that delays its retries): its
- * silence says nothing of the node, however long ago it was last refused. Once the node's
- * own host reported after it began, the refused one is another host on its token: the
- * refusal counts while it goes on (hung_intervals agent intervals). */
+/* A refusal pending. While no report was stored since it began (in the same second counts
+ * as before), the refused host may be the node's own (a BMC that states other values, a
+ * loaded kilnd that delays its retries): its silence says nothing of the node, however long
+ * ago it was last refused. Once the node's own host reported after it began, the refused
+ * one is another host on its token: the refusal counts while it goes on (hung_intervals
+ * agent intervals). */
 static int identity_refused(const struct health_facts *f, const struct health_config *cfg)
 {
-	return f->identity_field && (f->agent_last_seen < f->identity_since ||
+	return f->identity_field && (f->agent_last_seen <= f->identity_since ||
 				     agent_window(f, cfg, f->identity_last));
 }
 

@@ -152,6 +152,42 @@ for p in "$PORT_A" "$PORT_B"; do
 		"$(curl -s -m 2 "http://127.0.0.1:$p/_sim/state" | jq -r '.resets | length' 2>/dev/null || echo '?')" 0
 done
 
+# nodec's own host reports once before its BMC's inventory is known, then is refused once
+# it is (its BMC states other values: as every Dell was when kilnd compared the wrong field),
+# and its retries stop coming for far longer than the hung threshold (a loaded kilnd, an
+# agent backing off): it is shown refused, never hung, never cycled.
+bmcsim_start "$T/sim-c" "$FIX/vendor/dell-identity" || exit 1
+PORT_C=$BMCSIM_PORT
+"$KILN" node add nodec --bmc "redfish+http://127.0.0.1:$PORT_C" --bmc-user admin \
+	--bmc-password-file "$T/bmc.pw" >/dev/null || fail "node add nodec"
+"$KILN" agent token nodec >"$T/nodec.token" 2>/dev/null || fail "agent token nodec"
+c_read() { [ -n "$(sql "SELECT coalesce(bmc_uuid, '') FROM nodes WHERE name = 'nodec'")" ]; }
+wait_for "the poller stored nodec's BMC identity" 30 c_read || exit 1
+mkroot nodec nodec cccccccccccccccccccccccccccccccc "$FIX/vendor/dell-identity" \
+	cccccccc-0000-4000-8000-000000000001
+printf 'QQQQQQQ\n' >"$T/roots/nodec/sys/class/dmi/id/product_serial"
+printf '4C4C4544-0051-5110-8051-D1C04F515151\n' >"$T/roots/nodec/sys/class/dmi/id/product_uuid"
+ids=$(sql "SELECT bmc_uuid || ' ' || bmc_serial || ' ' || bmc_sku FROM nodes WHERE name = 'nodec'")
+read -r c_uuid c_serial c_sku <<<"$ids"
+sql "UPDATE nodes SET bmc_uuid = NULL, bmc_serial = NULL, bmc_sku = NULL,
+	bmc_chassis_serial = NULL WHERE name = 'nodec'" >/dev/null
+same "nodec's first report, before its BMC was read, is taken" "$(post nodec nodec)" 201
+sql "UPDATE nodes SET bmc_uuid = '$c_uuid', bmc_serial = '$c_serial', bmc_sku = '$c_sku'
+	WHERE name = 'nodec'" >/dev/null
+same "nodec's own host is refused once its BMC is known" "$(post nodec nodec)" 409
+same "... its agent is told why" "$(jq -r .field "$KILN_BODY_FILE")" host.dmi_uuid
+c_shown() { field nodec 'reasons[]' | grep -q "^agent identity mismatch: reports refused (kiln agent accept-identity nodec): host.dmi_uuid '4C4C4544-0051-5110-8051-D1C04F515151'"; }
+wait_for "nodec shows the refusal with both values" 20 c_shown
+sleep 12 # two hung thresholds (6 s) and remediation's grace without a refusal
+for ((k = 0; k < 6; k++)); do
+	field nodec 'reasons[]' | grep -q '^hung:' && fail "nodec judged hung: $(field nodec reasons)"
+	sleep 0.5
+done
+c_shown
+check "nodec still shows the refusal, long after the last one" $? "$(field nodec reasons)"
+same "no reset reached nodec's BMC" \
+	"$(curl -s -m 2 "http://127.0.0.1:$PORT_C/_sim/state" | jq -r '.resets | length' 2>/dev/null || echo '?')" 0
+
 # A genuine change: nodeb is reinstalled (a new machine id and boot). Refused until an
 # admin accepts it; then taken, and bound again.
 stop_agent nodea-nodeb

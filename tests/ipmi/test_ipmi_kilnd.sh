@@ -201,6 +201,10 @@ jq -e '.[0] | .manufacturer == "Kiln Systems" and .model == "KS-9000" and .seria
 	and .part_number == "KS9000-A" and .bios_version == null and .fru.board_serial == "BRD-0001"
 	and .fru.board_part_number == "KB9000-PCB" and .fru.board_product == "KB-9000 Board"' \
 	<<< "$out" > /dev/null || fail "FRU inventory: $out"
+# Get System GUID: lan.conf's guid a1b2c3d4...7e0000 for sim0 comes least significant byte
+# first, as IPMI sends it; kiln writes it reversed (an agent's product_uuid matches either)
+jq -e '.[0].uuid == "00007e6d-5c4b-3a29-1807-f6e5d4c3b2a1"' <<< "$out" > /dev/null ||
+	fail "system GUID: $(jq -c '.[0].uuid' <<< "$out")"
 out=$("$KILN" inventory n00) || fail "inventory table: $out"
 echo "$out" | grep -q "KSN-0001" || fail "inventory table has no serial: $out"
 
