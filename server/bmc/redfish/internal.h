@@ -73,6 +73,7 @@ struct redfish_bmc {
 	int discovered;                        /* root, systems, the system: enough for power */
 	int discovered_full;                   /* and its manager, chassis, reset ActionInfo */
 	char *managed_by;                      /* the system's first ManagedBy link, or NULL */
+	int manager_score;                     /* how sure the choice of b->manager is (discover.c) */
 	json_t *chassis_links;                 /* the system's Links.Chassis array, or NULL */
 	char *managers_coll, *chassis_coll;    /* the root's collections (when the system links none) */
 	enum rf_profile profile;
@@ -91,6 +92,9 @@ struct redfish_bmc {
 	char *bmc_firmware, *bmc_model;
 	struct rf_chassis *chassis;
 	size_t nchassis;
+	json_t *chassis_tried;                 /* {path key: true}: the chassis this discovery
+						* asked for (each once, read or not) */
+	size_t chassis_over;                   /* links past RF_CHASSIS_LIMIT, left unread */
 	json_t *chassis_skipped;               /* ["PATH: 404 'MessageId: ...'"]: chassis that
 						* failed to read, left out (power needs none) */
 	json_t *chassis_identity;              /* {"SerialNumber","Manufacturer","Model","SKU",
@@ -278,6 +282,13 @@ void rf_step_free(struct rf_step *s);
 /* "MessageId: Message" from a Redfish error body, "" when there is none. */
 void rf_error_text(char *out, size_t n, const json_t *body);
 int rf_fail_reply(const char *method, const char *path, const struct rf_reply *r);
+/* Appends "PATH: STATUS 'MessageId: Message'" to skipped (an array; anything else: nothing):
+ * what a read left out, and why. */
+void rf_skip_note(json_t *skipped, const char *path, const struct rf_reply *r);
+/* A GET answered with RF_ALLOW_ERROR: 1 a resource to read; 0 an error answer (a 404, a
+ * captured error body served as 200), noted in skipped and left out; < 0 (kiln_fail) a busy
+ * BMC (503, 429): the operation fails as busy, a later one reads it all. */
+int rf_reply_usable(const struct rf_reply *r, json_t *skipped);
 const char *rf_profile_name(enum rf_profile p);
 
 /* Discovery (discover.c): from the root when nothing is known, or from the system's links
@@ -287,6 +298,20 @@ int rf_discover_extend(struct rf_op *op);
 void rf_bmc_forget_discovery(struct redfish_bmc *b);
 enum rf_profile rf_profile_detect(const json_t *root, const json_t *manager);
 int rf_path_equal(const char *a, const char *b);
+/* A path as a key that rf_path_equal would match: lower case, without a fragment or a
+ * trailing slash ("/redfish/v1/chassis/1" of "/redfish/v1/Chassis/1/#/x"). */
+void rf_path_key(char *out, size_t n, const char *path);
+/* Whether a chassis the Chassis collection lists is the system's, and how far to follow it:
+ * RF_CLAIM_NO (not the system's), RF_CLAIM_ALONE (its Links.ComputerSystems name the system or
+ * the host's HGX baseboard (hgx, may be NULL) and another system too: read for itself only, as
+ * a blade enclosure), RF_CLAIM_WITH_CONTAINED (they name only those: what it contains is the
+ * system's too). */
+enum { RF_CLAIM_NO = 0, RF_CLAIM_ALONE, RF_CLAIM_WITH_CONTAINED };
+int rf_chassis_claim(const json_t *chassis, const char *system, const char *hgx);
+/* How well a manager fits the system (the Managers collection, where the system names none):
+ * 3 its Links.ManagerForServers names the system, 2 a ManagerType "BMC" that names no other
+ * system, 1 another that names none, 0 one that manages other systems only. */
+int rf_manager_score(const json_t *manager, const char *system);
 /* 1 when a system id names an NVIDIA HGX GPU baseboard (never a host of its own). */
 int rf_system_is_hgx(const char *id);
 const char *rf_link(const json_t *obj, const char *key);

@@ -410,6 +410,58 @@ static void test_parse_budget(void **state)
 	free(flood);
 }
 
+/* Which chassis are the system's, and which manager is its BMC (discover.c). */
+static void test_discovery_choices(void **state)
+{
+	static const char sys[] = "/redfish/v1/Systems/System_0";
+	static const char hgx[] = "/redfish/v1/Systems/HGX_Baseboard_0";
+	static const struct { const char *links; int want; } chassis[] = {
+		{ "{\"ComputerSystems\":[{\"@odata.id\":\"/redfish/v1/Systems/System_0\"}]}",
+		  RF_CLAIM_WITH_CONTAINED },
+		{ "{\"ComputerSystems\":[{\"@odata.id\":\"/redfish/v1/Systems/System_0/\"}]}",
+		  RF_CLAIM_WITH_CONTAINED },
+		/* the host's HGX baseboard's chassis: its GPUs' temperatures are the host's */
+		{ "{\"ComputerSystems\":[{\"@odata.id\":\"/redfish/v1/Systems/HGX_Baseboard_0\"}]}",
+		  RF_CLAIM_WITH_CONTAINED },
+		/* an enclosure of several systems: for itself only */
+		{ "{\"ComputerSystems\":[{\"@odata.id\":\"/redfish/v1/Systems/System_0\"},"
+		  "{\"@odata.id\":\"/redfish/v1/Systems/System_1\"}]}", RF_CLAIM_ALONE },
+		{ "{\"ComputerSystems\":[{\"@odata.id\":\"/redfish/v1/Systems/System_1\"}]}",
+		  RF_CLAIM_NO },
+		{ "{}", RF_CLAIM_NO },
+		{ "{\"ComputerSystems\":\"/redfish/v1/Systems/System_0\"}", RF_CLAIM_NO },
+	};
+	static const struct { const char *json; int want; } managers[] = {
+		{ "{\"ManagerType\":\"AuxiliaryController\"}", 1 },
+		{ "{\"ManagerType\":\"BMC\"}", 2 },
+		{ "{\"ManagerType\":\"BMC\",\"Links\":{\"ManagerForServers\":"
+		  "[{\"@odata.id\":\"/redfish/v1/Systems/HGX_Baseboard_0\"}]}}", 0 },
+		{ "{\"Links\":{\"ManagerForServers\":[{\"@odata.id\":\"/redfish/v1/Systems/HGX_"
+		  "Baseboard_0\"},{\"@odata.id\":\"/redfish/v1/systems/system_0\"}]}}", 3 },
+	};
+	char key[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(chassis) / sizeof(chassis[0]); i++) {
+		json_t *links = json_loads(chassis[i].links, 0, NULL);
+		json_t *c = json_pack("{s:o}", "Links", links);
+
+		assert_int_equal(rf_chassis_claim(c, sys, hgx), chassis[i].want);
+		json_decref(c);
+	}
+	for (size_t i = 0; i < sizeof(managers) / sizeof(managers[0]); i++) {
+		json_t *m = json_loads(managers[i].json, 0, NULL);
+
+		assert_non_null(m);
+		assert_int_equal(rf_manager_score(m, sys), managers[i].want);
+		json_decref(m);
+	}
+	rf_path_key(key, sizeof(key), "/redfish/v1/Chassis/Enc/Power#/PowerSupplies/0");
+	assert_string_equal(key, "/redfish/v1/chassis/enc/power");
+	rf_path_key(key, sizeof(key), "/redfish/v1/Chassis/1/");
+	assert_string_equal(key, "/redfish/v1/chassis/1");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_newer_schemas),
 		cmocka_unit_test(test_reset_types),
 		cmocka_unit_test(test_logs),
+		cmocka_unit_test(test_discovery_choices),
 		cmocka_unit_test(test_inventory),
 		cmocka_unit_test(test_paths_and_errors),
 		cmocka_unit_test(test_sensor_resources),
