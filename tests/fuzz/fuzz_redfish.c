@@ -36,6 +36,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rf_sensors_from_sensor(out, j);
 	rf_log_entries_append(out, meta, seen, j, "SEL", 0);
 	rf_log_entries_append(out, NULL, seen, j, NULL, 1700000000);
+	/* the sensors so far, merged: still objects with a name */
+	{
+		json_t *merged = rf_sensors_merge(out);
+
+		json_decref(merged);
+	}
 	rf_inventory_from_system(inv, j);
 	allowed = rf_reset_allowed_parse(j);
 	(void)rf_reset_pick(allowed, resets);

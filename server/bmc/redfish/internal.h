@@ -362,6 +362,10 @@ int rf_device_is_gpu(const json_t *dev);
 int rf_function_is_gpu(const json_t *fn);
 /* Appends the normalised reading of one Sensor resource (Chassis/X/Sensors/Y). */
 void rf_sensors_from_sensor(json_t *out, const json_t *sensor);
+/* The readings the parsers above appended, each physical reading once (the rule is in
+ * sensor_merge.c), distinct ones sharing a name renamed "NAME #2", without the parsers'
+ * internal members. A new array (the caller's), or NULL when out of memory. */
+json_t *rf_sensors_merge(const json_t *sensors);
 /* 1 when a 2xx body is a captured Redfish error, not a resource: an object whose only
  * member is "error" (vendor trees store them where a resource failed). */
 int rf_body_is_error(const json_t *body);

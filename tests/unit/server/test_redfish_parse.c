@@ -410,6 +410,111 @@ static void test_parse_budget(void **state)
 	free(flood);
 }
 
+/* One line per physical reading (sensor_merge.c): each case a list of readings as the views
+ * give them ("name|kind|value|uri|aliases"), and the names kiln reports. */
+static void test_sensor_merge(void **state)
+{
+	static const struct { const char *what, *in[6], *want; } v[] = {
+		{ "a ThermalMetrics excerpt and its Sensor: one (the first read stays)",
+		  { "GPU_0_TEMP_0|temperature|40.5|/redfish/v1/Chassis/G/Sensors/GPU_0_TEMP_0|",
+		    "GPU 0 TEMP 0|temperature|40.6|/redfish/v1/Chassis/G/Sensors/GPU_0_TEMP_0|GPU_0_TEMP_0" },
+		  "GPU_0_TEMP_0=40.5" },
+		{ "a legacy Thermal member and the Sensor of that name in a contained chassis",
+		  { "TEMP_CPU0|temperature|47||",
+		    "TEMP_CPU0|temperature|48|/redfish/v1/Chassis/CPUBaseboard/Sensors/TEMP_CPU0|TEMP_CPU0" },
+		  "TEMP_CPU0=47" },
+		{ "legacy Power voltage and PDB Sensor by name; a legacy-only one stays",
+		  { "VOLT_12V|voltage|12.21||", "VOLT_3V|voltage|3.05||",
+		    "VOLT_12V|voltage|12.276|/redfish/v1/Chassis/PDB/Sensors/VOLT_12V|VOLT_12V" },
+		  "VOLT_12V=12.21,VOLT_3V=3.05" },
+		{ "a name two legacy members share (iLO's PSUs) tells no sensor: all kept",
+		  { "HpeServerPowerSupply|psu|410||", "HpeServerPowerSupply|psu|395||",
+		    "HpeServerPowerSupply|psu|400|/redfish/v1/Chassis/1/Sensors/PS1|" },
+		  "HpeServerPowerSupply=410,HpeServerPowerSupply #2=395,HpeServerPowerSupply #3=400" },
+		{ "the same name in another kind is another sensor",
+		  { "PSU0|psu|2395||", "PSU0|power|2400|/redfish/v1/Chassis/PDB/Sensors/PSU0|" },
+		  "PSU0=2395,PSU0 #2=2400" },
+		{ "two Sensors of one name are two sensors",
+		  { "Inlet|temperature|21|/redfish/v1/Chassis/A/Sensors/Inlet|",
+		    "Inlet|temperature|25|/redfish/v1/Chassis/B/Sensors/Inlet|" },
+		  "Inlet=21,Inlet #2=25" },
+		{ "an excerpt without a reading takes the Sensor's",
+		  { "TEMP_NIC|temperature|-|/redfish/v1/Chassis/C/Sensors/TEMP_NIC/|",
+		    "NIC Temp|temperature|44|/redfish/v1/chassis/C/Sensors/TEMP_NIC|" },
+		  "TEMP_NIC=44" },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		json_t *in = json_array(), *out;
+		char got[512] = "";
+
+		for (size_t k = 0; k < 6 && v[i].in[k]; k++) {
+			char buf[300], *f[5] = { 0 }, *save = NULL, *p = buf;
+			size_t nf = 0;
+
+			snprintf(buf, sizeof(buf), "%s", v[i].in[k]);
+			/* fields may be empty: split by hand */
+			f[nf++] = p;
+			for (; *p && nf < 5; p++)
+				if (*p == '|') {
+					*p = '\0';
+					f[nf++] = p + 1;
+				}
+			(void)save;
+			json_t *s = json_pack("{s:s, s:s, s:o}", "name", f[0], "kind", f[1], "value",
+					      strcmp(f[2], "-") ? json_real(atof(f[2])) : json_null());
+			if (f[3] && *f[3])
+				json_object_set_new(s, "_uri", json_string(f[3]));
+			if (f[4] && *f[4])
+				json_object_set_new(s, "_names", json_pack("[s]", f[4]));
+			json_array_append_new(in, s);
+		}
+		out = rf_sensors_merge(in);
+		assert_non_null(out);
+		size_t j;
+		json_t *s;
+		json_array_foreach(out, j, s) {
+			size_t len = strlen(got);
+
+			snprintf(got + len, sizeof(got) - len, "%s%s=%g", j ? "," : "",
+				 json_string_value(json_object_get(s, "name")),
+				 json_number_value(json_object_get(s, "value")));
+			/* the parsers' internal members never leave */
+			assert_null(json_object_get(s, "_uri"));
+			assert_null(json_object_get(s, "_names"));
+		}
+		if (strcmp(got, v[i].want) != 0)
+			fail_msg("%s: got '%s', want '%s'", v[i].what, got, v[i].want);
+		json_decref(in);
+		json_decref(out);
+	}
+
+	/* the parsers give the views their identity: DGX's ThermalMetrics and a Sensor */
+	json_t *tm = json_pack("{s:[{s:s, s:s, s:i}]}", "TemperatureReadingsCelsius",
+			       "DataSourceUri", "/redfish/v1/Chassis/CPUBaseboard/Sensors/TEMP_CPU0",
+			       "DeviceName", "TEMP_CPU0", "Reading", 48);
+	json_t *sensor = json_pack("{s:s, s:s, s:s, s:s, s:i}", "@odata.id",
+				   "/redfish/v1/Chassis/CPUBaseboard/Sensors/TEMP_CPU0", "Id",
+				   "TEMP_CPU0", "Name", "TEMP_CPU0", "ReadingType", "Temperature",
+				   "Reading", 49);
+	json_t *thermal = json_pack("{s:[{s:s, s:s, s:i}]}", "Temperatures", "@odata.id",
+				    "/redfish/v1/Chassis/DGX/Thermal#/Temperatures/0", "Name",
+				    "TEMP_CPU0", "ReadingCelsius", 47);
+	json_t *all = json_array(), *merged;
+	rf_sensors_from_thermal(all, thermal);
+	rf_sensors_from_thermal_metrics(all, tm);
+	rf_sensors_from_sensor(all, sensor);
+	assert_int_equal(json_array_size(all), 3);
+	merged = rf_sensors_merge(all);
+	assert_int_equal(json_array_size(merged), 1);
+	assert_true(json_number_value(json_object_get(json_array_get(merged, 0), "value")) == 47);
+	json_decref(merged);
+	json_decref(all);
+	json_decref(tm);
+	json_decref(sensor);
+	json_decref(thermal);
+}
+
 /* Which chassis are the system's, and which manager is its BMC (discover.c). */
 static void test_discovery_choices(void **state)
 {
@@ -472,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_newer_schemas),
 		cmocka_unit_test(test_reset_types),
 		cmocka_unit_test(test_logs),
+		cmocka_unit_test(test_sensor_merge),
 		cmocka_unit_test(test_discovery_choices),
 		cmocka_unit_test(test_inventory),
 		cmocka_unit_test(test_paths_and_errors),
