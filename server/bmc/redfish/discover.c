@@ -110,6 +110,7 @@ static void chassis_clear(struct redfish_bmc *b)
 		free(c->sensors);
 		free(c->pcie_devices);
 		free(c->hpe_devices);
+		free(c->logs);
 	}
 	free(b->chassis);
 	b->chassis = NULL;
@@ -183,6 +184,11 @@ void rf_bmc_forget_discovery(struct redfish_bmc *b)
 	b->bmc_firmware = b->bmc_model = NULL;
 	free(b->hgx_system);
 	b->hgx_system = NULL;
+	free(b->logs_hgx);
+	b->logs_hgx = NULL;
+	b->logs_hgx_known = 0;
+	json_decref(b->log_entries);
+	b->log_entries = NULL;
 	b->manager_score = 0;
 	b->chassis = NULL;
 	b->nchassis = 0;
@@ -314,6 +320,7 @@ static int chassis_add(struct rf_op *op, const struct rf_reply *r, int follow)
 	set_str(&c->environment, rf_link(r->json, "EnvironmentMetrics"));
 	set_str(&c->sensors, rf_link(r->json, "Sensors"));
 	set_str(&c->pcie_devices, rf_link(r->json, "PCIeDevices"));
+	set_str(&c->logs, rf_link(r->json, "LogServices"));
 	json_t *hpe = json_object_get(json_object_get(r->json, "Oem"), "Hpe");
 	set_str(&c->hpe_devices, rf_link(json_object_get(hpe, "Links"), "Devices"));
 	if (follow == (FOLLOW_IN | FOLLOW_OUT))
@@ -697,6 +704,8 @@ int rf_discover_extend(struct rf_op *op)
 	free(b->manager);
 	b->manager = NULL;
 	b->manager_score = 0;
+	json_decref(b->log_entries); /* which logs are read follows the manager and chassis */
+	b->log_entries = NULL;
 	discover_push_rest(op);
 	rf_push_call(op, discover_done);
 	return 0;

@@ -25,6 +25,7 @@ struct rf_chassis {
 	char *sensors;                         /* Sensors collection (Redfish 2019+) */
 	char *pcie_devices;                    /* PCIeDevice collection */
 	char *hpe_devices;                     /* Oem.Hpe.Links.Devices (iLO's GPU list) */
+	char *logs;                            /* LogServices (a DGX's SEL, an HGX GPU's XID) */
 };
 
 struct redfish_bmc {
@@ -88,6 +89,11 @@ struct redfish_bmc {
 	char *processors, *memory;
 	char *hgx_system;                      /* the host's NVIDIA HGX GPU baseboard system
 						* ("/redfish/v1/Systems/HGX_Baseboard_0"), or NULL */
+	char *logs_hgx;                        /* its LogServices, learned by the first log read */
+	int logs_hgx_known;                    /* 1 once that read looked (logs_hgx may be NULL) */
+	json_t *log_entries;                   /* the Entries collections a whole log read found,
+						* in the order read: later reads GET only these
+						* (logs.c); NULL: crawl the LogServices again */
 	json_t *pcie_links;                    /* the system's PCIeDevices link array, or NULL */
 	char *bmc_firmware, *bmc_model;
 	struct rf_chassis *chassis;
@@ -341,12 +347,35 @@ void rf_sensors_from_fan(json_t *out, const json_t *fan);
 void rf_sensors_from_power_supply(json_t *out, const json_t *psu);
 void rf_sensors_from_power_subsystem(json_t *out, const json_t *power_subsystem);
 void rf_sensors_from_environment(json_t *out, const json_t *env, const char *chassis_name);
-/* Converts LogEntry members to {"id","time","timestamp","severity","message",...} and appends
- * those created at or after since (0: all; an entry without a time always), skipping ids
- * already in seen (an object); raises out_meta's "newest" (an integer) to the newest
- * entry's time among all members. */
-size_t rf_log_entries_append(json_t *out, json_t *out_meta, json_t *seen,
-			     const json_t *collection, const char *service, int64_t since);
+/* What names the entries of one log read. */
+struct rf_log_ids {
+	json_t *labels;                        /* {service path key: label} */
+	json_t *taken;                         /* {label: true} */
+	json_t *seen;                          /* {entry id, "@" entry path key: true}: listed */
+	const char *host[2];                   /* the system and its manager (or NULL) */
+};
+/* The label of the log service at service_path ("/redfish/v1/Managers/1/LogServices/Log1"),
+ * the first part of its entries' ids. A service of the system's or its manager's (ids->host:
+ * where kiln has always read logs) is its last segment ("Log1", as kiln always named it)
+ * unless a service labelled before in this read has that (Supermicro's Log1 under the system
+ * and under the manager: the system's is read first, and keeps it, as it did); that one, and
+ * one elsewhere (the HGX baseboard's, a chassis'), is its path from /redfish/v1/ less
+ * "LogServices/" ("Managers/1/Log1", "Chassis/HGX_GPU_SXM_1/XID"), whatever else the BMC
+ * has. Kept in ids for the read; the string is ids'. */
+const char *rf_log_label(struct rf_log_ids *ids, const char *service_path);
+/* Converts the LogEntry members of an Entries page of service_path to {"id" ("LABEL/Id"),
+ * "time","timestamp","severity","message","message_id","service" (the label), and where the
+ * entry names an NVIDIA Xid "xid" or "sxid" with the "gpu" or "nvswitch" it is about} and
+ * appends those created at or after since (0: all; an entry without a time always). A member
+ * that is another service's entry (its @odata.id) takes that service's label; one listed
+ * already (by @odata.id or id) is skipped and counted in *out_dups (may be NULL). Raises
+ * out_meta's "newest" (an integer) to the newest entry's time among all members. */
+size_t rf_log_entries_append(json_t *out, json_t *out_meta, struct rf_log_ids *ids,
+			     const json_t *collection, const char *service_path, int64_t since,
+			     size_t *out_dups);
+/* The Xid in a message ("XID 79 GPU has fallen off the bus"; *out_sxid 1 for an NVSwitch's
+ * "SXID 20034"; the kernel's "Xid (PCI:0000:3b:00): 79, ..."): 1, else 0. */
+int rf_log_xid_parse(const char *text, long *out_xid, int *out_sxid);
 int rf_log_service_wanted(const char *id);
 int64_t rf_time_parse(const char *iso8601);
 /* Fills the inventory object from a ComputerSystem. */

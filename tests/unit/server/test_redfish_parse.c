@@ -217,24 +217,141 @@ static void test_logs(void **state)
 	json_t *out = json_array();
 	json_t *seen = json_object();
 	json_t *meta = json_object();
-	assert_int_equal(rf_log_entries_append(out, meta, seen, coll, "Log1", 0), 2);
+	struct rf_log_ids ids = { json_object(), json_object(), seen, { NULL, NULL } };
+	static const char log1[] = "/redfish/v1/Systems/1/LogServices/Log1";
+	ids.host[0] = "/redfish/v1/Systems/1";
+	assert_int_equal(rf_log_entries_append(out, meta, &ids, coll, log1, 0, NULL), 2);
 	/* the newest entry's time: a log cleared and refilled shows it going backwards */
 	assert_int_equal(json_integer_value(json_object_get(meta, "newest")), 1577836800);
 	json_t *e = json_array_get(out, 0);
 	assert_string_equal(json_string_value(json_object_get(e, "id")), "Log1/1");
 	assert_string_equal(json_string_value(json_object_get(e, "severity")), "critical");
 	assert_int_equal(json_integer_value(json_object_get(e, "timestamp")), 1331131440);
-	/* the same page again adds nothing; since filters */
-	assert_int_equal(rf_log_entries_append(out, NULL, seen, coll, "Log1", 0), 0);
+	/* the same page again adds nothing (both counted as listed before); since filters */
+	size_t dups = 0;
+	assert_int_equal(rf_log_entries_append(out, NULL, &ids, coll, log1, 0, &dups), 0);
+	assert_int_equal(dups, 2);
 	json_t *out2 = json_array();
 	json_t *seen2 = json_object();
-	assert_int_equal(rf_log_entries_append(out2, meta, seen2, coll, "Log1", 1500000000), 1);
+	struct rf_log_ids ids2 = { json_object(), json_object(), seen2, { NULL, NULL } };
+	assert_int_equal(rf_log_entries_append(out2, meta, &ids2, coll, log1, 1500000000, NULL), 1);
 	json_decref(coll);
 	json_decref(out);
 	json_decref(seen);
 	json_decref(meta);
 	json_decref(out2);
 	json_decref(seen2);
+	json_decref(ids.labels);
+	json_decref(ids.taken);
+	json_decref(ids2.labels);
+	json_decref(ids2.taken);
+}
+
+/* Log ids keep the names kiln stored before (the poller keys its history by them): a service
+ * of the system's or the manager's is its last segment, the first to take it keeps it; the
+ * second of a name, and one elsewhere, is its path. */
+static void test_log_labels(void **state)
+{
+	static const struct { const char *path, *label; } v[] = {
+		/* Supermicro: the Health Event Log, read first, keeps "Log1" */
+		{ "/redfish/v1/Systems/1/LogServices/Log1", "Log1" },
+		{ "/redfish/v1/Managers/1/LogServices/Log1", "Managers/1/Log1" },
+		/* the same service again (iLO's trailing slash, case): the same label */
+		{ "/redfish/v1/systems/1/LogServices/Log1/", "Log1" },
+		{ "/redfish/v1/Managers/1/LogServices/IEL", "IEL" },
+		/* the HGX baseboard's and the chassis': new to kiln, always by their path */
+		{ "/redfish/v1/Systems/HGX_Baseboard_0/LogServices/EventLog",
+		  "Systems/HGX_Baseboard_0/EventLog" },
+		{ "/redfish/v1/Chassis/HGX_GPU_SXM_1/LogServices/XID", "Chassis/HGX_GPU_SXM_1/XID" },
+		{ "/redfish/v1/Chassis/DGX/LogServices/Logs", "Chassis/DGX/Logs" },
+	};
+	struct rf_log_ids ids = { json_object(), json_object(), json_object(),
+				  { "/redfish/v1/Systems/1", "/redfish/v1/Managers/1" } };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		assert_string_equal(rf_log_label(&ids, v[i].path), v[i].label);
+	json_decref(ids.labels);
+	json_decref(ids.taken);
+	json_decref(ids.seen);
+}
+
+/* An HGX XID log re-lists the baseboard's EventLog entries (their @odata.id): listed once,
+ * with the EventLog's id, the Xid tied to its GPU. */
+static void test_log_xid(void **state)
+{
+	(void)state;
+	static const struct { const char *text; int found; long xid; int sxid; } v[] = {
+		{ "[Mon Mar 10 02:11:07 UTC 2025][5][00] XID 79 GPU has fallen off the bus", 1, 79, 0 },
+		{ "SXID 20034 Fatal NVLink LTSSM fault on port 7", 1, 20034, 1 },
+		{ "NVRM: Xid (PCI:0000:3b:00): 48, pid=1234, DBE", 1, 48, 0 },
+		{ "xid: 13 Graphics SM Warp Exception", 1, 13, 0 },
+		{ "The health of resource 'GPU_SXM_5' has changed to Critical.", 0, 0, 0 },
+		{ "FXID 12 is no Xid", 0, 0, 0 },
+		{ "XID without a number", 0, 0, 0 },
+		{ "XID 12345678901 too long", 0, 0, 0 },
+		{ NULL, 0, 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		long xid = -1;
+		int sxid = -1;
+
+		assert_int_equal(rf_log_xid_parse(v[i].text, &xid, &sxid), v[i].found);
+		if (v[i].found) {
+			assert_int_equal(xid, v[i].xid);
+			assert_int_equal(sxid, v[i].sxid);
+		}
+	}
+
+	static const char ev[] = "/redfish/v1/Systems/HGX_Baseboard_0/LogServices/EventLog";
+	static const char xid5[] = "/redfish/v1/Chassis/HGX_GPU_SXM_5/LogServices/XID";
+	static const char xid2[] = "/redfish/v1/Chassis/HGX_GPU_SXM_2/LogServices/XID";
+	json_t *xids = json_pack(
+		"{s:[{s:s, s:s, s:s, s:s, s:[s, s], s:{s:{s:s}}}]}", "Members",
+		"@odata.id", "/redfish/v1/Systems/HGX_Baseboard_0/LogServices/EventLog/Entries/469",
+		"Id", "469", "Created", "2025-03-10T02:11:07+00:00",
+		"Message", "The resource property has detected errors of type 'XID 79 ...'",
+		"MessageArgs", "GPU_SXM_5 Driver Event Message", "XID 79 GPU has fallen off the bus",
+		"Links", "OriginOfCondition", "@odata.id", "/redfish/v1/Chassis/HGX_GPU_SXM_5");
+	/* an XID log's own entry that names no device: the GPU of its chassis */
+	json_t *own = json_pack("{s:[{s:s, s:s, s:s, s:s}]}", "Members",
+		"@odata.id", "/redfish/v1/Chassis/HGX_GPU_SXM_2/LogServices/XID/Entries/1",
+		"Id", "1", "Created", "2025-03-10T01:02:17+00:00", "Message", "XID 13 SM Warp");
+	json_t *events = json_pack("{s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "Members",
+		"@odata.id", "/redfish/v1/Systems/HGX_Baseboard_0/LogServices/EventLog/Entries/469",
+		"Id", "469", "Message", "the same entry",
+		"@odata.id", "/redfish/v1/Systems/HGX_Baseboard_0/LogServices/EventLog/Entries/470",
+		"Id", "470", "Message", "The health of resource 'GPU_SXM_5' has changed to Critical.");
+	json_t *out = json_array(), *meta = json_object();
+	struct rf_log_ids ids = { json_object(), json_object(), json_object(),
+				  { "/redfish/v1/Systems/DGX", "/redfish/v1/Managers/BMC" } };
+	size_t dups = 0;
+
+	assert_int_equal(rf_log_entries_append(out, meta, &ids, xids, xid5, 0, &dups), 1);
+	assert_int_equal(rf_log_entries_append(out, meta, &ids, own, xid2, 0, &dups), 1);
+	assert_int_equal(rf_log_entries_append(out, meta, &ids, events, ev, 0, &dups), 1);
+	assert_int_equal(dups, 1);
+	json_t *e = json_array_get(out, 0);
+	assert_string_equal(json_string_value(json_object_get(e, "id")),
+			    "Systems/HGX_Baseboard_0/EventLog/469");
+	assert_string_equal(json_string_value(json_object_get(e, "gpu")), "GPU_SXM_5");
+	assert_int_equal(json_integer_value(json_object_get(e, "xid")), 79);
+	e = json_array_get(out, 1);
+	assert_string_equal(json_string_value(json_object_get(e, "id")),
+			    "Chassis/HGX_GPU_SXM_2/XID/1");
+	assert_string_equal(json_string_value(json_object_get(e, "gpu")), "GPU_SXM_2");
+	assert_int_equal(json_integer_value(json_object_get(e, "xid")), 13);
+	e = json_array_get(out, 2);
+	assert_null(json_object_get(e, "xid"));
+	assert_null(json_object_get(e, "gpu"));
+	json_decref(xids);
+	json_decref(own);
+	json_decref(events);
+	json_decref(out);
+	json_decref(meta);
+	json_decref(ids.labels);
+	json_decref(ids.taken);
+	json_decref(ids.seen);
 }
 
 static void test_inventory(void **state)
@@ -577,6 +694,8 @@ int main(void)
 		cmocka_unit_test(test_newer_schemas),
 		cmocka_unit_test(test_reset_types),
 		cmocka_unit_test(test_logs),
+		cmocka_unit_test(test_log_labels),
+		cmocka_unit_test(test_log_xid),
 		cmocka_unit_test(test_sensor_merge),
 		cmocka_unit_test(test_discovery_choices),
 		cmocka_unit_test(test_inventory),
