@@ -1,5 +1,6 @@
 /* kiln sel NODERANGE [--since DURATION]: the BMCs' event logs (SEL, Lclog, IML...), read now. */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <kiln/error.h>
@@ -64,6 +65,10 @@ static int sel_node(struct bmc_cli_rows *r, const json_t *e)
 
 		bmc_cli_row(r, row);
 	}
+	/* a log (or a page of one) that did not read: the rows above leave its entries out */
+	json_array_foreach(json_object_get(e, "skipped"), j, en)
+		printf("%s: not read, left out: %s\n", json_string_value(json_object_get(e, "node")),
+		       json_string_value(en));
 	return 0;
 }
 

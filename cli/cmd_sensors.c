@@ -1,5 +1,6 @@
 /* kiln sensors NODERANGE: temperatures, fans, power and PSUs, asked of the BMCs now. */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <kiln/error.h>
@@ -49,6 +50,10 @@ static int sensors_node(struct bmc_cli_rows *r, const json_t *e)
 
 		bmc_cli_row(r, row);
 	}
+	/* what did not read: the rows above leave its readings out */
+	json_array_foreach(json_object_get(e, "skipped"), j, s)
+		printf("%s: not read, left out: %s\n", json_string_value(json_object_get(e, "node")),
+		       json_string_value(s));
 	return 0;
 }
 

@@ -408,7 +408,7 @@ static void sel_entry(struct poller *p, struct slot *s, const json_t *e, int his
 	const char *msg = json_string_value(json_object_get(e, "message"));
 	const char *sev = json_string_value(json_object_get(e, "severity"));
 	int64_t t = json_is_integer(tv) ? json_integer_value(tv) : 0;
-	char id[64], key[128], text[480];
+	char id[256], key[320], text[680];
 	int inserted = 0;
 
 	if (json_is_string(idv))
@@ -436,22 +436,66 @@ static void sel_entry(struct poller *p, struct slot *s, const json_t *e, int his
 	}
 }
 
+/* The log services a read looked at (the Redfish driver's "services", by label) that kiln has
+ * not read before, into fresh: their entries are history, as a whole log's are at first
+ * contact (a BMC firmware that adds a service, a kiln that reads the HGX baseboard's and the
+ * chassis' logs as well, raise no old entry as news). A row "svc:LABEL" in the node's BMC
+ * log history marks a service read; one without a mark whose entries kiln stored all the
+ * same ("sel:LABEL/...": a kiln from before the marks read it) is not new. Returns 1 when
+ * any was new. */
+static int log_services_fresh(struct poller *p, struct slot *s, const json_t *services,
+			      json_t *fresh)
+{
+	char key[320];
+	size_t i;
+	json_t *v;
+	int any = 0;
+
+	json_array_foreach(services, i, v) {
+		const char *label = json_string_value(v);
+		int inserted = 0, known = 0;
+
+		if (!label)
+			continue;
+		snprintf(key, sizeof(key), "svc:%s", label);
+		if (store_bmc_log_add(p->st, &inserted, s->node->id, key, 0, SEV_INFO,
+				      "a log service kiln reads", 1) < 0) {
+			log_warn("poller: %s: BMC log: %s", s->node->name, kiln_error_last());
+			continue;
+		}
+		if (!inserted)
+			continue;
+		any = 1;
+		snprintf(key, sizeof(key), "sel:%s/", label);
+		if (store_bmc_log_known(p->st, &known, s->node->id, key) < 0)
+			log_warn("poller: %s: BMC log: %s", s->node->name, kiln_error_last());
+		else if (!known)
+			json_object_set_new(fresh, label, json_true());
+	}
+	return any;
+}
+
 /* A log read. At first contact, and after the log was cleared, the entries on the BMC are
  * history: no event, no webhook, no report line (a fresh lab's two-year-old entries are not
- * news). Entries that arrive later are events. The cursor (the newest time) and the log
- * state persist, so a restart neither raises old entries again nor misses new ones. */
+ * news); so are those of a log service kiln reads for the first time. Entries that arrive
+ * later are events. The cursor (the newest time) and the log state persist, so a restart
+ * neither raises old entries again nor misses new ones. */
 static void sel_entries(struct poller *p, struct slot *s, json_t *data, int64_t now)
 {
 	json_t *entries = json_object_get(data, "entries"), *e, *cv, *nv;
+	json_t *fresh = json_object();
 	int64_t count, newest;
 	int history = s->log.baselined == 0;
+	int services_changed;
 	size_t i;
 
 	cv = json_object_get(data, "count");
 	nv = json_object_get(data, "newest");
 	count = json_is_integer(cv) ? json_integer_value(cv) : -1;
 	newest = json_is_integer(nv) ? json_integer_value(nv) : 0;
-	if (!history && log_cleared(&s->log, count, newest)) {
+	services_changed = log_services_fresh(p, s, json_object_get(data, "services"), fresh);
+	/* a count over other services than the last one's tells no clear */
+	if (!history && !services_changed && log_cleared(&s->log, count, newest)) {
 		char key[64];
 
 		snprintf(key, sizeof(key), "bmc_log_cleared:%lld", (long long)now);
@@ -461,8 +505,12 @@ static void sel_entries(struct poller *p, struct slot *s, json_t *data, int64_t 
 		history = 1;
 		s->log_reread = 1; /* the entries before the cursor were not in this read */
 	}
-	json_array_foreach(entries, i, e)
-		sel_entry(p, s, e, history);
+	json_array_foreach(entries, i, e) {
+		const char *service = json_string_value(json_object_get(e, "service"));
+
+		sel_entry(p, s, e, history || (service && json_object_get(fresh, service)));
+	}
+	json_decref(fresh);
 	if (s->log_reread)
 		s->st.sel_cursor = 0;
 	if (history)

@@ -580,6 +580,8 @@ int store_bmc_log_state_put(struct store *st, int64_t node_id, const struct bmc_
  * it was on the BMC before kiln looked. seen is the store's clock. */
 int store_bmc_log_add(struct store *st, int *out_inserted, int64_t node_id, const char *key,
 		      int64_t bmc_time, enum event_severity sev, const char *message, int history);
+/* *out_known 1 when the node has a stored entry whose key starts with prefix, else 0. */
+int store_bmc_log_known(struct store *st, int *out_known, int64_t node_id, const char *prefix);
 /* Drops entries first seen before cutoff (unix s) that no later read can return again. */
 int store_bmc_log_prune(struct store *st, int64_t cutoff);
 

@@ -33,6 +33,13 @@ static const struct sql_stmt PRUNE = {
 	" WHERE b.node_id = bmc_log.node_id), 0)",
 	NULL};
 
+/* A prefix compared with substr: LIKE would read the '_' of "HGX_GPU_0" as a wildcard. */
+static const struct sql_stmt KNOWN = {
+	STMT_BMC_LOG_KNOWN, "looking up a node's BMC log entries",
+	"SELECT 1 FROM bmc_log WHERE node_id = ?1 AND substr(entry_key, 1, length(?2)) = ?2"
+	" LIMIT 1",
+	NULL};
+
 static int state_read(const struct sql_row *r, void *ctx)
 {
 	struct bmc_log_state *out = ctx;
@@ -78,6 +85,20 @@ int store_bmc_log_add(struct store *st, int *out_inserted, int64_t node_id, cons
 	if (ret < 0)
 		return (int)ret;
 	*out_inserted = ret > 0;
+	return 0;
+}
+
+int store_bmc_log_known(struct store *st, int *out_known, int64_t node_id, const char *prefix)
+{
+	int64_t one = 0;
+	int ret;
+
+	if (!prefix || !*prefix)
+		return kiln_fail(KILN_EINVAL, "store: BMC log lookup without a prefix");
+	ret = sql_int(st, &KNOWN, SQL_ARGS(SQL_INT(node_id), SQL_TEXT(prefix)), &one);
+	if (ret < 0)
+		return ret;
+	*out_known = ret > 0;
 	return 0;
 }
 

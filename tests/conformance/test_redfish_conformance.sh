@@ -71,7 +71,25 @@ stop_sim() {
 
 rf() { "$RF" --url "$URL" --timeout-ms 5000 --action-timeout-ms 30000 "$@" 2>"$WORK/rf.err"; }
 
-SKIP_LOGS='^(Journal|HostLogger|Crashdump|FaultList|SL|AuditLog)$'
+SKIP_LOGS='^(Journal|HostLogger|Crashdump|FaultList|SL)$'
+
+# How many distinct sensors of each name the tree has: the most members one legacy array
+# resource (Thermal, Power) gives that name, or the number of Sensor resources named so.
+# kiln may print a name that often ("NAME", "NAME #2", ...), never more: more is one physical
+# reading printed twice.
+sensor_names_allowed() {
+	find "$1" -name index.json -print0 | xargs -0 jq -c '
+		if (.Temperatures or .Fans or .Voltages or .PowerControl or .PowerSupplies) then
+			[(.Temperatures, .Fans, .Voltages, .PowerControl, .PowerSupplies, .Redundancy)
+			 // [] | .[] | (.Name // .FanName // .MemberId // empty)] |
+			group_by(.) | map({key: .[0], legacy: length})
+		elif (.ReadingType and ((."@odata.id" // "") | test("/Sensors/"))) then
+			[{key: (.Name // .Id), sensors: 1}]
+		else empty end' 2>/dev/null |
+		jq -s 'map(.[]) | group_by(.key) | map({key: .[0].key,
+			value: ([([.[].legacy // 0] | max), ([.[].sensors // 0] | add)] | max)}) |
+			from_entries'
+}
 
 # Distinct entries in the wanted log services of a LogServices collection.
 count_logs() {
@@ -158,10 +176,27 @@ for dir in "$MOCKUPS"/*/; do
 			fail "sensors: $(echo "$out" | jq -r '.[0].error')"
 	fi
 
+	# one line per physical reading: no name more often than the tree has distinct sensors
+	allowed=$(sensor_names_allowed "$t")
+	extra=$(echo "$out" | jq -c --argjson allowed "${allowed:-{\}}" '[.[0].sensors[]?.name |
+		sub(" #[0-9]+$"; "")] | group_by(.) | map(select(length > 1 and
+		length > ($allowed[.[0]] // 1)) | "\(.[0]) x\(length)")')
+	[ "$extra" = "[]" ] && ok "no duplicate sensor reading" ||
+		fail "a reading printed more often than the tree has sensors of its name: $extra"
+
 	out=$(rf sel)
 	got=$(echo "$out" | jq -r '.[0].entries | length')
 	[ "$got" = "$want_logs" ] && ok "log entries $got" ||
 		fail "log entries: kiln '$got', tree $want_logs ($(echo "$out" | jq -r '.[0].error // ""'))"
+	# the count is what is listed; an unknown count (-1) names the service that did not read
+	count=$(echo "$out" | jq -r '.[0].count')
+	if [ "$count" = "$got" ]; then
+		ok "log count $count equals the list"
+	elif [ "$count" = -1 ] && echo "$out" | jq -e '.[0].skipped | length > 0' >/dev/null; then
+		ok "log count not known: $(echo "$out" | jq -r '.[0].skipped[0]' | cut -c1-100)"
+	else
+		fail "log count $count, $got listed ($(echo "$out" | jq -c '.[0].skipped'))"
+	fi
 
 	# --- actions --------------------------------------------------------------------------
 	if [ "$want_power" = "off" ]; then

@@ -34,8 +34,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rf_sensors_from_power_subsystem(out, j);
 	rf_sensors_from_environment(out, j, "chassis");
 	rf_sensors_from_sensor(out, j);
-	rf_log_entries_append(out, meta, seen, j, "SEL", 0);
-	rf_log_entries_append(out, NULL, seen, j, NULL, 1700000000);
+	{
+		struct rf_log_ids ids = { json_object(), json_object(), seen,
+					  { "/redfish/v1/Systems/1", NULL } };
+		size_t dups = 0;
+		long xid;
+		int sxid;
+
+		rf_log_entries_append(out, meta, &ids, j, "/redfish/v1/Systems/1/LogServices/SEL", 0,
+				      &dups);
+		rf_log_entries_append(out, NULL, &ids, j, NULL, 1700000000, NULL);
+		(void)rf_log_xid_parse(json_string_value(json_object_get(j, "Message")), &xid, &sxid);
+		json_decref(ids.labels);
+		json_decref(ids.taken);
+	}
+	/* the sensors so far, merged: still objects with a name */
+	{
+		json_t *merged = rf_sensors_merge(out);
+
+		json_decref(merged);
+	}
 	rf_inventory_from_system(inv, j);
 	allowed = rf_reset_allowed_parse(j);
 	(void)rf_reset_pick(allowed, resets);

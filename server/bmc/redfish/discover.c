@@ -27,6 +27,19 @@ int rf_path_equal(const char *a, const char *b)
 	return la == lb && strncasecmp(a, b, la) == 0;
 }
 
+void rf_path_key(char *out, size_t n, const char *path)
+{
+	size_t len = path ? strcspn(path, "#") : 0;
+
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	if (len > n - 1)
+		len = n - 1;
+	for (size_t i = 0; i < len; i++)
+		out[i] = (char)tolower((unsigned char)path[i]);
+	out[len] = '\0';
+}
+
 /* The last segment of a path ("System.Embedded.1" of ".../Systems/System.Embedded.1/"). */
 static void path_last(char *out, size_t n, const char *path)
 {
@@ -97,6 +110,7 @@ static void chassis_clear(struct redfish_bmc *b)
 		free(c->sensors);
 		free(c->pcie_devices);
 		free(c->hpe_devices);
+		free(c->logs);
 	}
 	free(b->chassis);
 	b->chassis = NULL;
@@ -105,6 +119,9 @@ static void chassis_clear(struct redfish_bmc *b)
 	b->chassis_skipped = NULL;
 	json_decref(b->chassis_identity);
 	b->chassis_identity = NULL;
+	json_decref(b->chassis_tried);
+	b->chassis_tried = NULL;
+	b->chassis_over = 0;
 }
 
 /* What a chassis the system links says identifies the machine (its serial, maker, model):
@@ -167,13 +184,21 @@ void rf_bmc_forget_discovery(struct redfish_bmc *b)
 	b->bmc_firmware = b->bmc_model = NULL;
 	free(b->hgx_system);
 	b->hgx_system = NULL;
+	free(b->logs_hgx);
+	b->logs_hgx = NULL;
+	b->logs_hgx_known = 0;
+	json_decref(b->log_entries);
+	b->log_entries = NULL;
+	b->manager_score = 0;
 	b->chassis = NULL;
 	b->nchassis = 0;
 }
 
 /* --- the steps, in the order they run ---------------------------------------------------- */
 
-#define RF_CHASSIS_MAX 32
+/* A bound on the chassis one discovery asks for, against a tree without end: a GB300 tray
+ * has 42, the largest capture here 47. Reaching it is named in chassis_skipped. */
+#define RF_CHASSIS_LIMIT 256
 
 static int chassis_known(const struct redfish_bmc *b, const char *path)
 {
@@ -181,6 +206,31 @@ static int chassis_known(const struct redfish_bmc *b, const char *path)
 		if (b->chassis[i].path && rf_path_equal(b->chassis[i].path, path))
 			return 1;
 	return 0;
+}
+
+/* Marks path asked for; 0 when it was already (or the bound is reached: counted). */
+static int chassis_mark(struct redfish_bmc *b, const char *path)
+{
+	char key[1024];
+
+	rf_path_key(key, sizeof(key), path);
+	if (!b->chassis_tried)
+		b->chassis_tried = json_object();
+	if (json_object_get(b->chassis_tried, key))
+		return 0;
+	if (json_object_size(b->chassis_tried) >= RF_CHASSIS_LIMIT) {
+		b->chassis_over++;
+		return 0;
+	}
+	json_object_set_new(b->chassis_tried, key, json_true());
+	return 1;
+}
+
+/* GET of a chassis, once per discovery however many links lead to it. */
+static void chassis_push(struct rf_op *op, const char *path, rf_handler h)
+{
+	if (path && chassis_mark(op->bmc, path))
+		rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, h);
 }
 
 /* The chassis a link points into: itself, or /redfish/v1/Chassis/Enc of a PoweredBy link to
@@ -212,7 +262,7 @@ static void follow_key(struct rf_op *op, const json_t *links, const char *key, r
 	for (size_t i = 0; i < n; i++) {
 		char *path = chassis_of(rf_link(one ? one : json_array_get(v, i), "@odata.id"));
 		if (path && !chassis_known(op->bmc, path))
-			rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, h);
+			chassis_push(op, path, h);
 		free(path);
 	}
 }
@@ -237,13 +287,9 @@ static void chassis_follow(struct rf_op *op, const json_t *chassis, int follow)
 static int chassis_skip(struct rf_op *op, const struct rf_reply *r, const char *path)
 {
 	struct redfish_bmc *b = op->bmc;
-	char text[400], line[700];
-	rf_error_text(text, sizeof(text), r->json);
-	snprintf(line, sizeof(line), "%s: %ld%s%s%s", path, r->status, text[0] ? " '" : "", text,
-		 text[0] ? "'" : "");
 	if (!b->chassis_skipped)
 		b->chassis_skipped = json_array();
-	json_array_append_new(b->chassis_skipped, json_string(line));
+	rf_skip_note(b->chassis_skipped, path, r);
 	return 0;
 }
 
@@ -258,7 +304,7 @@ static int chassis_add(struct rf_op *op, const struct rf_reply *r, int follow)
 		return rf_fail_reply("GET", r->path ? r->path : "chassis", r);
 	if (r->status >= 300 || rf_body_is_error(r->json) || !path)
 		return chassis_skip(op, r, r->path ? r->path : "chassis");
-	if (chassis_known(b, path) || b->nchassis >= RF_CHASSIS_MAX)
+	if (chassis_known(b, path))
 		return 0;
 	struct rf_chassis *more = realloc(b->chassis, (b->nchassis + 1) * sizeof(*more));
 	if (!more)
@@ -274,6 +320,7 @@ static int chassis_add(struct rf_op *op, const struct rf_reply *r, int follow)
 	set_str(&c->environment, rf_link(r->json, "EnvironmentMetrics"));
 	set_str(&c->sensors, rf_link(r->json, "Sensors"));
 	set_str(&c->pcie_devices, rf_link(r->json, "PCIeDevices"));
+	set_str(&c->logs, rf_link(r->json, "LogServices"));
 	json_t *hpe = json_object_get(json_object_get(r->json, "Oem"), "Hpe");
 	set_str(&c->hpe_devices, rf_link(json_object_get(hpe, "Links"), "Devices"));
 	if (follow == (FOLLOW_IN | FOLLOW_OUT))
@@ -297,28 +344,101 @@ static int on_chassis_outer(struct rf_op *op, const struct rf_reply *r)
 	return chassis_add(op, r, FOLLOW_NONE);
 }
 
-static int push_links(struct rf_op *op, const json_t *members, rf_handler h, int flags)
+int rf_chassis_claim(const json_t *chassis, const char *system, const char *hgx)
+{
+	json_t *systems = json_object_get(json_object_get(chassis, "Links"), "ComputerSystems");
+	int ours = 0, other = 0;
+	size_t i;
+	json_t *m;
+
+	json_array_foreach(systems, i, m) {
+		const char *p = rf_link(m, "@odata.id");
+
+		if (!p)
+			continue;
+		if ((system && rf_path_equal(p, system)) || (hgx && rf_path_equal(p, hgx)))
+			ours = 1;
+		else
+			other = 1;
+	}
+	if (!ours)
+		return RF_CLAIM_NO;
+	return other ? RF_CLAIM_ALONE : RF_CLAIM_WITH_CONTAINED;
+}
+
+/* A member of the Chassis collection that the system's links did not reach: the system's
+ * when it names the system (or the host's HGX baseboard) in Links.ComputerSystems. One that
+ * does not read is named: it may have been the system's. */
+static int on_chassis_claimed(struct rf_op *op, const struct rf_reply *r)
+{
+	struct redfish_bmc *b = op->bmc;
+	int claim;
+
+	if (r->status >= 300 || rf_body_is_error(r->json))
+		return chassis_add(op, r, FOLLOW_NONE);
+	claim = rf_chassis_claim(r->json, b->system, b->hgx_system);
+	if (claim == RF_CLAIM_NO)
+		return 0;
+	return chassis_add(op, r, claim == RF_CLAIM_WITH_CONTAINED ? FOLLOW_IN : FOLLOW_NONE);
+}
+
+static int push_links(struct rf_op *op, const json_t *members, rf_handler h)
 {
 	size_t i;
 	json_t *m;
-	json_array_foreach(members, i, m) {
-		const char *p = rf_link(m, "@odata.id");
-		if (p)
-			rf_push(op, "GET", p, NULL, flags, h);
-	}
+	json_array_foreach(members, i, m)
+		chassis_push(op, rf_link(m, "@odata.id"), h);
 	return 0;
 }
 
+/* The system links no chassis: every chassis of the BMC is its own. */
 static int on_chassis_collection(struct rf_op *op, const struct rf_reply *r)
 {
-	return push_links(op, json_object_get(r->json, "Members"), on_chassis, RF_ALLOW_ERROR);
+	return push_links(op, json_object_get(r->json, "Members"), on_chassis);
 }
 
-static int on_manager(struct rf_op *op, const struct rf_reply *r)
+/* The system links some: the members not reached yet are asked whose they are. */
+static int on_chassis_scan(struct rf_op *op, const struct rf_reply *r)
+{
+	int ok = rf_reply_usable(r, NULL);
+
+	if (ok <= 0) {
+		if (ok == 0)
+			chassis_skip(op, r, r->path ? r->path : "chassis");
+		return ok;
+	}
+	return push_links(op, json_object_get(r->json, "Members"), on_chassis_claimed);
+}
+
+int rf_manager_score(const json_t *manager, const char *system)
+{
+	json_t *servers = json_object_get(json_object_get(manager, "Links"), "ManagerForServers");
+	const char *type = json_string_value(json_object_get(manager, "ManagerType"));
+	int others = 0;
+	size_t i;
+	json_t *s;
+
+	json_array_foreach(servers, i, s) {
+		const char *p = rf_link(s, "@odata.id");
+
+		if (p && system && rf_path_equal(p, system))
+			return 3;
+		if (p)
+			others = 1;
+	}
+	if (others)
+		return 0; /* an HGX baseboard's own BMC */
+	return type && strcasecmp(type, "BMC") == 0 ? 2 : 1;
+}
+
+/* Takes a manager that fits better than the one taken (score: rf_manager_score, 4 for one
+ * the system links): its firmware and model are the BMC's, its logs read with the system's. */
+static int manager_take(struct rf_op *op, const struct rf_reply *r, int score)
 {
 	struct redfish_bmc *b = op->bmc;
-	if (b->manager)
-		return 0; /* several managers: the first one linked is ours */
+	if (b->manager && score <= b->manager_score)
+		return 0; /* several linked: the first one is ours */
+	b->manager_score = score;
 	set_str(&b->manager, rf_link(r->json, "@odata.id"));
 	set_str(&b->bmc_firmware, json_string_value(json_object_get(r->json, "FirmwareVersion")));
 	set_str(&b->bmc_model, json_string_value(json_object_get(r->json, "Model")));
@@ -331,12 +451,35 @@ static int on_manager(struct rf_op *op, const struct rf_reply *r)
 	return 0;
 }
 
+static int on_manager(struct rf_op *op, const struct rf_reply *r)
+{
+	return manager_take(op, r, 4);
+}
+
+/* A member of the Managers collection (the system names no manager). One that does not read
+ * is passed over (another may fit); a busy one fails the operation as busy. */
+static int on_manager_candidate(struct rf_op *op, const struct rf_reply *r)
+{
+	int ok = rf_reply_usable(r, NULL);
+
+	if (ok <= 0)
+		return ok;
+	return manager_take(op, r, rf_manager_score(r->json, op->bmc->system));
+}
+
+/* Every member is read (a Cray EX lists two microcontrollers before its BMC), once per
+ * discovery: the one that manages the system, else the BMC, else the first. */
 static int on_manager_collection(struct rf_op *op, const struct rf_reply *r)
 {
-	json_t *first = json_array_get(json_object_get(r->json, "Members"), 0);
-	const char *p = rf_link(first, "@odata.id");
-	if (p)
-		rf_push(op, "GET", p, NULL, 0, on_manager);
+	size_t i;
+	json_t *m;
+
+	json_array_foreach(json_object_get(r->json, "Members"), i, m) {
+		const char *p = rf_link(m, "@odata.id");
+
+		if (p)
+			rf_push(op, "GET", p, NULL, RF_ALLOW_ERROR, on_manager_candidate);
+	}
 	return 0;
 }
 
@@ -357,10 +500,16 @@ static int discover_push_rest(struct rf_op *op)
 		rf_push(op, "GET", b->managed_by, NULL, 0, on_manager);
 	else if (b->managers_coll)
 		rf_push(op, "GET", b->managers_coll, NULL, 0, on_manager_collection);
-	if (b->chassis_links)
-		push_links(op, b->chassis_links, on_chassis, RF_ALLOW_ERROR);
-	else if (b->chassis_coll)
+	if (b->chassis_links) {
+		push_links(op, b->chassis_links, on_chassis);
+		/* then those that name the system though it links them not (a GB200's GPU and
+		 * CPU modules, a switch tray's ASICs, an S2600BP's baseboard beside a dead link):
+		 * the collection and each member not reached yet, once per discovery */
+		if (b->chassis_coll)
+			rf_push(op, "GET", b->chassis_coll, NULL, RF_ALLOW_ERROR, on_chassis_scan);
+	} else if (b->chassis_coll) {
 		rf_push(op, "GET", b->chassis_coll, NULL, 0, on_chassis_collection);
+	}
 	return 0;
 }
 
@@ -526,6 +675,16 @@ static int discover_done(struct rf_op *op)
 	b->discovered = 1;
 	if (op->discover_full)
 		b->discovered_full = 1;
+	if (b->chassis_over > 0) {
+		char line[200];
+
+		snprintf(line, sizeof(line), "%zu chassis past the first %d: not read",
+			 b->chassis_over, RF_CHASSIS_LIMIT);
+		if (!b->chassis_skipped)
+			b->chassis_skipped = json_array();
+		json_array_append_new(b->chassis_skipped, json_string(line));
+		b->chassis_over = 0;
+	}
 	return op->start(op);
 }
 
@@ -544,6 +703,9 @@ int rf_discover_extend(struct rf_op *op)
 	chassis_clear(b);
 	free(b->manager);
 	b->manager = NULL;
+	b->manager_score = 0;
+	json_decref(b->log_entries); /* which logs are read follows the manager and chassis */
+	b->log_entries = NULL;
 	discover_push_rest(op);
 	rf_push_call(op, discover_done);
 	return 0;

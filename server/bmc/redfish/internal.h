@@ -25,6 +25,7 @@ struct rf_chassis {
 	char *sensors;                         /* Sensors collection (Redfish 2019+) */
 	char *pcie_devices;                    /* PCIeDevice collection */
 	char *hpe_devices;                     /* Oem.Hpe.Links.Devices (iLO's GPU list) */
+	char *logs;                            /* LogServices (a DGX's SEL, an HGX GPU's XID) */
 };
 
 struct redfish_bmc {
@@ -73,6 +74,7 @@ struct redfish_bmc {
 	int discovered;                        /* root, systems, the system: enough for power */
 	int discovered_full;                   /* and its manager, chassis, reset ActionInfo */
 	char *managed_by;                      /* the system's first ManagedBy link, or NULL */
+	int manager_score;                     /* how sure the choice of b->manager is (discover.c) */
 	json_t *chassis_links;                 /* the system's Links.Chassis array, or NULL */
 	char *managers_coll, *chassis_coll;    /* the root's collections (when the system links none) */
 	enum rf_profile profile;
@@ -87,10 +89,18 @@ struct redfish_bmc {
 	char *processors, *memory;
 	char *hgx_system;                      /* the host's NVIDIA HGX GPU baseboard system
 						* ("/redfish/v1/Systems/HGX_Baseboard_0"), or NULL */
+	char *logs_hgx;                        /* its LogServices, learned by the first log read */
+	int logs_hgx_known;                    /* 1 once that read looked (logs_hgx may be NULL) */
+	json_t *log_entries;                   /* the Entries collections a whole log read found,
+						* in the order read: later reads GET only these
+						* (logs.c); NULL: crawl the LogServices again */
 	json_t *pcie_links;                    /* the system's PCIeDevices link array, or NULL */
 	char *bmc_firmware, *bmc_model;
 	struct rf_chassis *chassis;
 	size_t nchassis;
+	json_t *chassis_tried;                 /* {path key: true}: the chassis this discovery
+						* asked for (each once, read or not) */
+	size_t chassis_over;                   /* links past RF_CHASSIS_LIMIT, left unread */
 	json_t *chassis_skipped;               /* ["PATH: 404 'MessageId: ...'"]: chassis that
 						* failed to read, left out (power needs none) */
 	json_t *chassis_identity;              /* {"SerialNumber","Manufacturer","Model","SKU",
@@ -278,6 +288,13 @@ void rf_step_free(struct rf_step *s);
 /* "MessageId: Message" from a Redfish error body, "" when there is none. */
 void rf_error_text(char *out, size_t n, const json_t *body);
 int rf_fail_reply(const char *method, const char *path, const struct rf_reply *r);
+/* Appends "PATH: STATUS 'MessageId: Message'" to skipped (an array; anything else: nothing):
+ * what a read left out, and why. */
+void rf_skip_note(json_t *skipped, const char *path, const struct rf_reply *r);
+/* A GET answered with RF_ALLOW_ERROR: 1 a resource to read; 0 an error answer (a 404, a
+ * captured error body served as 200), noted in skipped and left out; < 0 (kiln_fail) a busy
+ * BMC (503, 429): the operation fails as busy, a later one reads it all. */
+int rf_reply_usable(const struct rf_reply *r, json_t *skipped);
 const char *rf_profile_name(enum rf_profile p);
 
 /* Discovery (discover.c): from the root when nothing is known, or from the system's links
@@ -287,6 +304,20 @@ int rf_discover_extend(struct rf_op *op);
 void rf_bmc_forget_discovery(struct redfish_bmc *b);
 enum rf_profile rf_profile_detect(const json_t *root, const json_t *manager);
 int rf_path_equal(const char *a, const char *b);
+/* A path as a key that rf_path_equal would match: lower case, without a fragment or a
+ * trailing slash ("/redfish/v1/chassis/1" of "/redfish/v1/Chassis/1/#/x"). */
+void rf_path_key(char *out, size_t n, const char *path);
+/* Whether a chassis the Chassis collection lists is the system's, and how far to follow it:
+ * RF_CLAIM_NO (not the system's), RF_CLAIM_ALONE (its Links.ComputerSystems name the system or
+ * the host's HGX baseboard (hgx, may be NULL) and another system too: read for itself only, as
+ * a blade enclosure), RF_CLAIM_WITH_CONTAINED (they name only those: what it contains is the
+ * system's too). */
+enum { RF_CLAIM_NO = 0, RF_CLAIM_ALONE, RF_CLAIM_WITH_CONTAINED };
+int rf_chassis_claim(const json_t *chassis, const char *system, const char *hgx);
+/* How well a manager fits the system (the Managers collection, where the system names none):
+ * 3 its Links.ManagerForServers names the system, 2 a ManagerType "BMC" that names no other
+ * system, 1 another that names none, 0 one that manages other systems only. */
+int rf_manager_score(const json_t *manager, const char *system);
 /* 1 when a system id names an NVIDIA HGX GPU baseboard (never a host of its own). */
 int rf_system_is_hgx(const char *id);
 const char *rf_link(const json_t *obj, const char *key);
@@ -316,12 +347,35 @@ void rf_sensors_from_fan(json_t *out, const json_t *fan);
 void rf_sensors_from_power_supply(json_t *out, const json_t *psu);
 void rf_sensors_from_power_subsystem(json_t *out, const json_t *power_subsystem);
 void rf_sensors_from_environment(json_t *out, const json_t *env, const char *chassis_name);
-/* Converts LogEntry members to {"id","time","timestamp","severity","message",...} and appends
- * those created at or after since (0: all; an entry without a time always), skipping ids
- * already in seen (an object); raises out_meta's "newest" (an integer) to the newest
- * entry's time among all members. */
-size_t rf_log_entries_append(json_t *out, json_t *out_meta, json_t *seen,
-			     const json_t *collection, const char *service, int64_t since);
+/* What names the entries of one log read. */
+struct rf_log_ids {
+	json_t *labels;                        /* {service path key: label} */
+	json_t *taken;                         /* {label: true} */
+	json_t *seen;                          /* {entry id, "@" entry path key: true}: listed */
+	const char *host[2];                   /* the system and its manager (or NULL) */
+};
+/* The label of the log service at service_path ("/redfish/v1/Managers/1/LogServices/Log1"),
+ * the first part of its entries' ids. A service of the system's or its manager's (ids->host:
+ * where kiln has always read logs) is its last segment ("Log1", as kiln always named it)
+ * unless a service labelled before in this read has that (Supermicro's Log1 under the system
+ * and under the manager: the system's is read first, and keeps it, as it did); that one, and
+ * one elsewhere (the HGX baseboard's, a chassis'), is its path from /redfish/v1/ less
+ * "LogServices/" ("Managers/1/Log1", "Chassis/HGX_GPU_SXM_1/XID"), whatever else the BMC
+ * has. Kept in ids for the read; the string is ids'. */
+const char *rf_log_label(struct rf_log_ids *ids, const char *service_path);
+/* Converts the LogEntry members of an Entries page of service_path to {"id" ("LABEL/Id"),
+ * "time","timestamp","severity","message","message_id","service" (the label), and where the
+ * entry names an NVIDIA Xid "xid" or "sxid" with the "gpu" or "nvswitch" it is about} and
+ * appends those created at or after since (0: all; an entry without a time always). A member
+ * that is another service's entry (its @odata.id) takes that service's label; one listed
+ * already (by @odata.id or id) is skipped and counted in *out_dups (may be NULL). Raises
+ * out_meta's "newest" (an integer) to the newest entry's time among all members. */
+size_t rf_log_entries_append(json_t *out, json_t *out_meta, struct rf_log_ids *ids,
+			     const json_t *collection, const char *service_path, int64_t since,
+			     size_t *out_dups);
+/* The Xid in a message ("XID 79 GPU has fallen off the bus"; *out_sxid 1 for an NVSwitch's
+ * "SXID 20034"; the kernel's "Xid (PCI:0000:3b:00): 79, ..."): 1, else 0. */
+int rf_log_xid_parse(const char *text, long *out_xid, int *out_sxid);
 int rf_log_service_wanted(const char *id);
 int64_t rf_time_parse(const char *iso8601);
 /* Fills the inventory object from a ComputerSystem. */
@@ -337,6 +391,10 @@ int rf_device_is_gpu(const json_t *dev);
 int rf_function_is_gpu(const json_t *fn);
 /* Appends the normalised reading of one Sensor resource (Chassis/X/Sensors/Y). */
 void rf_sensors_from_sensor(json_t *out, const json_t *sensor);
+/* The readings the parsers above appended, each physical reading once (the rule is in
+ * sensor_merge.c), distinct ones sharing a name renamed "NAME #2", without the parsers'
+ * internal members. A new array (the caller's), or NULL when out of memory. */
+json_t *rf_sensors_merge(const json_t *sensors);
 /* 1 when a 2xx body is a captured Redfish error, not a resource: an object whose only
  * member is "error" (vendor trees store them where a resource failed). */
 int rf_body_is_error(const json_t *body);

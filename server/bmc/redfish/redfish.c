@@ -188,6 +188,31 @@ void rf_error_text(char *out, size_t n, const json_t *body)
 	snprintf(out, n, "%s%s%s", id ? id : "", id && msg ? ": " : "", msg ? msg : "");
 }
 
+void rf_skip_note(json_t *skipped, const char *path, const struct rf_reply *r)
+{
+	char text[400], line[700];
+
+	if (!json_is_array(skipped))
+		return;
+	rf_error_text(text, sizeof(text), r->json);
+	if (r->status == 0)
+		snprintf(text, sizeof(text), "%s", r->curl_error ? r->curl_error : "no response");
+	snprintf(line, sizeof(line), "%s: %ld%s%s%s", path ? path : "?", r->status,
+		 text[0] ? " '" : "", text, text[0] ? "'" : "");
+	json_array_append_new(skipped, json_string(line));
+}
+
+int rf_reply_usable(const struct rf_reply *r, json_t *skipped)
+{
+	if (r->status == 503 || r->status == 429)
+		return rf_fail_reply("GET", r->path ? r->path : "?", r);
+	if (r->status >= 300 || !json_is_object(r->json) || rf_body_is_error(r->json)) {
+		rf_skip_note(skipped, r->path, r);
+		return 0;
+	}
+	return 1;
+}
+
 int rf_fail_reply(const char *method, const char *path, const struct rf_reply *r)
 {
 	if (r->status == 0 && r->tls_pin_mismatch)

@@ -1,7 +1,9 @@
 /* Redfish sensors: Thermal/Power (older) or ThermalSubsystem/PowerSubsystem/EnvironmentMetrics
- * (newer), normalised to {"name","kind","value","unit","health","thresholds"}. */
+ * (newer) and Sensors collections, normalised to {"name","kind","value","unit","health",
+ * "thresholds"}, each physical reading once (rf_sensors_merge). */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bmc/redfish/internal.h"
 #include "kiln/error.h"
@@ -63,13 +65,39 @@ static json_t *sensor_add(json_t *out, const char *name, const char *kind, const
 	return s;
 }
 
+/* What tells the reading apart from the other views of it (rf_sensors_merge): "_uri", the
+ * Sensor resource it is (its @odata.id) or an excerpt of (DataSourceUri), and "_names", the
+ * other names that resource goes by. Internal: dropped before the list leaves the driver. */
+static void identity_set(json_t *s, const char *uri, const char *alias1, const char *alias2)
+{
+	json_t *names;
+
+	if (!s || !uri || !*uri)
+		return;
+	json_object_set_new(s, "_uri", json_string(uri));
+	names = json_array();
+	if (alias1 && *alias1)
+		json_array_append_new(names, json_string(alias1));
+	if (alias2 && *alias2)
+		json_array_append_new(names, json_string(alias2));
+	json_object_set_new(s, "_names", names);
+}
+
+/* A legacy array member: the Sensor its DataSourceUri names, where it names one (without,
+ * it is told by its name). */
+static void identity_legacy(json_t *s, const json_t *member)
+{
+	identity_set(s, json_string_value(json_object_get(member, "DataSourceUri")), NULL, NULL);
+}
+
 /* A PSU keeps its resource id: a redundancy set names its members by it. */
-static void psu_add(json_t *out, const char *name, const json_t *value, const json_t *psu)
+static json_t *psu_add(json_t *out, const char *name, const json_t *value, const json_t *psu)
 {
 	json_t *s = sensor_add(out, name, "psu", value, "W", psu);
 	const char *id = json_string_value(json_object_get(psu, "@odata.id"));
 	if (id)
 		json_object_set_new(s, "id", json_string(id));
+	return s;
 }
 
 /* A PSU redundancy set (Power's Redundancy[], PowerSubsystem's PowerSupplyRedundancy[]):
@@ -121,13 +149,15 @@ void rf_sensors_from_thermal(json_t *out, const json_t *thermal)
 	json_t *t;
 	json_array_foreach(json_object_get(thermal, "Temperatures"), i, t) {
 		if (!absent(t))
-			sensor_add(out, name_of(t, NULL), "temperature",
-				   json_object_get(t, "ReadingCelsius"), "C", t);
+			identity_legacy(sensor_add(out, name_of(t, NULL), "temperature",
+						   json_object_get(t, "ReadingCelsius"), "C", t), t);
 	}
 	json_array_foreach(json_object_get(thermal, "Fans"), i, t) {
 		if (!absent(t))
-			sensor_add(out, name_of(t, "FanName"), "fan", json_object_get(t, "Reading"),
-				   fan_unit(json_string_value(json_object_get(t, "ReadingUnits"))), t);
+			identity_legacy(sensor_add(out, name_of(t, "FanName"), "fan",
+						   json_object_get(t, "Reading"),
+						   fan_unit(json_string_value(json_object_get(t, "ReadingUnits"))),
+						   t), t);
 	}
 }
 
@@ -137,13 +167,13 @@ void rf_sensors_from_power(json_t *out, const json_t *power)
 	json_t *p;
 	json_array_foreach(json_object_get(power, "PowerControl"), i, p) {
 		const char *name = json_string_value(json_object_get(p, "Name"));
-		sensor_add(out, name ? name : "Power Consumed", "power",
-			   json_object_get(p, "PowerConsumedWatts"), "W", p);
+		identity_legacy(sensor_add(out, name ? name : "Power Consumed", "power",
+					   json_object_get(p, "PowerConsumedWatts"), "W", p), p);
 	}
 	json_array_foreach(json_object_get(power, "Voltages"), i, p) {
 		if (!absent(p))
-			sensor_add(out, name_of(p, NULL), "voltage", json_object_get(p, "ReadingVolts"),
-				   "V", p);
+			identity_legacy(sensor_add(out, name_of(p, NULL), "voltage",
+						   json_object_get(p, "ReadingVolts"), "V", p), p);
 	}
 	json_array_foreach(json_object_get(power, "PowerSupplies"), i, p) {
 		if (absent(p))
@@ -151,7 +181,7 @@ void rf_sensors_from_power(json_t *out, const json_t *power)
 		json_t *w = json_object_get(p, "LastPowerOutputWatts");
 		if (!json_is_number(w))
 			w = json_object_get(p, "PowerOutputWatts");
-		psu_add(out, name_of(p, NULL), w, p);
+		identity_legacy(psu_add(out, name_of(p, NULL), w, p), p);
 	}
 	json_array_foreach(json_object_get(power, "Redundancy"), i, p) {
 		if (!absent(p))
@@ -165,9 +195,11 @@ void rf_sensors_from_thermal_metrics(json_t *out, const json_t *tm)
 	json_t *t;
 	json_array_foreach(json_object_get(tm, "TemperatureReadingsCelsius"), i, t) {
 		const char *name = json_string_value(json_object_get(t, "DeviceName"));
+		const char *uri = json_string_value(json_object_get(t, "DataSourceUri"));
 		if (!name)
-			name = json_string_value(json_object_get(t, "DataSourceUri"));
-		sensor_add(out, name, "temperature", json_object_get(t, "Reading"), "C", t);
+			name = uri;
+		identity_set(sensor_add(out, name, "temperature", json_object_get(t, "Reading"), "C", t),
+			     uri, name, NULL);
 	}
 }
 
@@ -177,10 +209,14 @@ void rf_sensors_from_fan(json_t *out, const json_t *fan)
 		return;
 	json_t *speed = json_object_get(fan, "SpeedPercent");
 	json_t *rpm = json_object_get(speed, "SpeedRPM");
+	json_t *s;
 	if (json_is_number(rpm))
-		sensor_add(out, name_of(fan, NULL), "fan", rpm, "RPM", fan);
+		s = sensor_add(out, name_of(fan, NULL), "fan", rpm, "RPM", fan);
 	else
-		sensor_add(out, name_of(fan, NULL), "fan", json_object_get(speed, "Reading"), "%", fan);
+		s = sensor_add(out, name_of(fan, NULL), "fan", json_object_get(speed, "Reading"), "%",
+			       fan);
+	identity_set(s, json_string_value(json_object_get(speed, "DataSourceUri")),
+		     json_string_value(json_object_get(fan, "Id")), NULL);
 }
 
 void rf_sensors_from_power_supply(json_t *out, const json_t *psu)
@@ -204,15 +240,19 @@ void rf_sensors_from_power_subsystem(json_t *out, const json_t *ps)
 void rf_sensors_from_environment(json_t *out, const json_t *env, const char *chassis_name)
 {
 	char name[160];
-	json_t *w = json_object_get(json_object_get(env, "PowerWatts"), "Reading");
+	json_t *pw = json_object_get(env, "PowerWatts");
+	json_t *tc = json_object_get(env, "TemperatureCelsius");
+	json_t *w = json_object_get(pw, "Reading");
 	if (json_is_number(w)) {
 		snprintf(name, sizeof(name), "%s Power", chassis_name ? chassis_name : "Chassis");
-		sensor_add(out, name, "power", w, "W", env);
+		identity_set(sensor_add(out, name, "power", w, "W", env),
+			     json_string_value(json_object_get(pw, "DataSourceUri")), NULL, NULL);
 	}
-	json_t *t = json_object_get(json_object_get(env, "TemperatureCelsius"), "Reading");
+	json_t *t = json_object_get(tc, "Reading");
 	if (json_is_number(t)) {
 		snprintf(name, sizeof(name), "%s Temperature", chassis_name ? chassis_name : "Chassis");
-		sensor_add(out, name, "temperature", t, "C", env);
+		identity_set(sensor_add(out, name, "temperature", t, "C", env),
+			     json_string_value(json_object_get(tc, "DataSourceUri")), NULL, NULL);
 	}
 }
 
@@ -240,78 +280,126 @@ void rf_sensors_from_sensor(json_t *out, const json_t *sensor)
 		kind = "fan";
 		unit = "%";
 	}
-	sensor_add(out, name_of(sensor, "Id"), kind, json_object_get(sensor, "Reading"), unit,
-		   sensor);
+	identity_set(sensor_add(out, name_of(sensor, "Id"), kind, json_object_get(sensor, "Reading"),
+				unit, sensor),
+		     json_string_value(json_object_get(sensor, "@odata.id")),
+		     json_string_value(json_object_get(sensor, "Id")),
+		     json_string_value(json_object_get(sensor, "Name")));
 }
 
 /* --- the crawl --------------------------------------------------------------------------- */
 
+/* op->scratch: {"sensors": [...], "skipped": ["PATH: STATUS '...'"]} */
+static json_t *found(struct rf_op *op)
+{
+	return json_object_get(op->scratch, "sensors");
+}
+
+static json_t *skipped(struct rf_op *op)
+{
+	return json_object_get(op->scratch, "skipped");
+}
+
 static int on_thermal(struct rf_op *op, const struct rf_reply *r)
 {
-	rf_sensors_from_thermal(op->scratch, r->json);
-	return 0;
+	int ok = rf_reply_usable(r, skipped(op));
+	if (ok > 0)
+		rf_sensors_from_thermal(found(op), r->json);
+	return ok < 0 ? ok : 0;
 }
 
 static int on_power(struct rf_op *op, const struct rf_reply *r)
 {
-	rf_sensors_from_power(op->scratch, r->json);
-	return 0;
+	int ok = rf_reply_usable(r, skipped(op));
+	if (ok > 0)
+		rf_sensors_from_power(found(op), r->json);
+	return ok < 0 ? ok : 0;
 }
 
 static int on_thermal_metrics(struct rf_op *op, const struct rf_reply *r)
 {
-	rf_sensors_from_thermal_metrics(op->scratch, r->json);
-	return 0;
+	int ok = rf_reply_usable(r, skipped(op));
+	if (ok > 0)
+		rf_sensors_from_thermal_metrics(found(op), r->json);
+	return ok < 0 ? ok : 0;
 }
 
 static int on_fan(struct rf_op *op, const struct rf_reply *r)
 {
-	rf_sensors_from_fan(op->scratch, r->json);
-	return 0;
+	int ok = rf_reply_usable(r, skipped(op));
+	if (ok > 0)
+		rf_sensors_from_fan(found(op), r->json);
+	return ok < 0 ? ok : 0;
 }
 
 static int on_psu(struct rf_op *op, const struct rf_reply *r)
 {
-	rf_sensors_from_power_supply(op->scratch, r->json);
-	return 0;
+	int ok = rf_reply_usable(r, skipped(op));
+	if (ok > 0)
+		rf_sensors_from_power_supply(found(op), r->json);
+	return ok < 0 ? ok : 0;
 }
 
 static int on_environment(struct rf_op *op, const struct rf_reply *r)
 {
-	rf_sensors_from_environment(op->scratch, r->json, NULL);
-	return 0;
+	int ok = rf_reply_usable(r, skipped(op));
+	if (ok > 0)
+		rf_sensors_from_environment(found(op), r->json, NULL);
+	return ok < 0 ? ok : 0;
 }
 
 static int on_sensor(struct rf_op *op, const struct rf_reply *r)
 {
-	if (r->status < 400 && !rf_body_is_error(r->json))
-		rf_sensors_from_sensor(op->scratch, r->json);
-	return 0;
+	int ok = rf_reply_usable(r, skipped(op));
+	if (ok > 0)
+		rf_sensors_from_sensor(found(op), r->json);
+	return ok < 0 ? ok : 0;
 }
 
 static int push_members(struct rf_op *op, const struct rf_reply *r, rf_handler h)
 {
 	size_t i;
 	json_t *m;
+	int ok = rf_reply_usable(r, skipped(op));
+	if (ok <= 0)
+		return ok;
 	json_array_foreach(json_object_get(r->json, "Members"), i, m) {
 		const char *p = rf_link(m, "@odata.id");
 		if (p)
-			rf_push(op, "GET", p, NULL, 0, h);
+			rf_push(op, "GET", p, NULL, RF_ALLOW_ERROR, h);
 	}
 	return 0;
 }
 
+/* A Sensors collection: the members no excerpt read so far is of (ThermalMetrics'
+ * DataSourceUri: a GB200 GPU's temperatures), one GET each. */
 static int on_sensors(struct rf_op *op, const struct rf_reply *r)
 {
+	json_t *known = json_object(), *m, *s;
+	char key[1024];
 	size_t i;
-	json_t *m;
-	if (r->status >= 400)
-		return 0;
+	int ok = rf_reply_usable(r, skipped(op));
+
+	if (ok <= 0) {
+		json_decref(known);
+		return ok;
+	}
+	json_array_foreach(found(op), i, s) {
+		const char *uri = json_string_value(json_object_get(s, "_uri"));
+		if (uri) {
+			rf_path_key(key, sizeof(key), uri);
+			json_object_set_new(known, key, json_true());
+		}
+	}
 	json_array_foreach(json_object_get(r->json, "Members"), i, m) {
 		const char *p = rf_link(m, "@odata.id");
-		if (p)
+		if (!p)
+			continue;
+		rf_path_key(key, sizeof(key), p);
+		if (!json_object_get(known, key))
 			rf_push(op, "GET", p, NULL, RF_ALLOW_ERROR, on_sensor);
 	}
+	json_decref(known);
 	return 0;
 }
 
@@ -327,66 +415,77 @@ static int on_psus(struct rf_op *op, const struct rf_reply *r)
 
 static int on_thermal_subsystem(struct rf_op *op, const struct rf_reply *r)
 {
+	int ok = rf_reply_usable(r, skipped(op));
+	if (ok <= 0)
+		return ok;
 	const char *tm = rf_link(r->json, "ThermalMetrics");
 	const char *fans = rf_link(r->json, "Fans");
 	if (tm)
-		rf_push(op, "GET", tm, NULL, 0, on_thermal_metrics);
+		rf_push(op, "GET", tm, NULL, RF_ALLOW_ERROR, on_thermal_metrics);
 	if (fans)
-		rf_push(op, "GET", fans, NULL, 0, on_fans);
+		rf_push(op, "GET", fans, NULL, RF_ALLOW_ERROR, on_fans);
 	return 0;
 }
 
 static int on_power_subsystem(struct rf_op *op, const struct rf_reply *r)
 {
+	int ok = rf_reply_usable(r, skipped(op));
+	if (ok <= 0)
+		return ok;
 	const char *psus = rf_link(r->json, "PowerSupplies");
-	rf_sensors_from_power_subsystem(op->scratch, r->json);
+	rf_sensors_from_power_subsystem(found(op), r->json);
 	if (psus)
-		rf_push(op, "GET", psus, NULL, 0, on_psus);
+		rf_push(op, "GET", psus, NULL, RF_ALLOW_ERROR, on_psus);
 	return 0;
 }
 
-/* Names made unique ("HpeServerPowerSupply", "HpeServerPowerSupply #2") so that stored
- * readings keep apart. */
 static int sensors_finish(struct rf_op *op)
 {
-	json_t *count = json_object();
+	json_t *skip = skipped(op);
+	json_t *chassis = op->bmc->chassis_skipped;
+	json_t *list = rf_sensors_merge(found(op));
 	size_t i;
-	json_t *s;
-	json_array_foreach(op->scratch, i, s) {
-		const char *name = json_string_value(json_object_get(s, "name"));
-		json_int_t n = json_integer_value(json_object_get(count, name)) + 1;
-		json_object_set_new(count, name, json_integer(n));
-		if (n > 1) {
-			char buf[300];
-			snprintf(buf, sizeof(buf), "%s #%lld", name, (long long)n);
-			json_object_set_new(s, "name", json_string(buf));
-		}
-	}
-	json_decref(count);
-	op->data = json_pack("{s:O}", "sensors", op->scratch);
-	return 0;
+	json_t *line;
+
+	if (!list)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	/* the chassis that did not read first: their readings are missing too */
+	json_array_foreach(chassis, i, line)
+		json_array_insert(skip, i, line);
+	op->data = json_pack("{s:o}", "sensors", list);
+	if (op->data && json_array_size(skip) > 0)
+		json_object_set(op->data, "skipped", skip);
+	return op->data ? 0 : kiln_fail(KILN_ERROR, "out of memory");
 }
 
+/* Per chassis: the legacy Thermal, else ThermalSubsystem; the legacy Power, else
+ * PowerSubsystem and EnvironmentMetrics; and the Sensors collection unless both legacy
+ * resources are there (iDRAC, iLO and OpenBMC repeat them there, at one GET per sensor):
+ * a Cray EX blade's temperatures are only there, a GB200 GPU's power too. What does not read
+ * is skipped and named; a busy BMC fails the read as busy. */
 int rf_sensors_start(struct rf_op *op)
 {
-	op->scratch = json_array();
+	op->scratch = json_pack("{s:[], s:[]}", "sensors", "skipped");
+	if (!op->scratch)
+		return kiln_fail(KILN_ERROR, "out of memory");
 	for (size_t i = 0; i < op->bmc->nchassis; i++) {
 		const struct rf_chassis *c = &op->bmc->chassis[i];
 		if (c->thermal)
-			rf_push(op, "GET", c->thermal, NULL, 0, on_thermal);
+			rf_push(op, "GET", c->thermal, NULL, RF_ALLOW_ERROR, on_thermal);
 		else if (c->thermal_subsystem)
-			rf_push(op, "GET", c->thermal_subsystem, NULL, 0, on_thermal_subsystem);
+			rf_push(op, "GET", c->thermal_subsystem, NULL, RF_ALLOW_ERROR,
+				on_thermal_subsystem);
 		if (c->power) {
-			rf_push(op, "GET", c->power, NULL, 0, on_power);
+			rf_push(op, "GET", c->power, NULL, RF_ALLOW_ERROR, on_power);
 		} else {
 			if (c->power_subsystem)
-				rf_push(op, "GET", c->power_subsystem, NULL, 0, on_power_subsystem);
+				rf_push(op, "GET", c->power_subsystem, NULL, RF_ALLOW_ERROR,
+					on_power_subsystem);
 			if (c->environment)
-				rf_push(op, "GET", c->environment, NULL, 0, on_environment);
+				rf_push(op, "GET", c->environment, NULL, RF_ALLOW_ERROR,
+					on_environment);
 		}
-		/* a chassis whose readings live only in its Sensors collection */
-		if (c->sensors && !c->thermal && !c->thermal_subsystem && !c->power &&
-		    !c->power_subsystem && !c->environment)
+		if (c->sensors && !(c->thermal && c->power))
 			rf_push(op, "GET", c->sensors, NULL, RF_ALLOW_ERROR, on_sensors);
 	}
 	op->finish = sensors_finish;

@@ -217,24 +217,141 @@ static void test_logs(void **state)
 	json_t *out = json_array();
 	json_t *seen = json_object();
 	json_t *meta = json_object();
-	assert_int_equal(rf_log_entries_append(out, meta, seen, coll, "Log1", 0), 2);
+	struct rf_log_ids ids = { json_object(), json_object(), seen, { NULL, NULL } };
+	static const char log1[] = "/redfish/v1/Systems/1/LogServices/Log1";
+	ids.host[0] = "/redfish/v1/Systems/1";
+	assert_int_equal(rf_log_entries_append(out, meta, &ids, coll, log1, 0, NULL), 2);
 	/* the newest entry's time: a log cleared and refilled shows it going backwards */
 	assert_int_equal(json_integer_value(json_object_get(meta, "newest")), 1577836800);
 	json_t *e = json_array_get(out, 0);
 	assert_string_equal(json_string_value(json_object_get(e, "id")), "Log1/1");
 	assert_string_equal(json_string_value(json_object_get(e, "severity")), "critical");
 	assert_int_equal(json_integer_value(json_object_get(e, "timestamp")), 1331131440);
-	/* the same page again adds nothing; since filters */
-	assert_int_equal(rf_log_entries_append(out, NULL, seen, coll, "Log1", 0), 0);
+	/* the same page again adds nothing (both counted as listed before); since filters */
+	size_t dups = 0;
+	assert_int_equal(rf_log_entries_append(out, NULL, &ids, coll, log1, 0, &dups), 0);
+	assert_int_equal(dups, 2);
 	json_t *out2 = json_array();
 	json_t *seen2 = json_object();
-	assert_int_equal(rf_log_entries_append(out2, meta, seen2, coll, "Log1", 1500000000), 1);
+	struct rf_log_ids ids2 = { json_object(), json_object(), seen2, { NULL, NULL } };
+	assert_int_equal(rf_log_entries_append(out2, meta, &ids2, coll, log1, 1500000000, NULL), 1);
 	json_decref(coll);
 	json_decref(out);
 	json_decref(seen);
 	json_decref(meta);
 	json_decref(out2);
 	json_decref(seen2);
+	json_decref(ids.labels);
+	json_decref(ids.taken);
+	json_decref(ids2.labels);
+	json_decref(ids2.taken);
+}
+
+/* Log ids keep the names kiln stored before (the poller keys its history by them): a service
+ * of the system's or the manager's is its last segment, the first to take it keeps it; the
+ * second of a name, and one elsewhere, is its path. */
+static void test_log_labels(void **state)
+{
+	static const struct { const char *path, *label; } v[] = {
+		/* Supermicro: the Health Event Log, read first, keeps "Log1" */
+		{ "/redfish/v1/Systems/1/LogServices/Log1", "Log1" },
+		{ "/redfish/v1/Managers/1/LogServices/Log1", "Managers/1/Log1" },
+		/* the same service again (iLO's trailing slash, case): the same label */
+		{ "/redfish/v1/systems/1/LogServices/Log1/", "Log1" },
+		{ "/redfish/v1/Managers/1/LogServices/IEL", "IEL" },
+		/* the HGX baseboard's and the chassis': new to kiln, always by their path */
+		{ "/redfish/v1/Systems/HGX_Baseboard_0/LogServices/EventLog",
+		  "Systems/HGX_Baseboard_0/EventLog" },
+		{ "/redfish/v1/Chassis/HGX_GPU_SXM_1/LogServices/XID", "Chassis/HGX_GPU_SXM_1/XID" },
+		{ "/redfish/v1/Chassis/DGX/LogServices/Logs", "Chassis/DGX/Logs" },
+	};
+	struct rf_log_ids ids = { json_object(), json_object(), json_object(),
+				  { "/redfish/v1/Systems/1", "/redfish/v1/Managers/1" } };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		assert_string_equal(rf_log_label(&ids, v[i].path), v[i].label);
+	json_decref(ids.labels);
+	json_decref(ids.taken);
+	json_decref(ids.seen);
+}
+
+/* An HGX XID log re-lists the baseboard's EventLog entries (their @odata.id): listed once,
+ * with the EventLog's id, the Xid tied to its GPU. */
+static void test_log_xid(void **state)
+{
+	(void)state;
+	static const struct { const char *text; int found; long xid; int sxid; } v[] = {
+		{ "[Mon Mar 10 02:11:07 UTC 2025][5][00] XID 79 GPU has fallen off the bus", 1, 79, 0 },
+		{ "SXID 20034 Fatal NVLink LTSSM fault on port 7", 1, 20034, 1 },
+		{ "NVRM: Xid (PCI:0000:3b:00): 48, pid=1234, DBE", 1, 48, 0 },
+		{ "xid: 13 Graphics SM Warp Exception", 1, 13, 0 },
+		{ "The health of resource 'GPU_SXM_5' has changed to Critical.", 0, 0, 0 },
+		{ "FXID 12 is no Xid", 0, 0, 0 },
+		{ "XID without a number", 0, 0, 0 },
+		{ "XID 12345678901 too long", 0, 0, 0 },
+		{ NULL, 0, 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		long xid = -1;
+		int sxid = -1;
+
+		assert_int_equal(rf_log_xid_parse(v[i].text, &xid, &sxid), v[i].found);
+		if (v[i].found) {
+			assert_int_equal(xid, v[i].xid);
+			assert_int_equal(sxid, v[i].sxid);
+		}
+	}
+
+	static const char ev[] = "/redfish/v1/Systems/HGX_Baseboard_0/LogServices/EventLog";
+	static const char xid5[] = "/redfish/v1/Chassis/HGX_GPU_SXM_5/LogServices/XID";
+	static const char xid2[] = "/redfish/v1/Chassis/HGX_GPU_SXM_2/LogServices/XID";
+	json_t *xids = json_pack(
+		"{s:[{s:s, s:s, s:s, s:s, s:[s, s], s:{s:{s:s}}}]}", "Members",
+		"@odata.id", "/redfish/v1/Systems/HGX_Baseboard_0/LogServices/EventLog/Entries/469",
+		"Id", "469", "Created", "2025-03-10T02:11:07+00:00",
+		"Message", "The resource property has detected errors of type 'XID 79 ...'",
+		"MessageArgs", "GPU_SXM_5 Driver Event Message", "XID 79 GPU has fallen off the bus",
+		"Links", "OriginOfCondition", "@odata.id", "/redfish/v1/Chassis/HGX_GPU_SXM_5");
+	/* an XID log's own entry that names no device: the GPU of its chassis */
+	json_t *own = json_pack("{s:[{s:s, s:s, s:s, s:s}]}", "Members",
+		"@odata.id", "/redfish/v1/Chassis/HGX_GPU_SXM_2/LogServices/XID/Entries/1",
+		"Id", "1", "Created", "2025-03-10T01:02:17+00:00", "Message", "XID 13 SM Warp");
+	json_t *events = json_pack("{s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "Members",
+		"@odata.id", "/redfish/v1/Systems/HGX_Baseboard_0/LogServices/EventLog/Entries/469",
+		"Id", "469", "Message", "the same entry",
+		"@odata.id", "/redfish/v1/Systems/HGX_Baseboard_0/LogServices/EventLog/Entries/470",
+		"Id", "470", "Message", "The health of resource 'GPU_SXM_5' has changed to Critical.");
+	json_t *out = json_array(), *meta = json_object();
+	struct rf_log_ids ids = { json_object(), json_object(), json_object(),
+				  { "/redfish/v1/Systems/DGX", "/redfish/v1/Managers/BMC" } };
+	size_t dups = 0;
+
+	assert_int_equal(rf_log_entries_append(out, meta, &ids, xids, xid5, 0, &dups), 1);
+	assert_int_equal(rf_log_entries_append(out, meta, &ids, own, xid2, 0, &dups), 1);
+	assert_int_equal(rf_log_entries_append(out, meta, &ids, events, ev, 0, &dups), 1);
+	assert_int_equal(dups, 1);
+	json_t *e = json_array_get(out, 0);
+	assert_string_equal(json_string_value(json_object_get(e, "id")),
+			    "Systems/HGX_Baseboard_0/EventLog/469");
+	assert_string_equal(json_string_value(json_object_get(e, "gpu")), "GPU_SXM_5");
+	assert_int_equal(json_integer_value(json_object_get(e, "xid")), 79);
+	e = json_array_get(out, 1);
+	assert_string_equal(json_string_value(json_object_get(e, "id")),
+			    "Chassis/HGX_GPU_SXM_2/XID/1");
+	assert_string_equal(json_string_value(json_object_get(e, "gpu")), "GPU_SXM_2");
+	assert_int_equal(json_integer_value(json_object_get(e, "xid")), 13);
+	e = json_array_get(out, 2);
+	assert_null(json_object_get(e, "xid"));
+	assert_null(json_object_get(e, "gpu"));
+	json_decref(xids);
+	json_decref(own);
+	json_decref(events);
+	json_decref(out);
+	json_decref(meta);
+	json_decref(ids.labels);
+	json_decref(ids.taken);
+	json_decref(ids.seen);
 }
 
 static void test_inventory(void **state)
@@ -410,6 +527,163 @@ static void test_parse_budget(void **state)
 	free(flood);
 }
 
+/* One line per physical reading (sensor_merge.c): each case a list of readings as the views
+ * give them ("name|kind|value|uri|aliases"), and the names kiln reports. */
+static void test_sensor_merge(void **state)
+{
+	static const struct { const char *what, *in[6], *want; } v[] = {
+		{ "a ThermalMetrics excerpt and its Sensor: one (the first read stays)",
+		  { "GPU_0_TEMP_0|temperature|40.5|/redfish/v1/Chassis/G/Sensors/GPU_0_TEMP_0|",
+		    "GPU 0 TEMP 0|temperature|40.6|/redfish/v1/Chassis/G/Sensors/GPU_0_TEMP_0|GPU_0_TEMP_0" },
+		  "GPU_0_TEMP_0=40.5" },
+		{ "a legacy Thermal member and the Sensor of that name in a contained chassis",
+		  { "TEMP_CPU0|temperature|47||",
+		    "TEMP_CPU0|temperature|48|/redfish/v1/Chassis/CPUBaseboard/Sensors/TEMP_CPU0|TEMP_CPU0" },
+		  "TEMP_CPU0=47" },
+		{ "legacy Power voltage and PDB Sensor by name; a legacy-only one stays",
+		  { "VOLT_12V|voltage|12.21||", "VOLT_3V|voltage|3.05||",
+		    "VOLT_12V|voltage|12.276|/redfish/v1/Chassis/PDB/Sensors/VOLT_12V|VOLT_12V" },
+		  "VOLT_12V=12.21,VOLT_3V=3.05" },
+		{ "a name two legacy members share (iLO's PSUs) tells no sensor: all kept",
+		  { "HpeServerPowerSupply|psu|410||", "HpeServerPowerSupply|psu|395||",
+		    "HpeServerPowerSupply|psu|400|/redfish/v1/Chassis/1/Sensors/PS1|" },
+		  "HpeServerPowerSupply=410,HpeServerPowerSupply #2=395,HpeServerPowerSupply #3=400" },
+		{ "the same name in another kind is another sensor",
+		  { "PSU0|psu|2395||", "PSU0|power|2400|/redfish/v1/Chassis/PDB/Sensors/PSU0|" },
+		  "PSU0=2395,PSU0 #2=2400" },
+		{ "two Sensors of one name are two sensors",
+		  { "Inlet|temperature|21|/redfish/v1/Chassis/A/Sensors/Inlet|",
+		    "Inlet|temperature|25|/redfish/v1/Chassis/B/Sensors/Inlet|" },
+		  "Inlet=21,Inlet #2=25" },
+		{ "an excerpt without a reading takes the Sensor's",
+		  { "TEMP_NIC|temperature|-|/redfish/v1/Chassis/C/Sensors/TEMP_NIC/|",
+		    "NIC Temp|temperature|44|/redfish/v1/chassis/C/Sensors/TEMP_NIC|" },
+		  "TEMP_NIC=44" },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		json_t *in = json_array(), *out;
+		char got[512] = "";
+
+		for (size_t k = 0; k < 6 && v[i].in[k]; k++) {
+			char buf[300], *f[5] = { 0 }, *save = NULL, *p = buf;
+			size_t nf = 0;
+
+			snprintf(buf, sizeof(buf), "%s", v[i].in[k]);
+			/* fields may be empty: split by hand */
+			f[nf++] = p;
+			for (; *p && nf < 5; p++)
+				if (*p == '|') {
+					*p = '\0';
+					f[nf++] = p + 1;
+				}
+			(void)save;
+			json_t *s = json_pack("{s:s, s:s, s:o}", "name", f[0], "kind", f[1], "value",
+					      strcmp(f[2], "-") ? json_real(atof(f[2])) : json_null());
+			if (f[3] && *f[3])
+				json_object_set_new(s, "_uri", json_string(f[3]));
+			if (f[4] && *f[4])
+				json_object_set_new(s, "_names", json_pack("[s]", f[4]));
+			json_array_append_new(in, s);
+		}
+		out = rf_sensors_merge(in);
+		assert_non_null(out);
+		size_t j;
+		json_t *s;
+		json_array_foreach(out, j, s) {
+			size_t len = strlen(got);
+
+			snprintf(got + len, sizeof(got) - len, "%s%s=%g", j ? "," : "",
+				 json_string_value(json_object_get(s, "name")),
+				 json_number_value(json_object_get(s, "value")));
+			/* the parsers' internal members never leave */
+			assert_null(json_object_get(s, "_uri"));
+			assert_null(json_object_get(s, "_names"));
+		}
+		if (strcmp(got, v[i].want) != 0)
+			fail_msg("%s: got '%s', want '%s'", v[i].what, got, v[i].want);
+		json_decref(in);
+		json_decref(out);
+	}
+
+	/* the parsers give the views their identity: DGX's ThermalMetrics and a Sensor */
+	json_t *tm = json_pack("{s:[{s:s, s:s, s:i}]}", "TemperatureReadingsCelsius",
+			       "DataSourceUri", "/redfish/v1/Chassis/CPUBaseboard/Sensors/TEMP_CPU0",
+			       "DeviceName", "TEMP_CPU0", "Reading", 48);
+	json_t *sensor = json_pack("{s:s, s:s, s:s, s:s, s:i}", "@odata.id",
+				   "/redfish/v1/Chassis/CPUBaseboard/Sensors/TEMP_CPU0", "Id",
+				   "TEMP_CPU0", "Name", "TEMP_CPU0", "ReadingType", "Temperature",
+				   "Reading", 49);
+	json_t *thermal = json_pack("{s:[{s:s, s:s, s:i}]}", "Temperatures", "@odata.id",
+				    "/redfish/v1/Chassis/DGX/Thermal#/Temperatures/0", "Name",
+				    "TEMP_CPU0", "ReadingCelsius", 47);
+	json_t *all = json_array(), *merged;
+	rf_sensors_from_thermal(all, thermal);
+	rf_sensors_from_thermal_metrics(all, tm);
+	rf_sensors_from_sensor(all, sensor);
+	assert_int_equal(json_array_size(all), 3);
+	merged = rf_sensors_merge(all);
+	assert_int_equal(json_array_size(merged), 1);
+	assert_true(json_number_value(json_object_get(json_array_get(merged, 0), "value")) == 47);
+	json_decref(merged);
+	json_decref(all);
+	json_decref(tm);
+	json_decref(sensor);
+	json_decref(thermal);
+}
+
+/* Which chassis are the system's, and which manager is its BMC (discover.c). */
+static void test_discovery_choices(void **state)
+{
+	static const char sys[] = "/redfish/v1/Systems/System_0";
+	static const char hgx[] = "/redfish/v1/Systems/HGX_Baseboard_0";
+	static const struct { const char *links; int want; } chassis[] = {
+		{ "{\"ComputerSystems\":[{\"@odata.id\":\"/redfish/v1/Systems/System_0\"}]}",
+		  RF_CLAIM_WITH_CONTAINED },
+		{ "{\"ComputerSystems\":[{\"@odata.id\":\"/redfish/v1/Systems/System_0/\"}]}",
+		  RF_CLAIM_WITH_CONTAINED },
+		/* the host's HGX baseboard's chassis: its GPUs' temperatures are the host's */
+		{ "{\"ComputerSystems\":[{\"@odata.id\":\"/redfish/v1/Systems/HGX_Baseboard_0\"}]}",
+		  RF_CLAIM_WITH_CONTAINED },
+		/* an enclosure of several systems: for itself only */
+		{ "{\"ComputerSystems\":[{\"@odata.id\":\"/redfish/v1/Systems/System_0\"},"
+		  "{\"@odata.id\":\"/redfish/v1/Systems/System_1\"}]}", RF_CLAIM_ALONE },
+		{ "{\"ComputerSystems\":[{\"@odata.id\":\"/redfish/v1/Systems/System_1\"}]}",
+		  RF_CLAIM_NO },
+		{ "{}", RF_CLAIM_NO },
+		{ "{\"ComputerSystems\":\"/redfish/v1/Systems/System_0\"}", RF_CLAIM_NO },
+	};
+	static const struct { const char *json; int want; } managers[] = {
+		{ "{\"ManagerType\":\"AuxiliaryController\"}", 1 },
+		{ "{\"ManagerType\":\"BMC\"}", 2 },
+		{ "{\"ManagerType\":\"BMC\",\"Links\":{\"ManagerForServers\":"
+		  "[{\"@odata.id\":\"/redfish/v1/Systems/HGX_Baseboard_0\"}]}}", 0 },
+		{ "{\"Links\":{\"ManagerForServers\":[{\"@odata.id\":\"/redfish/v1/Systems/HGX_"
+		  "Baseboard_0\"},{\"@odata.id\":\"/redfish/v1/systems/system_0\"}]}}", 3 },
+	};
+	char key[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(chassis) / sizeof(chassis[0]); i++) {
+		json_t *links = json_loads(chassis[i].links, 0, NULL);
+		json_t *c = json_pack("{s:o}", "Links", links);
+
+		assert_int_equal(rf_chassis_claim(c, sys, hgx), chassis[i].want);
+		json_decref(c);
+	}
+	for (size_t i = 0; i < sizeof(managers) / sizeof(managers[0]); i++) {
+		json_t *m = json_loads(managers[i].json, 0, NULL);
+
+		assert_non_null(m);
+		assert_int_equal(rf_manager_score(m, sys), managers[i].want);
+		json_decref(m);
+	}
+	rf_path_key(key, sizeof(key), "/redfish/v1/Chassis/Enc/Power#/PowerSupplies/0");
+	assert_string_equal(key, "/redfish/v1/chassis/enc/power");
+	rf_path_key(key, sizeof(key), "/redfish/v1/Chassis/1/");
+	assert_string_equal(key, "/redfish/v1/chassis/1");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +694,10 @@ int main(void)
 		cmocka_unit_test(test_newer_schemas),
 		cmocka_unit_test(test_reset_types),
 		cmocka_unit_test(test_logs),
+		cmocka_unit_test(test_log_labels),
+		cmocka_unit_test(test_log_xid),
+		cmocka_unit_test(test_sensor_merge),
+		cmocka_unit_test(test_discovery_choices),
 		cmocka_unit_test(test_inventory),
 		cmocka_unit_test(test_paths_and_errors),
 		cmocka_unit_test(test_sensor_resources),

@@ -1153,6 +1153,13 @@ static void section_bmc(struct run *r, struct ids *id)
 	OK(store_bmc_log_add(r->st, &ins, id->n1, "sel:18", T0 - 30, SEV_CRITICAL,
 			     "Drive 0 fault", 0));
 	out(r, "  inserted %d", ins);
+	OK(store_bmc_log_known(r->st, &ins, id->n1, "sel:1"));
+	out(r, "  known sel:1 %d", ins);
+	OK(store_bmc_log_known(r->st, &ins, id->n1, "sel:2"));
+	out(r, "  known sel:2 %d", ins);
+	OK(store_bmc_log_known(r->st, &ins, id->n2, "sel:1"));
+	out(r, "  known on n2 %d", ins);
+	CALL(KILN_EINVAL, store_bmc_log_known(r->st, &ins, id->n1, ""));
 	OK(store_bmc_log_prune(r->st, clock_at - 86400));
 
 	out(r, "# fleet state");
