@@ -190,6 +190,10 @@ start_bmcsim() {
 	die "kiln-bmcsim ($kind) did not start; see $LAB/logs/bmcsim-$kind.log"
 }
 
+# ipmisim_guid INDEX: the system GUID of ipmi_sim INDEX, which its host shows as its DMI
+# product_uuid (kilnd binds the node's agent by it).
+ipmisim_guid() { printf 'a1b2c3d4-e5f6-0718-293a-4b5c6d7f%04x\n' "$1"; }
+
 # start_ipmisim INDEX PORT NODE: one ipmi_sim BMC with the project's kit from tests/ipmi, and
 # its serial side: kiln-serialsim on PORT + 1000, answering what is typed like NODE's getty.
 # Text appended to DIR/serial.tx is what the node prints (serial_boot); what is typed into
@@ -201,7 +205,7 @@ start_ipmisim() {
 	echo 1 >"$dir/chassis/power"
 	: >"$dir/serial.tx"
 	sed -e "s|@NAME@|lab$i|" -e "s|@PORT@|$port|" \
-		-e "s|@GUID@|$(printf 'a1b2c3d4e5f60718293a4b5c6d7f%04x' "$i")|" \
+		-e "s|@GUID@|$(ipmisim_guid "$i" | tr -d -)|" \
 		-e "s|@CHASSIS@|$REPO/deploy/lab.sh ipmi-chassis|" -e "s|@CHASSIS_DIR@|$i|" \
 		-e "s|@SOLPORT@|$solport|" -e "s|@USER@|admin|" -e "s|@PASSWORD@|password|" \
 		"$kit/lan.conf.in" >"$dir/lan.conf"
@@ -245,6 +249,11 @@ add_node() {
 	redfish*) sim_serial "${bmc##*:}" ;;
 	*) printf 'LAB-%s\n' "$name" ;;
 	esac >"$root/sys/class/dmi/id/product_serial"
+	# and the system UUID its BMC reports (the Redfish simulators of one tree share theirs,
+	# which binds nothing; an IPMI simulator has a GUID of its own)
+	case "$bmc" in
+	ipmi://*) ipmisim_guid "$LAB_IPMI_INDEX" >"$root/sys/class/dmi/id/product_uuid" ;;
+	esac
 	[ "$name" = gpu03 ] || : >"$root/dev/kmsg"
 	# A healthy lab: the fixture's NVML Xid events are left out, and but for gpu03 its GPU
 	# ECC errors and pending row remap (gpu03 keeps those and its kernel log's Xids so that
@@ -318,7 +327,7 @@ lab_up() {
 		n=$((n + 1))
 		name=$(printf 'gpu%02d' "$n")
 		start_ipmisim "$i" $((ipmi_base + i)) "$name"
-		add_node "$name" "ipmi://127.0.0.1:$((ipmi_base + i))" legacy r2 h100-8gpu
+		LAB_IPMI_INDEX=$i add_node "$name" "ipmi://127.0.0.1:$((ipmi_base + i))" legacy r2 h100-8gpu
 		echo "$name" >"$LAB/nodes/by-bmc/ipmi-$i"
 		ipmi_nodes+=("$name")
 	done

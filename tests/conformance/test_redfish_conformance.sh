@@ -71,7 +71,7 @@ stop_sim() {
 
 rf() { "$RF" --url "$URL" --timeout-ms 5000 --action-timeout-ms 30000 "$@" 2>"$WORK/rf.err"; }
 
-SKIP_LOGS='^(Journal|HostLogger|Crashdump|FaultList|SL)$'
+SKIP_LOGS='^(Journal|HostLogger|Crashdump|FaultList|SL|AuditLog)$'
 
 # How many distinct sensors of each name the tree has: the most members one legacy array
 # resource (Thermal, Power) gives that name, or the number of Sensor resources named so.

@@ -96,6 +96,20 @@ for entry in "${TREES[@]}"; do
 	NODES+=("$name")
 	TREE_OF[$name]=$tree
 done
+# An NVIDIA HGX platform's second system is its GPU baseboard, never a host: added without
+# --bmc-system. A blade chassis' two hosts still need it (exit 2, naming them).
+for n in dgx-h100 gb200 gh200; do
+	[ -n "${TREE_OF[$n]:-}" ] && pass "$n added without --bmc-system" ||
+		fail "$n not added: $(cat "$T/add-$n.log" 2>/dev/null)"
+done
+grep -q "this BMC has 2 systems (Blade1, Blade2); choose one with --bmc-system" "$T/add-blade.log"
+check "a two-host blade BMC is still refused without --bmc-system" $? "$(cat "$T/add-blade.log")"
+bmcsim_start "$T/sim-dgx-board" "$FIX/vendor/dgx-h100" || exit 1
+"$KILN" node add dgx-board --bmc "redfish+http://127.0.0.1:$BMCSIM_PORT" --bmc-user admin \
+	--bmc-password-file "$T/bmc.pw" --bmc-system HGX_Baseboard_0 >"$T/add-board.log" 2>&1
+same "the HGX baseboard as --bmc-system: a usage error" "$?" 2
+grep -q "'HGX_Baseboard_0' is this BMC's GPU baseboard, not a host" "$T/add-board.log"
+check "... saying it is the GPU baseboard" $? "$(cat "$T/add-board.log")"
 inventories() { [ "$(sql "SELECT count(*) FROM node_inventory")" -ge "${#NODES[@]}" ]; }
 wait_for "the poller read every BMC's inventory" 60 inventories || exit 1
 

@@ -97,6 +97,10 @@ read_tree dgx-h100 && {
 	inventory NVIDIA DGXH100 1654723900417 2 "Intel(R) Xeon(R) Platinum 8480C" 8 "H100 80GB HBM3" \
 		1654223019417 1654223020105 1654223019882 1654223021340 1654223018763 1654223020519 \
 		1654223019006 1654223021977
+	jqok "GPUs named by their ids (the baseboard names each \"Processor\"), GPU_SXM_5 critical" \
+		".[0].gpus | ([.[].name] | sort) == [range(1; 9) | \"GPU_SXM_\\(.)\"] and
+			([.[] | select(.health == \"Critical\") | .name] == [\"GPU_SXM_5\"]) and
+			all(.[]; .source == \"hgx_baseboard\")" "$INV" '.[0].gpus'
 	sensors 35
 	kinds temperature=22 fan=4 voltage=5 power=2 psu=2
 	# the README's "3 without a reading" counts TEMP_CPU1_IJKL, which is Absent: not listed
@@ -122,6 +126,10 @@ read_tree dgx-h100 && {
 read_tree gb200 && {
 	inventory NVIDIA "GB200 NVL" 1831324040518 2 Grace 4 "NVIDIA GB200" \
 		1325224051739 1325224052011 1325224051802 1325224052390
+	jqok "GPU_0..3, the System's identity and SKU from its chassis" \
+		".[0] | ([.gpus[].name] | sort) == [\"GPU_0\", \"GPU_1\", \"GPU_2\", \"GPU_3\"] and
+			.sku == \"965-24548-0000-000\" and (.from_chassis | index(\"serial\")) != null" \
+		"$INV" '.[0] | {gpus: [.gpus[].name], sku, from_chassis}'
 	sensors 37
 	kinds temperature=32 power=5
 	logs 7
@@ -165,7 +173,7 @@ read_tree lenovo-xcc && {
 		1321723058765 1321723059012 1321723058533
 	sensors 13
 	kinds temperature=6 fan=4 power=1 psu=2
-	logs 7
+	logs 4 # PlatformLog; the AuditLog of logins is no event log
 }
 
 # --- HPE Cray EX: no Links on the system, MCUs before the BMC, a dead Power link

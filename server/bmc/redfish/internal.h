@@ -381,7 +381,7 @@ int64_t rf_time_parse(const char *iso8601);
 /* Fills the inventory object from a ComputerSystem. */
 void rf_inventory_from_system(json_t *inv, const json_t *sys);
 /* Adds "chassis_serial" from the system's chassis (b->chassis_identity, may be NULL), and
- * the manufacturer, model and serial the System left empty ("from_chassis" names them). */
+ * the manufacturer, model, serial and SKU the System left empty ("from_chassis" names them). */
 void rf_inventory_from_chassis(json_t *inv, const json_t *chassis);
 /* A PCIeDevice or iLO OEM device: 1 a GPU (DeviceType GPU, or a display or processing
  * accelerator class), 0 not one (a NIC, a storage controller: whoever made it), -1 when the

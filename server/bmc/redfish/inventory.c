@@ -48,6 +48,7 @@ void rf_inventory_from_chassis(json_t *inv, const json_t *chassis)
 		{ "manufacturer", "Manufacturer" },
 		{ "model", "Model" },
 		{ "serial", "SerialNumber" },
+		{ "sku", "SKU" },
 	};
 	const char *serial = json_string_value(json_object_get(chassis, "SerialNumber"));
 	json_t *from = json_array();
@@ -145,7 +146,12 @@ int rf_function_is_gpu(const json_t *fn)
 static json_t *gpu_object(const json_t *dev, const char *source)
 {
 	json_t *g = json_object();
+	const char *name = json_string_value(json_object_get(dev, "Name"));
 	set_string(g, "name", dev, "Name");
+	/* HGX baseboards name every GPU "Processor": its id says which (GPU_SXM_5) */
+	if ((!name || !*name || strcasecmp(name, "Processor") == 0 || strcasecmp(name, "GPU") == 0) &&
+	    json_is_string(json_object_get(dev, "Id")))
+		set_string(g, "name", dev, "Id");
 	set_string(g, "manufacturer", dev, "Manufacturer");
 	if (!json_string_length(json_object_get(g, "manufacturer")))
 		set_string(g, "manufacturer", dev, "GPUVendor"); /* Supermicro's PCIe devices */

@@ -14,12 +14,13 @@
 #define LOG_PAGES_MAX 50
 
 /* Services that are not event logs: the BMC's own OS journal, host console text, crash
- * dumps, iDRAC's list of current faults (derived, not events) and iLO's security log. An
- * AuditLog is read (Lenovo's XCC logs its resets and restored defaults there). */
+ * dumps, iDRAC's list of current faults (derived, not events), iLO's security log and the
+ * audit logs of logins (Lenovo's XCC logs every Redfish session there, kiln's own too: each
+ * would be an event). */
 int rf_log_service_wanted(const char *id)
 {
 	static const char *const skip[] = {"Journal", "HostLogger", "Crashdump", "Dump",
-					   "FaultList", "SL", NULL};
+					   "FaultList", "SL", "AuditLog", NULL};
 	if (!id)
 		return 0;
 	for (size_t i = 0; skip[i]; i++)
