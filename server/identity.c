@@ -183,7 +183,7 @@ enum identity_bmc_verdict identity_bmc_vouch(const char **out_how, char *message
 	if (!uuid_compared && !serial_compared)
 		return BMC_SILENT;
 	if (!message || !len)
-		return BMC_DIFFERS;
+		return serial_compared ? BMC_DIFFERS : BMC_UUID_DIFFERS;
 	message[0] = '\0';
 	if (uuid_compared)
 		used += (size_t)snprintf(message, len, "host.dmi_uuid '%.40s' (reported) is not the "
@@ -203,7 +203,7 @@ enum identity_bmc_verdict identity_bmc_vouch(const char **out_how, char *message
 			sep = " nor its ";
 		}
 	}
-	return BMC_DIFFERS;
+	return serial_compared ? BMC_DIFFERS : BMC_UUID_DIFFERS;
 }
 
 const char *identity_bmc_key(const struct identity_bmc *b)
@@ -271,6 +271,7 @@ void identity_decide(struct identity_decision *out, const struct agent_identity 
 		     const struct identity_report *r)
 {
 	struct identity_bmc b = identity_bmc_of(f);
+	enum identity_bmc_verdict v;
 	char bmc_message[400];
 	size_t used = 0;
 	int machine_changed, reinstall_takes;
@@ -283,8 +284,14 @@ void identity_decide(struct identity_decision *out, const struct agent_identity 
 	}
 	/* The BMC sits on the motherboard: a host it does not vouch for is another machine
 	 * (unless an admin accepted exactly this pair). */
-	if (identity_bmc_vouch(&out->bound_by, bmc_message, sizeof(bmc_message), &b, r->dmi_uuid,
-			       r->dmi_serial) == BMC_DIFFERS) {
+	v = identity_bmc_vouch(&out->bound_by, bmc_message, sizeof(bmc_message), &b, r->dmi_uuid,
+			       r->dmi_serial);
+	/* A UUID alone that differs, for a host whose reports were stored before (its machine
+	 * id and host name are checked below): the BMC's UUID is not the host's. It binds a
+	 * first report only. */
+	if (v == BMC_UUID_DIFFERS && f->has_agent)
+		v = BMC_SILENT;
+	if (v == BMC_DIFFERS || v == BMC_UUID_DIFFERS) {
 		if (bmc_accepted(f))
 			out->bound_by = "an admin's acceptance (the BMC does not vouch)";
 		else

@@ -66,6 +66,9 @@ enum identity_bmc_verdict {
 	BMC_SILENT = 0,  /* nothing the BMC and the host both state usefully */
 	BMC_VOUCHES,     /* a value matches: the agent runs on this BMC's machine */
 	BMC_DIFFERS,     /* values were compared and none matches */
+	BMC_UUID_DIFFERS, /* only the UUIDs could be compared, and they differ: on a host
+			   * kiln knows already, a BMC that states a UUID of its own (OpenBMC
+			   * builds, IPMI's BMC GUID) rather than another machine */
 };
 
 /*
@@ -73,7 +76,8 @@ enum identity_bmc_verdict {
  * UUID (its byte-swapped and reversed forms too), then the DMI serial against the System's
  * SerialNumber, its SKU and the chassis serial. A UUID that differs while a serial matches
  * still vouches (some BMCs give a UUID of their own). *out_how is a static phrase naming
- * what matched ("system UUID", "SKU (service tag)", ...); on BMC_DIFFERS, message (may be
+ * what matched ("system UUID", "SKU (service tag)", ...); on BMC_DIFFERS or BMC_UUID_DIFFERS,
+ * message (may be
  * NULL) receives "host.dmi_uuid '...' (reported) is not the BMC's system UUID '...'; ...".
  */
 enum identity_bmc_verdict identity_bmc_vouch(const char **out_how, char *message, size_t len,

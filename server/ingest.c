@@ -1494,7 +1494,7 @@ static int identity_check(struct store *st, struct identity_decision *d,
 		/* a host the BMC does not vouch for, accepted by an admin, stays accepted while
 		 * the BMC states the same */
 		b = identity_bmc_of(&f);
-		if (identity_bmc_vouch(&how, NULL, 0, &b, r->dmi_uuid, r->dmi_serial) == BMC_DIFFERS) {
+		if (identity_bmc_vouch(&how, NULL, 0, &b, r->dmi_uuid, r->dmi_serial) >= BMC_DIFFERS) {
 			snprintf(after->bmc_serial_accepted, sizeof(after->bmc_serial_accepted), "%s",
 				 identity_bmc_key(&b));
 			after->bound_by = "an admin's acceptance (the BMC does not vouch)";

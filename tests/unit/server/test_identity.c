@@ -230,7 +230,7 @@ static const struct vendor_row vendor_rows[] = {
 	  "00000000-0000-0000-0000-3CECEF8A1B2C", "0123456789", BMC_VOUCHES, "system UUID" },
 	{ "Supermicro, another board", { "00000000-0000-0000-0000-3cecef8a1b2c", "0123456789",
 					 NULL, "C8170LM44PA0123" },
-	  "00000000-0000-0000-0000-3CECEF8A9999", "0123456789", BMC_DIFFERS, NULL },
+	  "00000000-0000-0000-0000-3CECEF8A9999", "0123456789", BMC_UUID_DIFFERS, NULL },
 	/* NVIDIA DGX (AMI): the system serial and UUID on both sides */
 	{ "NVIDIA DGX H100", { "a3c1e2d4-55f6-4b7a-9c8d-1e2f3a4b5c6d", "1650923004012", NULL,
 			       "1650923004012" },
@@ -317,6 +317,29 @@ static void test_dell_report_taken(void **state)
 	assert_non_null(strstr(d.bound_by, "admin"));
 }
 
+/* A UUID alone that differs refuses a first report; a host already bound (machine id and
+ * host name the same) keeps reporting: its BMC states a UUID of its own. */
+static void test_uuid_alone(void **state)
+{
+	struct agent_identity f;
+	struct identity_decision d;
+	const struct identity_report r = { "gpu02", "bbbb", "To Be Filled By O.E.M.", "boot-b1",
+					   "5d2c8e90-1f3a-11ef-8000-a0b1c2d3e4f5" };
+
+	(void)state;
+	bound(&f);
+	f.bmc_serial = NULL;
+	f.dmi_serial = NULL;
+	f.bmc_uuid = "11111111-2222-4333-8444-555555555555";
+	identity_decide(&d, &f, &r);
+	assert_int_equal(d.verdict, IDENTITY_SAME);
+	assert_null(d.bound_by);
+	f_never_reported(&f);
+	identity_decide(&d, &f, &r);
+	assert_int_equal(d.verdict, IDENTITY_MISMATCH);
+	assert_string_equal(d.field, "host.dmi_uuid");
+}
+
 /* Enrollment: the fleet token is on every node, so only the BMC's serial takes a node, and
  * only one without an agent (or a running reinstall job's one enrollment). */
 struct enroll_row {
@@ -366,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_uuid),
 		cmocka_unit_test(test_vendor_identity),
 		cmocka_unit_test(test_dell_report_taken),
+		cmocka_unit_test(test_uuid_alone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
