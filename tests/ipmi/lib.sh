@@ -69,6 +69,16 @@ ipmisim_pick_ports() {
 	return 1
 }
 
+# ipmisim_host_uuid INDEX: the SMBIOS UUID the host of simulator INDEX shows in
+# /sys/class/dmi/id/product_uuid: the system GUID its lan.conf sets (see ipmisim_start),
+# written as a UUID. Get System GUID sends it least significant byte first; kiln matches
+# an agent's UUID in either order (docs/identity.md).
+ipmisim_host_uuid() {
+	local g
+	g=$(printf 'a1b2c3d4e5f60718293a4b5c6d7e%04x' "$1")
+	echo "${g:0:8}-${g:8:4}-${g:12:4}-${g:16:4}-${g:20:12}"
+}
+
 # Starts $1 simulated BMCs. Sets IPMISIM_PORTS, IPMISIM_DIRS (each DIR/chassis holds the
 # chassis state files power, boot, history), and installs the cleanup trap.
 ipmisim_start() {

@@ -51,6 +51,8 @@ out=$("$KILN" console con1 --capture on) || fail "capture on: $out"
 ROOT=$T/root
 cp -r "$KILN_SRC/tests/fixtures/agent/roots/h100" "$ROOT"
 : > "$ROOT/dev/kmsg"
+# the host is the simulator's: its DMI UUID is the BMC's system GUID, so kilnd takes its reports
+ipmisim_host_uuid 0 > "$ROOT/sys/class/dmi/id/product_uuid"
 grep -v xid_events "$KILN_SRC/tests/fake-nvml/configs/h100-8gpu.conf" > "$T/nvml.conf"
 "$KILN" agent token con1 > "$T/con1.token" 2> /dev/null || fail "agent token"
 FAKE_NVML_CONFIG=$T/nvml.conf "$AGENT" --server "$KILND_URL" --root "$ROOT" --nvml-lib "$NVML" \
