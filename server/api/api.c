@@ -21,8 +21,8 @@
 #include "kiln/json_arena.h"
 #include "kiln/log.h"
 #include "kiln/parse.h"
-#include "ratelimit.h"
-#include "receive_gap.h"
+#include "daemon/ratelimit.h"
+#include "agents/receive_gap.h"
 
 #define TOKEN_MAX 200
 

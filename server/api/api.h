@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-#include "secret.h"
+#include "daemon/secret.h"
 
 /* Request bodies are capped; a bigger one is answered 413 without reading it. */
 #define API_BODY_MAX (1024 * 1024)

@@ -11,15 +11,15 @@
 
 #include "api/api_internal.h"
 #include "metrics/counters.h"
-#include "work.h"
-#include "identity.h"
-#include "ingest.h"
+#include "workload/work.h"
+#include "agents/identity.h"
+#include "agents/ingest.h"
 #include "kiln/error.h"
 #include "kiln/json.h"
 #include "kiln/log.h"
 #include "kiln/noderange.h"
 #include "kiln/parse.h"
-#include "ratelimit.h"
+#include "daemon/ratelimit.h"
 
 #define ENROLL_FIELD_MAX 255
 #define PENDING_MAX 10000

@@ -12,8 +12,8 @@
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "kiln/parse.h"
-#include "live.h"
-#include "node_lock.h"
+#include "fleet/live.h"
+#include "cluster/node_lock.h"
 
 #define URL_MAX 2048
 

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
-#include "cluster.h"
+#include "cluster/cluster.h"
 #include "kiln/error.h"
 
 static json_t *instance_json(const struct instance_row *r, int live, int self, size_t nodes,

@@ -6,8 +6,8 @@
 #include <strings.h>
 
 #include "api/api_internal.h"
-#include "cluster.h"
-#include "console.h"
+#include "cluster/cluster.h"
+#include "fleet/console.h"
 #include "kiln/error.h"
 #include "kiln/json.h"
 #include "kiln/noderange.h"

@@ -9,7 +9,7 @@
 #include <microhttpd.h>
 
 #include "api/api.h"
-#include "secret.h"
+#include "daemon/secret.h"
 #include "store/store.h"
 
 #define API_PARAM_MAX 256

@@ -6,11 +6,11 @@
 #include <time.h>
 
 #include "api/api_internal.h"
-#include "jobs.h"
+#include "fleet/jobs.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "kiln/parse.h"
-#include "node_lock.h"
+#include "cluster/node_lock.h"
 
 #define IMAGE_NAME_MAX 64
 #define URL_MAX 2048

@@ -4,7 +4,7 @@
 #include "api/api_internal.h"
 #include "kiln/error.h"
 #include "kiln/parse.h"
-#include "report.h"
+#include "reports/report.h"
 
 #define REPORT_SINCE_DEFAULT_S (12 * 3600)
 #define REPORT_SINCE_MAX_S (366LL * 86400)

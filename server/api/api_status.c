@@ -9,11 +9,11 @@
 #include "api/api_internal.h"
 #include "api/api_status.h"
 #include "health/health_facts.h"
-#include "guard.h"
-#include "work.h"
+#include "fleet/guard.h"
+#include "workload/work.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
-#include "poller.h"
+#include "fleet/poller.h"
 
 #define MAINT_REASON_MAX 500
 

@@ -6,7 +6,7 @@
 #include "kiln/error.h"
 #include "kiln/json.h"
 #include "kiln/noderange.h"
-#include "versions_audit.h"
+#include "reports/versions_audit.h"
 
 /* range NULL or "": every node. */
 static void audit_answer(struct api_ctx *c, const char *range, const json_t *policy)

@@ -4,7 +4,7 @@
 
 #include <jansson.h>
 
-#include "secret.h"
+#include "daemon/secret.h"
 #include "store/store.h"
 
 /*

@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "secret.h"
+#include "daemon/secret.h"
 #include "bmc/bmc.h"
 #include "bmc/ipmi/ipmi.h"
 #include "bmc/redfish/redfish.h"

@@ -3,7 +3,7 @@
 #define KILN_BMC_TARGET_H
 
 #include "bmc/bmc.h"
-#include "secret.h"
+#include "daemon/secret.h"
 #include "store/store.h"
 
 /*

@@ -12,7 +12,7 @@
 #include "kiln/error.h"
 #include "metrics/counters.h"
 #include "metrics/metrics.h"
-#include "poller.h"
+#include "fleet/poller.h"
 
 /* Every family a node gives, in the order written. */
 enum fam {

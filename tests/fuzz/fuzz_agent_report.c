@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "ingest.h"
+#include "agents/ingest.h"
 #include "kiln/error.h"
 #include "store/store.h"
 

@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "daemon/config.h"
 #include "kiln/error.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

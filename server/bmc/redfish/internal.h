@@ -9,7 +9,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "secret.h"
+#include "daemon/secret.h"
 #include "bmc/bmc.h"
 #include "bmc/redfish/redfish.h"
 #include "kiln/buf.h"

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "cluster/cluster.h"
 
 #define NODES 1000
 

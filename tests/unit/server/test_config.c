@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "daemon/config.h"
 #include "kiln/error.h"
 
 static char tmpdir[64];

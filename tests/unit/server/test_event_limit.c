@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "event_limit.h"
+#include "health/event_limit.h"
 
 static void test_budget_and_summary(void **state)
 {

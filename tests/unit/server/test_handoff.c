@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "handoff.h"
+#include "cluster/handoff.h"
 #include "kiln/error.h"
 #include "store_fixture.h"
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "identity.h"
+#include "agents/identity.h"
 
 /* Node gpu02: its BMC says serial SN-B, its agent reported SN-B / machine bbbb / gpu02. */
 static void bound(struct agent_identity *f)

@@ -16,8 +16,8 @@
 #include <sqlite3.h>
 
 #include "health/health_facts.h"
-#include "ingest.h"
-#include "receive_gap.h"
+#include "agents/ingest.h"
+#include "agents/receive_gap.h"
 #include "kiln/error.h"
 #include "store/store.h"
 #include "store/store_internal.h"

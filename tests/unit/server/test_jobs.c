@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "jobs.h"
+#include "fleet/jobs.h"
 #include "kiln/error.h"
 
 #define NOW 1700000000

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "node_lock.h"
+#include "cluster/node_lock.h"
 
 static void test_claim_release(void **state)
 {

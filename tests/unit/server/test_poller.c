@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "poller.h"
+#include "fleet/poller.h"
 
 #define NOW 1700000000
 

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "ratelimit.h"
+#include "daemon/ratelimit.h"
 
 static void test_burst_then_rate(void **state)
 {

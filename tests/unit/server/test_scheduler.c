@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler.h"
-#include "work.h"
+#include "workload/slurm.h"
+#include "workload/work.h"
 
 /* scontrol -o show node lines (22.05), shortened to the fields that matter, and what they say. */
 static const struct {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "kiln/error.h"
-#include "secret.h"
+#include "daemon/secret.h"
 
 struct tmp {
 	char dir[64];

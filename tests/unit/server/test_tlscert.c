@@ -18,7 +18,7 @@
 #include "api/api.h"
 #include "kiln/http.h"
 #include "store/store.h"
-#include "tlscert.h"
+#include "daemon/tlscert.h"
 
 static char dir[64], crt[128], key[128], db[128];
 

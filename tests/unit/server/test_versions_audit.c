@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "kiln/error.h"
-#include "versions_audit.h"
+#include "reports/versions_audit.h"
 
 #define GIB (1024LL * 1024 * 1024)
 
