@@ -159,6 +159,13 @@ static int others_alive(struct store *st, const char *self)
 	return alive;
 }
 
+/* A call handed to this instance read its BMC: the poller keeps it as its own reading. */
+static void observe_reading(void *poller, int64_t node_id, enum bmc_op_kind kind,
+			    const json_t *data)
+{
+	poller_observe(poller, node_id, kind, data);
+}
+
 static int die(const char *what)
 {
 	const char *msg = kiln_error_last();
@@ -722,7 +729,7 @@ int main(int argc, char **argv)
 	}
 	/* Several instances: calls on nodes owned elsewhere go to their owners, and theirs
 	 * come here, through node_calls rows (before the API takes any call). */
-	if (handoff && handoff_run(handoff, poller, live_handoff_result, live) < 0) {
+	if (handoff && handoff_run(handoff, observe_reading, poller, live_handoff_result, live) < 0) {
 		ret = die("handoff");
 		goto cleanup;
 	}

@@ -59,15 +59,6 @@ struct bmc_engine {
 	int stopping;
 };
 
-const char *bmc_power_name(enum bmc_power p)
-{
-	switch (p) {
-	case BMC_POWER_ON: return "on";
-	case BMC_POWER_OFF: return "off";
-	default: return "unknown";
-	}
-}
-
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;

@@ -18,7 +18,6 @@
 #include "kiln/log.h"
 #include "kiln/parse.h"
 #include "cluster/node_lock.h"
-#include "fleet/poller.h"
 
 #define SCAN_EVERY_MS 1000       /* the rows are read again at least this often */
 #define ORPHANS_EVERY_MS 2000   /* calls handed to an instance that died: taken over */
@@ -159,7 +158,8 @@ struct handoff {
 	struct exec *done;         /* results back from the engine (under lock) */
 	int stopping;              /* no new claim (under lock) */
 	int quitting;              /* the thread ends once nothing runs (under lock) */
-	struct poller *poller;     /* NULL once stopping (under lock) */
+	handoff_observe_fn observe; /* NULL once stopping (under lock) */
+	void *observe_ud;
 };
 
 static int64_t mono_ms(void)
@@ -397,8 +397,8 @@ out:
 	/* What the BMC said is stored as this owner's own reading. */
 	if (!e->readback && e->rc == 0 && e->data && e->node) {
 		pthread_mutex_lock(&h->lock);
-		if (h->poller)
-			poller_observe(h->poller, e->node->id, e->op.kind, e->data);
+		if (h->observe)
+			h->observe(h->observe_ud, e->node->id, e->op.kind, e->data);
 		pthread_mutex_unlock(&h->lock);
 	}
 	free(data);
@@ -764,9 +764,11 @@ fail:
 	return rc;
 }
 
-int handoff_run(struct handoff *h, struct poller *poller, handoff_result_fn on_result, void *ud)
+int handoff_run(struct handoff *h, handoff_observe_fn observe, void *observe_ud,
+		handoff_result_fn on_result, void *ud)
 {
-	h->poller = poller;
+	h->observe = observe;
+	h->observe_ud = observe_ud;
 	h->opt.on_result = on_result;
 	h->opt.ud = ud;
 	if (pthread_create(&h->thread, NULL, handoff_main, h) != 0)
@@ -781,7 +783,7 @@ void handoff_stop(struct handoff *h)
 		return;
 	pthread_mutex_lock(&h->lock);
 	h->stopping = 1;
-	h->poller = NULL;
+	h->observe = NULL;
 	pthread_mutex_unlock(&h->lock);
 	wake(h);
 }
@@ -794,7 +796,7 @@ void handoff_free(struct handoff *h)
 		pthread_mutex_lock(&h->lock);
 		h->stopping = 1;
 		h->quitting = 1;
-		h->poller = NULL;
+		h->observe = NULL;
 		pthread_mutex_unlock(&h->lock);
 		wake(h);
 		pthread_join(h->thread, NULL);

@@ -16,7 +16,6 @@
 
 struct cluster;
 struct handoff;
-struct poller;
 struct secret_key;
 
 /* The notification channels: new rows (every instance listens), and results for one origin
@@ -69,9 +68,16 @@ struct handoff_options {
  * again. Call before anything of this life can claim a call (the poller, the jobs, the API).
  */
 int handoff_start(struct handoff **out, const struct handoff_options *opt);
+/* What a call handed to this instance learnt from its BMC (a power state, a reading), for
+ * this instance's own readings (kilnd passes poller_observe). Called on the handoff thread,
+ * never after handoff_stop returns. */
+typedef void (*handoff_observe_fn)(void *ud, int64_t node_id, enum bmc_op_kind kind,
+				   const json_t *data);
+
 /* Starts the thread: it takes the calls handed to this instance (what they learn goes to
- * poller as its readings), and brings the results of those it handed out to on_result. */
-int handoff_run(struct handoff *h, struct poller *poller, handoff_result_fn on_result, void *ud);
+ * observe, which may be NULL), and brings the results of those it handed out to on_result. */
+int handoff_run(struct handoff *h, handoff_observe_fn observe, void *observe_ud,
+		handoff_result_fn on_result, void *ud);
 /* Takes no new call from then on; what runs finishes. Call before the engine drains. */
 void handoff_stop(struct handoff *h);
 /* Joins the thread once the engine stopped (every result came back). Accepts NULL. */

@@ -546,43 +546,6 @@ static void chain_next(struct poller *p, struct slot *s, enum bmc_op_kind after,
 	s->busy = 0;
 }
 
-static int name_has(const char *name, const char *word)
-{
-	return name && strcasestr(name, word) != NULL;
-}
-
-void poller_sensors_summary(const json_t *sensors, double *out_power_w, double *out_inlet_c)
-{
-	json_t *arr = json_object_get(sensors, "sensors"), *o;
-	double first_power = NAN, consumed = NAN, inlet = NAN;
-	size_t i;
-
-	json_array_foreach(arr, i, o) {
-		const char *kind = json_string_value(json_object_get(o, "kind"));
-		const char *name = json_string_value(json_object_get(o, "name"));
-		json_t *v = json_object_get(o, "value");
-		double x;
-
-		if (!kind || !json_is_number(v))
-			continue;
-		x = json_number_value(v);
-		if (strcmp(kind, "power") == 0) {
-			/* PowerControl's PowerConsumedWatts is the system's draw; a chassis'
-			 * EnvironmentMetrics PowerWatts the next best. */
-			if (isnan(consumed) && (name_has(name, "consum") || name_has(name, "system")))
-				consumed = x;
-			if (isnan(first_power))
-				first_power = x;
-		} else if (strcmp(kind, "temperature") == 0 &&
-			   (name_has(name, "inlet") || name_has(name, "ambient")) &&
-			   (isnan(inlet) || x > inlet)) {
-			inlet = x;
-		}
-	}
-	*out_power_w = isnan(consumed) ? first_power : consumed;
-	*out_inlet_c = inlet;
-}
-
 /* Keeps what the BMC says the node is: the whole inventory, and the values that identify the
  * machine (an agent is bound to its node by them; enrollment finds the node by them). */
 static void inventory_store(struct poller *p, struct slot *s, json_t *data, int64_t now)
@@ -689,7 +652,7 @@ static void reading_store(struct poller *p, struct slot *s, enum bmc_op_kind kin
 			s->st.sensors_time = now;
 		}
 		/* The report's energy and peaks: a compact row per read. */
-		poller_sensors_summary(data, &watts, &inlet);
+		bmc_sensors_summary(data, &watts, &inlet);
 		if ((!isnan(watts) || !isnan(inlet)) &&
 		    store_bmc_sample_insert(p->st, s->node->id, now, watts, inlet) < 0)
 			log_warn("poller: %s: history: %s", s->node->name, kiln_error_last());

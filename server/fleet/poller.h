@@ -91,11 +91,6 @@ enum poller_transition poller_record_busy(struct fleet_state *s, const char *det
 /* Whether the stored state carries poller_record_busy's mark. */
 int poller_state_busy(const struct fleet_state *s);
 
-/* From a sensors reading ({"sensors":[{"name","kind","value",...}]}): the system's power
- * draw (a "power" sensor named for consumed or system watts, else the first) and the hottest
- * inlet or ambient temperature; NAN each when absent. */
-void poller_sensors_summary(const json_t *sensors, double *out_power_w, double *out_inlet_c);
-
 /* Whether the node may be polled at now (backoff and circuit respected). */
 int poller_may_poll(const struct fleet_state *s, int64_t now);
 

@@ -7,12 +7,12 @@
 
 #include <jansson.h>
 
+#include "bmc/op/op.h"
 #include "health/health.h"
 #include "health/health_facts.h"
 #include "kiln/error.h"
 #include "metrics/counters.h"
 #include "metrics/metrics.h"
-#include "fleet/poller.h"
 
 /* Every family a node gives, in the order written. */
 enum fam {
@@ -245,7 +245,7 @@ static int bmc_write(struct ctx *x, const struct metrics_row *r, const char *nl[
 		return 0;
 	}
 	/* the numbers kilnd's report and health rules take from the same readings */
-	poller_sensors_summary(root, &watts, &inlet);
+	bmc_sensors_summary(root, &watts, &inlet);
 	health_facts_init(&hf, x->now);
 	health_sensor_facts(&hf, r->sensors);
 	rc = 0;

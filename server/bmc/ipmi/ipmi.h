@@ -2,7 +2,7 @@
 #ifndef KILN_BMC_IPMI_H
 #define KILN_BMC_IPMI_H
 
-#include "bmc/bmc.h"
+#include "bmc/op/op.h"
 
 /*
  * libfreeipmi waits with select(), which breaks once a descriptor number reaches 1024, and

@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "daemon/secret.h"
-#include "bmc/bmc.h"
+#include "bmc/op/op.h"
 #include "bmc/redfish/redfish.h"
 #include "kiln/buf.h"
 

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "bmc/bmc.h"
+#include "bmc/op/op.h"
 
 struct redfish;      /* the driver: loop thread, curl multi, active operations */
 struct redfish_bmc;  /* one BMC's cached state: session, discovered paths, vendor profile */

@@ -163,16 +163,16 @@ static void test_sensors_summary(void **state)
 
 	(void)state;
 	assert_non_null(j);
-	poller_sensors_summary(j, &w, &t);
+	bmc_sensors_summary(j, &w, &t);
 	assert_true(w == 3120);
 	assert_true(t == 26.5);
 	json_decref(j);
 	j = json_loads("{\"sensors\":[{\"name\":\"Fan1\",\"kind\":\"fan\",\"value\":5000}]}", 0, NULL);
-	poller_sensors_summary(j, &w, &t);
+	bmc_sensors_summary(j, &w, &t);
 	assert_true(isnan(w) && isnan(t));
 	json_decref(j);
 	j = json_loads("{\"sensors\":[{\"name\":\"Chassis Power\",\"kind\":\"power\",\"value\":800}]}", 0, NULL);
-	poller_sensors_summary(j, &w, &t);
+	bmc_sensors_summary(j, &w, &t);
 	assert_true(w == 800);
 	json_decref(j);
 }
