@@ -97,6 +97,9 @@ const char *vaudit_cuda_min_driver(const char *toolkit);
  * nothing built for that major runs. NULL when the table has no such major. */
 const char *vaudit_cuda_major_min_driver(const char *cuda);
 
+/* "12.4.1" -> "12.4" into buf. */
+void vaudit_major_minor(char *buf, size_t len, const char *v);
+
 /* Compares dotted version strings numerically ("535.104.05" vs "550.54.14"): <0, 0, >0. */
 int vaudit_version_cmp(const char *a, const char *b);
 
