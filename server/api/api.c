@@ -12,7 +12,7 @@
 #include <netinet/in.h>
 #include <sodium.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "api/api_ui.h"
 #include "api/conn_guard.h"
 #include "kiln/buf.h"
@@ -72,140 +72,6 @@ static struct store *thread_store(struct api_server *srv)
 	return st;
 }
 
-/* The length of the valid UTF-8 sequence at s (at most left bytes), 0 when there is none
- * (a stray continuation, an overlong form, a surrogate, past U+10FFFF, cut short). */
-static size_t utf8_seq(const unsigned char *s, size_t left)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-	size_t n;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		n = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-		n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-	else if (c >= 0xF0 && c <= 0xF4)
-		n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-	else
-		return 0;
-	if (left < n || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xBF)
-			return 0;
-	return n;
-}
-
-/* A JSON string of text that may not be UTF-8 (a path or a value echoed in a message):
- * each byte of an invalid sequence becomes '?', so that the error is never lost ("{}"). */
-static json_t *json_string_lossy(const char *text)
-{
-	char buf[1024];
-	size_t len = strlen(text), o = 0;
-	const unsigned char *s = (const unsigned char *)text;
-
-	for (size_t i = 0; i < len && o + 4 < sizeof(buf);) {
-		size_t n = utf8_seq(s + i, len - i);
-
-		if (n == 0) {
-			buf[o++] = '?';
-			i++;
-			continue;
-		}
-		memcpy(buf + o, s + i, n);
-		o += n;
-		i += n;
-	}
-	buf[o] = '\0';
-	return json_string(buf);
-}
-
-static json_t *error_object(const char *msg, const char *field, long index)
-{
-	json_t *o = json_object();
-
-	if (!o)
-		return NULL;
-	json_object_set_new(o, "error", json_string_lossy(msg));
-	if (field)
-		json_object_set_new(o, "field", json_string_lossy(field));
-	if (index >= 0)
-		json_object_set_new(o, "index", json_integer(index));
-	return o;
-}
-
-void api_reply(struct api_ctx *c, unsigned status, json_t *body)
-{
-	json_decref(c->reply);
-	c->status = status;
-	c->reply = body;
-}
-
-static void fail_v(struct api_ctx *c, unsigned status, long index, const char *field,
-		   const char *fmt, va_list ap)
-{
-	char msg[512];
-
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	api_reply(c, status, error_object(msg, field, index));
-}
-
-void api_fail(struct api_ctx *c, unsigned status, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fail_v(c, status, -1, field, fmt, ap);
-	va_end(ap);
-}
-
-void api_fail_index(struct api_ctx *c, unsigned status, long index, const char *field,
-		    const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fail_v(c, status, index, field, fmt, ap);
-	va_end(ap);
-}
-
-unsigned api_status_of(int rc)
-{
-	switch (rc) {
-	case KILN_ENOTFOUND: return MHD_HTTP_NOT_FOUND;
-	case KILN_EEXISTS: return MHD_HTTP_CONFLICT;
-	case KILN_EIDENTITY: return MHD_HTTP_CONFLICT;
-	case KILN_ECONFIG: return MHD_HTTP_BAD_REQUEST;
-	case KILN_EINVAL: return MHD_HTTP_BAD_REQUEST;
-	case KILN_ETOOBIG: return MHD_HTTP_CONTENT_TOO_LARGE;
-	case KILN_EAUTH: return MHD_HTTP_UNAUTHORIZED;
-	case KILN_EPERM: return MHD_HTTP_FORBIDDEN;
-	case KILN_EBUSY: return MHD_HTTP_SERVICE_UNAVAILABLE;
-	default: return MHD_HTTP_INTERNAL_SERVER_ERROR;
-	}
-}
-
-void api_fail_code(struct api_ctx *c, int rc, const char *field)
-{
-	const char *msg = kiln_error_last();
-
-	api_fail(c, api_status_of(rc), field, "%s", msg[0] ? msg : kiln_error_name(rc));
-}
-
-const char *api_query(struct api_ctx *c, const char *name)
-{
-	return MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-int api_body_require(struct api_ctx *c)
-{
-	if (c->body)
-		return 1;
-	api_fail(c, MHD_HTTP_BAD_REQUEST, NULL, "request body is empty; expected a JSON object");
-	return 0;
-}
-
 /* Queues status and body (a JSON value, or an error object when NULL). */
 static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, const json_t *body,
 				 const char *hname, const char *hval)
@@ -263,7 +129,7 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	o = error_object(msg, field, -1);
+	o = api_error_json(msg, field, -1);
 	ret = send_json(conn, status, o, hname, hval);
 	json_decref(o);
 	return ret;
@@ -513,17 +379,6 @@ static enum MHD_Result request_finish(struct call *call, const char *url, const 
 	if (c->suspended)
 		return MHD_YES; /* answered once resumed */
 	return request_answer(call, url, method);
-}
-
-void api_suspend(struct api_ctx *c)
-{
-	c->suspended = 1;
-	MHD_suspend_connection(c->conn);
-}
-
-void api_resume(struct api_ctx *c)
-{
-	MHD_resume_connection(c->conn);
 }
 
 /* The handler's answer (after it returned, or after its resumed function ran). */
@@ -785,34 +640,4 @@ void api_server_stop(struct api_server *srv)
 	ratelimit_free(srv->enroll_limit);
 	free(srv->db_path);
 	free(srv);
-}
-
-int api_body_string(struct api_ctx *c, const char **out, const char *name)
-{
-	json_t *v = json_object_get(c->body, name);
-
-	*out = NULL;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v)) {
-		api_fail(c, MHD_HTTP_BAD_REQUEST, name, "%s must be a string", name);
-		return KILN_EINVAL;
-	}
-	*out = json_string_value(v);
-	return 0;
-}
-
-int api_body_bool(struct api_ctx *c, int *out, const char *name)
-{
-	json_t *v = json_object_get(c->body, name);
-
-	*out = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v)) {
-		api_fail(c, MHD_HTTP_BAD_REQUEST, name, "%s must be true or false", name);
-		return KILN_EINVAL;
-	}
-	*out = json_is_true(v);
-	return 0;
 }

@@ -9,7 +9,7 @@
 #include <netinet/in.h>
 #include <sodium.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "metrics/counters.h"
 #include "workload/work.h"
 #include "agents/identity.h"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "kiln/error.h"
 #include "kiln/parse.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "cluster/cluster.h"
 #include "fleet/console.h"
 #include "kiln/error.h"

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "kiln/parse.h"

@@ -1,5 +1,5 @@
 /* GET /api/v1/health: answers without a token once kilnd can reach its store. */
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "kiln/version.h"
 
 void api_health_get(struct api_ctx *c)

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "fleet/jobs.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"

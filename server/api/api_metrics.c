@@ -7,7 +7,7 @@
 
 #include <zlib.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "metrics/metrics.h"

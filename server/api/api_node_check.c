@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "bmc/target.h"
 #include "kiln/error.h"
 

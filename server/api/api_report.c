@@ -1,7 +1,7 @@
 /* GET /api/v1/report?since=12h: the overnight report over a window ending now. */
 #include <time.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "kiln/error.h"
 #include "kiln/parse.h"
 #include "reports/report.h"

@@ -6,7 +6,7 @@
 
 #include <sodium.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "kiln/error.h"
 #include "kiln/json.h"
 #include "kiln/parse.h"

@@ -8,7 +8,7 @@
 
 #include <sodium.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "api/api_ui.h"
 #include "kiln/error.h"
 #include "kiln/json.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "api/api_status.h"
 #include "kiln/buf.h"
 #include "kiln/error.h"

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/api_internal.h"
+#include "api/handlers.h"
 #include "kiln/error.h"
 
 /* Literal paths before patterns that could also match them (nodes/import vs nodes/{name}). */
