@@ -368,12 +368,16 @@ static void exec_finish(struct handoff *h, struct exec *e)
 	if (moved && e->audit_id > 0) {
 		char outcome[720], when[KILN_TIME_UTC_LEN];
 
-		/* an interrupted row's words as a single kilnd's restart writes them */
+		/* an interrupted row's words as a single kilnd's restart writes them; a node
+		 * still changing power after every read keeps the bare words, to which the
+		 * poller adds its first reading that is on or off (store_audit_readback) */
 		kiln_time_utc(when, store_now(h->st));
-		if (e->readback && json_is_string(power))
+		if (e->readback && settled(power))
 			snprintf(outcome, sizeof(outcome),
-				 "interrupted: kilnd stopped; power read back: %s at %s",
+				 STORE_AUDIT_INTERRUPTED "; power read back: %s at %s",
 				 json_string_value(power), when);
+		else if (e->readback && e->rc == 0)
+			snprintf(outcome, sizeof(outcome), STORE_AUDIT_INTERRUPTED);
 		else if (e->readback)
 			snprintf(outcome, sizeof(outcome),
 				 "interrupted: kilnd stopped; the power could not be read back: %s",

@@ -205,6 +205,8 @@ void audit_entry_list_free(struct audit_entry *entries, size_t count);
  * running (they resume). *out_count: how many.
  */
 int store_audit_interrupt(struct store *st, int *out_count);
+/* The outcome of an audit row a stopped kilnd left pending (schema 015's index names it). */
+#define STORE_AUDIT_INTERRUPTED "interrupted: kilnd stopped"
 /* Adds "; power read back: POWER at WHEN" to target's rows interrupted that way. */
 int store_audit_readback(struct store *st, const char *target, const char *power,
 			 const char *when);

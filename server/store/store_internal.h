@@ -244,8 +244,6 @@ void store_bind_limit(sqlite3_stmt *s, int idx, size_t limit);
  */
 int store_list_grow(void **list, size_t *cap, size_t count, size_t sz);
 
-/* The outcome of an audit row a stopped kilnd left pending (schema 015's index names it). */
-#define STORE_AUDIT_INTERRUPTED "interrupted: kilnd stopped"
 
 /* The columns store_event_rows() reads, and the FROM clause they need (alias e). */
 #define STORE_EVENT_SELECT                                                                         \
