@@ -1,21 +1,36 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need, builds kiln with sanitizers and -Werror,
-# and runs every test (ctest), then the store and integration tests again on a throw-away
-# PostgreSQL server. Usage: deploy/test.sh [ctest arguments...]
+# and runs every test (ctest), then the tests whose code differs by backend again on a
+# throw-away PostgreSQL server (label pg: tests/CMakeLists.txt says which), the fuzzers for a
+# short smoke run, and prints the ten slowest tests. Usage: deploy/test.sh [ctest arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/packages.sh
 kiln_install_packages "${KILN_BUILD_PACKAGES[@]}" "${KILN_TEST_PACKAGES[@]}"
 
 build=${KILN_TEST_BUILD_DIR:-build-test}
+begun=$(date +%s)
+times=$(mktemp /tmp/kiln-test-times.XXXXXX)
+# The ten slowest tests of both legs, and the whole run's time, at the end (also on failure).
+slowest() {
+	echo "the ten slowest tests (seconds; a test of both legs counted on each):"
+	sed -nE 's/^.*Test +#[0-9]+: ([^ ]+) .*(Passed|Failed|Skipped|Timeout).* ([0-9.]+) sec$/\3 \1/p' \
+		"$times" | sort -rn | head -10 | sed 's/^/  /'
+	echo "deploy/test.sh: $(($(date +%s) - begun)) s in all"
+	rm -f "$times"
+}
+trap slowest EXIT
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DKILN_WERROR=ON \
 	-DKILN_SANITIZE=address,undefined -DKILN_TESTS=ON
 cmake --build "$build" -j"$(nproc)"
-(cd "$build" && ctest --output-on-failure -j"$(nproc)" "$@")
+# The tests mostly wait (kilnd, agents, BMC simulators, Slurm), so twice as many run at once
+# as there are CPUs (KILN_TEST_JOBS sets it); the one that measures latency runs alone.
+(cd "$build" && ctest --output-on-failure -j"${KILN_TEST_JOBS:-$(($(nproc) * 2))}" "$@") |
+	tee -a "$times"
 
-# The PostgreSQL leg: one throw-away server (tests/pg/pg-server.sh) for the store unit tests
-# and the integration label, each test on databases of its own. The tests mostly wait
-# (kilnd, agents, BMC simulators), so more run at once than there are CPUs.
+# The PostgreSQL leg: one throw-away server (tests/pg/pg-server.sh) for the label pg, each
+# test on databases of its own. The tests mostly wait (kilnd, agents, BMC simulators), so
+# more run at once than there are CPUs.
 # KILN_TEST_PG_LEG=0 leaves it out.
 if [ "${KILN_TEST_PG_LEG:-1}" != 0 ]; then
 	pgdir=$(mktemp -d /tmp/kiln-pg.XXXXXX)
@@ -24,7 +39,7 @@ if [ "${KILN_TEST_PG_LEG:-1}" != 0 ]; then
 	start=$(date +%s)
 	rc=0
 	(cd "$build" && ctest --output-on-failure -j"${KILN_TEST_PG_JOBS:-$(($(nproc) * 2))}" \
-		-L 'store|integration' "$@") || rc=$?
+		-L pg "$@") | tee -a "$times" || rc=$?
 	echo "PostgreSQL leg: $(($(date +%s) - start)) s"
 	tests/pg/pg-server.sh stop "$pgdir"
 	unset KILN_TEST_PG
