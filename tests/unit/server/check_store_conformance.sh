@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The store conformance program's list checked against the headers: every function that a
 # public header of server/store/ declares (all but the internals store_internal.h, sql.h,
-# migrate.h, migrations.h) must be called in test_store_conformance.c. Fails naming each one
-# that is not. Usage: check_store_conformance.sh SOURCE_ROOT
+# migrate.h, migrations.h) must be called by the program: test_store_conformance.c and the
+# files of its script, store_conformance_*.c. Fails naming each one that is not.
+# Usage: check_store_conformance.sh SOURCE_ROOT
 set -euo pipefail
 
 root=${1:-$(cd "$(dirname "$0")/../../.." && pwd)}
-prog=$root/tests/unit/server/test_store_conformance.c
+dir=$root/tests/unit/server
+prog=("$dir"/test_store_conformance.c "$dir"/store_conformance_*.c)
 internal=' store_internal.h sql.h migrate.h migrations.h '
 
 # Comments out, then the declarations: a line at column 0 (top level; struct members are
@@ -28,11 +31,17 @@ if [ ${#declared[@]} -lt 50 ]; then
 	exit 1
 fi
 
-body=$(uncomment "$prog")
+for f in "${prog[@]}"; do # an unmatched pattern stays as it is: no such file
+	if [ ! -f "$f" ]; then
+		echo "check_store_conformance: no $f" >&2
+		exit 1
+	fi
+done
+body=$(for f in "${prog[@]}"; do uncomment "$f"; done)
 missing=0
 for fn in $(printf '%s\n' "${declared[@]}" | sort -u); do
 	if ! grep -qE "(^|[^A-Za-z0-9_])$fn[ ]*\(" <<<"$body"; then
-		echo "not called by test_store_conformance.c: $fn" >&2
+		echo "not called by the conformance program: $fn" >&2
 		missing=$((missing + 1))
 	fi
 done
