@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Delivery of reports to kilnd: token, direct send, spool drained oldest first. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Delivery of reports to kilnd: the token (file or enrollment), direct send, the spool, oldest first. */
 #ifndef KILN_AGENT_DELIVER_H
 #define KILN_AGENT_DELIVER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Enrollment with a fleet token, and the per-node token kept in the state folder. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Enrollment: trade the fleet enrollment token for this node's own agent token. */
 #ifndef KILN_AGENT_ENROLL_H
 #define KILN_AGENT_ENROLL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ML frameworks in Python environments, from their files: torch's version.py, TensorFlow's
  * build_info.py, the dist-info folder names of jaxlib, the jax CUDA plugin and NVIDIA's
  * wheels. Bounded: at most FRAMEWORKS_ENVS_MAX environments, a capped read per file. */

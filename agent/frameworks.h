@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Python ML frameworks and NVIDIA's CUDA wheels in site-packages, read from their files
  * (no Python is run): what CUDA each environment's framework was built for. */
 #ifndef KILN_AGENT_FRAMEWORKS_H

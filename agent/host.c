@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host facts from /proc, /sys and /etc under the agent's root. */
 #include <dirent.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host facts: names and ids, OS and kernel, CPU, memory, load, iowait, DMI, block devices. */
 #ifndef KILN_AGENT_HOST_H
 #define KILN_AGENT_HOST_H

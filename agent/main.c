@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-agent: arguments, the report loop and delivery; the work lives in the modules. */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NVML through dlopen: the few types we use are declared here, so no nvml.h is needed to build. */
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NVML loaded at run time (dlopen): driver versions, per-GPU state and Xid events. */
 #ifndef KILN_AGENT_NVML_H
 #define KILN_AGENT_NVML_H

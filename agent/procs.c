@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GPU compute processes named for the operator: the command and its user, from /proc. */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The GPU compute processes of a report: their name and user, read from /proc. */
 #ifndef KILN_AGENT_PROCS_H
 #define KILN_AGENT_PROCS_H

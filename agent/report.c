@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Builds the agent's report from the collectors: host, NVIDIA stack, toolkits, GPUs, Xids, disks. */
 #include <stdio.h>
 #include <string.h>

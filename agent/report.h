@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The agent's JSON report (schema "kiln.agent.report/1", schema/agent-report.schema.json). */
 #ifndef KILN_AGENT_REPORT_H
 #define KILN_AGENT_REPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Files read under the agent's --root folder, with hard size caps. */
 #include <ctype.h>
 #include <errno.h>

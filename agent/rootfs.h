@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Files read under the agent's --root folder ("/" in production), with hard size caps. */
 #ifndef KILN_AGENT_ROOTFS_H
 #define KILN_AGENT_ROOTFS_H

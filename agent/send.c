@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* POSTs reports to kilnd; only a well-formed acknowledgement counts as delivered. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sends one report to kilnd and checks its acknowledgement (docs/agent-protocol.md). */
 #ifndef KILN_AGENT_SEND_H
 #define KILN_AGENT_SEND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bounded on-disk spool of unsent reports; names sort by age ("<16-hex seq>.json"). */
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A bounded on-disk queue of unsent reports: one file each, fsync'd, oldest first, oldest dropped when full. */
 #ifndef KILN_AGENT_SPOOL_H
 #define KILN_AGENT_SPOOL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Versions found on disk: NVIDIA kernel module, CUDA toolkits, cuDNN headers, fabric manager. */
 #include <ctype.h>
 #include <dirent.h>

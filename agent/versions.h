@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Versions on disk: the loaded NVIDIA kernel module, CUDA toolkits, cuDNN, the fabric manager. */
 #ifndef KILN_AGENT_VERSIONS_H
 #define KILN_AGENT_VERSIONS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Xid errors from /dev/kmsg (one record per read) or a plain-file fixture (one per line). */
 #include <ctype.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Xid errors from the kernel log (/dev/kmsg), read from the agent's start and then incrementally. */
 #ifndef KILN_AGENT_XID_H
 #define KILN_AGENT_XID_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Command-line parsing for the kiln CLI: option tables, global options, help and verbs. */
 #include <stdarg.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pieces shared by the live BMC commands: requests over a noderange, rows printed as the nodes
  * answer, the progress line and the typed-count confirmation for actions on many nodes. */
 #include <assert.h>

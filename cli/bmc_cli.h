@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pieces shared by the live BMC commands (power, boot, media, sensors, sel, inventory): the
  * request over a noderange, rows printed as the nodes answer with the progress on a terminal,
  * the typed-count confirmation, the per-node error lines. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kiln CLI's shared pieces: global options, the command table and option parsing. */
 #ifndef KILN_CLI_H
 #define KILN_CLI_H

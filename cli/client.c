@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd API client for the CLI: resolves where and how to connect, then one JSON request (its
  * list answers object by object when kilnd streams them). */
 #include <errno.h>

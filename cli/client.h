@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Calls to kilnd's REST API for the CLI: address, token and trust resolution, JSON in and out,
  * list answers object by object as they arrive. */
 #ifndef KILN_CLI_CLIENT_H

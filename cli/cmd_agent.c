@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln agent: per-node agent tokens, fleet enrollment tokens, pending agents (admin). */
 #include <inttypes.h>
 #include <stdlib.h>

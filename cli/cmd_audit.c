@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln audit: the fleet version audit (cmd_versions.c) and kiln audit log: who did what to which
  * nodes, newest first. */
 #include <inttypes.h>

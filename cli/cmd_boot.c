@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln boot NODERANGE pxe|cd|disk|bios [--persistent]: the BMCs' boot override, audited per node. */
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln cluster status: the kilnd instances on the store, their groups, the nodes each owns. */
 #include <stdio.h>
 #include <stdlib.h>

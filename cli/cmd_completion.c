@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln completion bash|zsh|nodes: shell completion generated from the command tables, and the
  * walk over those tables (kiln --list-commands) that the completion and the man page test use. */
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln console: attach to a node's serial console through kilnd, tail its capture, switch capture. */
 #include <errno.h>
 #include <poll.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln events: what the poller, the agents and the actions recorded, newest first. */
 #include <stdlib.h>
 #include <string.h>

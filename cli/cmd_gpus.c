@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln gpus NODERANGE: each node's GPUs, driver and CUDA versions from its latest agent report. */
 #include <inttypes.h>
 #include <math.h>

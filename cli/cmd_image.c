@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln image add|list|rm: the ISO and PXE images that kiln reinstall boots nodes from. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln inventory NODERANGE: make, model, serial, firmware, CPUs, memory and GPUs as the BMCs
  * report them now. */
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln jobs [NODERANGE] [--active] [--watch [S]]: reinstall jobs with each node's step. */
 #include <stdlib.h>
 #include <string.h>

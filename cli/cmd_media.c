@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln media insert NODE URL | eject NODE | status NODE: a node's virtual media (CD/DVD). */
 #include <stdbool.h>
 #include <stdlib.h>

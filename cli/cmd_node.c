@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln node: the node inventory (add, list, show, set, rm, import). */
 #include <ctype.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln node maintenance NODERANGE on|off --reason TEXT: nodes in maintenance are shown as such
  * and never acted on automatically. */
 #include <stdlib.h>

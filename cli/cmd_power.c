@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln power status|on|off|soft|reset|cycle NODERANGE|--hung: live power state and confirmed
  * power actions fanned out by kilnd, paced in batches, a result per node. */
 #include <errno.h>

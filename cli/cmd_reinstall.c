@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln reinstall NODERANGE --image NAME [--wait]: a reinstall job per node, followed to the end
  * with --wait (a progress line per node on a terminal, a line per change otherwise). */
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln report [--since 12h] [--format text|markdown]: the overnight digest of what went wrong,
  * what was done and by whom, temperature and power peaks and energy per rack. */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln sel NODERANGE [--since DURATION]: the BMCs' event logs (SEL, Lclog, IML...), read now. */
 #include <stdbool.h>
 #include <stdio.h>

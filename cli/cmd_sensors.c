@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln sensors NODERANGE: temperatures, fans, power and PSUs, asked of the BMCs now. */
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln status: the fleet at a glance from kilnd's stored state, a line per node and a summary. */
 #include <assert.h>
 #include <inttypes.h>

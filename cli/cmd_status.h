@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kiln status table, laid out from either form of GET /api/v1/status. */
 #ifndef KILN_CLI_CMD_STATUS_H
 #define KILN_CLI_CMD_STATUS_H

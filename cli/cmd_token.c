@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln token: create, list and revoke API tokens (admin). */
 #include <inttypes.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln audit [NODERANGE] [--policy FILE]: nodes grouped by driver, kernel module, CUDA and GPU
  * versions, the majority first and differences marked, then every finding. */
 #include <errno.h>

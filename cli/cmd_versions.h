@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln audit [NODERANGE] [--policy FILE]: the fleet version audit (cmd_versions.c). */
 #ifndef KILN_CLI_CMD_VERSIONS_H
 #define KILN_CLI_CMD_VERSIONS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The table of kiln's commands: a new command is one cmd_<name>.c and one line here. */
 #include <stddef.h>
 

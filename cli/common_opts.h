@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What many CLI verbs share: argument checks, list GETs, one-line answers, query strings. */
 #ifndef KILN_CLI_COMMON_OPTS_H
 #define KILN_CLI_COMMON_OPTS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RFC 4180 CSV parsing with line numbers, for node imports. */
 #include <errno.h>
 #include <fcntl.h>

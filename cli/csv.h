@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small RFC 4180 CSV reader for `kiln node import`: quoted fields, line numbers kept. */
 #ifndef KILN_CLI_CSV_H
 #define KILN_CLI_CSV_H

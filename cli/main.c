@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln: the command-line client of kilnd. Global options, dispatch and exit status only. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A node's JSON body from options or CSV cells; the password from a file or a prompt. */
 #include <errno.h>
 #include <limits.h>

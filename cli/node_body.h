@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A node's fields as the CLI sends them to kilnd: node add/set options and import columns. */
 #ifndef KILN_CLI_NODE_BODY_H
 #define KILN_CLI_NODE_BODY_H

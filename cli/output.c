@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tables and JSON for the CLI's standard output. */
 #include <math.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CLI's output: aligned tables for people, JSON (jansson) for scripts. */
 #ifndef KILN_CLI_OUTPUT_H
 #define KILN_CLI_OUTPUT_H

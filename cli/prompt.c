@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Terminal prompts and secret files for the CLI; secrets never travel through argv. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Secrets and questions for the CLI: no-echo password prompts, confirmations, secret files. */
 #ifndef KILN_CLI_PROMPT_H
 #define KILN_CLI_PROMPT_H

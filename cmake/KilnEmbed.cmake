@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # kiln_embed_sql(OUT_C SYMBOL [DIALECT pg] FILES...): generates a C file holding every
 # migration as {number, name, sql} in file order, so kilnd carries its schema with it.
 # DIALECT pg maps the common files' SQLite type names to PostgreSQL's (KilnEmbedRun.cmake).

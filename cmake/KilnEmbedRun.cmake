@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Script mode helper for kiln_embed_sql: writes OUT from FILES (schema/NNN_name.sql).
 # DIALECT=pg: the common files' SQLite type names become PostgreSQL's (see kiln_pg_types).
 # In the order of the file names (schema/pg/NNN_x.sql takes the place of schema/NNN_x.sql).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # kiln_embed_ui(OUT_C NAME=FILE...): generates a C file holding each dashboard asset as
 # {name, bytes, length}, so kilnd serves its web page with no file to install beside it.
 function(kiln_embed_ui out_c)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # KILN_FUZZ=ON: the libFuzzer harnesses of tests/fuzz, under clang. Everything is compiled
 # with coverage for the fuzzer and with ASan and UBSan (KILN_SANITIZE is not needed); the
 # harnesses link libFuzzer's main. The tests are not built in such a tree.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # install() rules (GNUInstallDirs) and the Debian packages (CPack DEB): kiln-server,
 # kiln-cli, kiln-agent, one install component each.
 #   cmake --install build --prefix /tmp/x      a complete tree under /tmp/x (a build not

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # kiln_forbid_link(TARGET FORBIDDEN): stop the configure step when TARGET links FORBIDDEN,
 # directly or through another kiln library. Keeps server code out of the CLI and the agent.
 function(_kiln_collect_links target out)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sanitizers: KILN_SANITIZE=address,undefined (deploy/test.sh turns them on).
 if(KILN_SANITIZE)
   string(REPLACE "," ";" _kiln_san_list "${KILN_SANITIZE}")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Script mode helper for the kiln-version target: writes OUT (a C file with kiln's version
 # and git revision) only when its text changes, so a new commit recompiles one file.
 # REVISION, when given (a release build from a tarball), wins over git.

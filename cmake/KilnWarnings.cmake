@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Warning flags for every kiln target; -Werror when KILN_WERROR is on (CI, deploy/test.sh).
 set(KILN_WARNING_FLAGS
   -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes

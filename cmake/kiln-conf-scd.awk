@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns `kilnd --print-config-example` into the KEYS part of kilnd.conf(5).
 # Usage: awk -f kiln-conf-scd.awk kilnd.conf.5.scd.in EXAMPLE > kilnd.conf.5.scd
 # The template's @KEYS@ line is replaced by one entry per key: its name, default and help.

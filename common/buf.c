@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Growable byte buffer with a hard cap. */
 #include <stdarg.h>
 #include <stdio.h>

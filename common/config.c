@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Table-driven INI configuration over inih: each key typed, bounded, named in errors. */
 #include <errno.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-thread error messages for the kiln libraries. */
 #include <stdarg.h>
 #include <stdio.h>

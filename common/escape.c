@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln_escape: one escaping of untrusted text for every terminal cell and log line. */
 #include <stdint.h>
 #include <stdio.h>

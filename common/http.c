@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libcurl client helpers: TLS trust by CA file or pinned certificate, capped JSON requests,
  * answers delivered whole or line by line. */
 #include <assert.h>

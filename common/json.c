@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jansson helpers: typed, bounded field access with errors that name the field. */
 #include <math.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jansson's allocator: blocks from the calling thread's current arena, else from malloc. */
 #include <pthread.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Leveled logging to stderr with timestamps. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Node range expressions: expansion to node names and compression back to ranges. */
 #include <stdint.h>
 #include <stdio.h>

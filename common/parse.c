@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Safe parsers for numbers, durations and booleans. */
 #include <errno.h>
 #include <math.h>

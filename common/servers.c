@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A list of kilnd URLs with failover to the next on a request that reached nobody. */
 #include <stdio.h>
 #include <stdlib.h>

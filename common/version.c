@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The --version line every kiln binary prints (the strings are generated at build time). */
 #include "kiln/version.h"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The kiln demo lab: kilnd on its embedded SQLite with simulated BMCs (kiln-bmcsim serving the
 # project's iDRAC-, iLO- and generic-shaped fixtures, two OpenIPMI ipmi_sim BMCs with a serial
 # side each) and an agent per node with simulated GPUs (the fake NVML), all on 127.0.0.1.

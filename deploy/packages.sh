@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Debian packages kiln needs, and a function that installs the missing ones.
 # Sourced by deploy/test.sh and deploy/lab.sh.
 KILN_BUILD_PACKAGES=(build-essential cmake pkg-config libcurl4-openssl-dev libjansson-dev

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what the build and the tests need, builds kiln with sanitizers and -Werror,
 # and runs every test (ctest), then the tests whose code differs by backend again on a
 # throw-away PostgreSQL server (label pg: tests/CMakeLists.txt says which), the fuzzers for a

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 1: node inventory with groups, API and agent tokens, audit log, events.
 -- Applied by server/store/migrate.c inside one transaction; schema_version is kept there.
 -- Times are unix seconds. Later migrations add tables (agent reports, history, jobs) freely.

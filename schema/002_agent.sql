@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 2: agent reports (de-duplication, latest state, GPUs, history) and enrollment.
 -- Times are unix seconds. All SQL that reads or writes these tables is in server/store/store_agent.c.
 

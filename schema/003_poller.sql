@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 3: what the poller reads from the BMCs, the maintenance flag and the health cache.
 -- Times are unix seconds. All SQL that reads or writes these tables is in server/store/store_fleet.c.
 

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 4: serial console capture, switched on per node.
 -- kilnd keeps a SOL session open for each node with capture on and writes its output to
 -- STATE/console/NODE.log. All SQL on this table is in server/store/store_console.c.

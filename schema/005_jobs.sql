@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 5: installable images and the reinstall jobs that use them.
 -- Times are unix seconds. All SQL on these tables is in server/store/store_jobs.c.
 

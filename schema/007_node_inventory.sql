@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 7: the inventory each node's BMC last gave the poller (or `kiln inventory`), so
 -- that enrollment by serial and the audit's BMC firmware grouping need no one to ask for it.
 -- All SQL that reads or writes it is in server/store/store_fleet.c.

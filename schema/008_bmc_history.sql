@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 8: the BMC's power draw and inlet temperature at each sensor read, for the
 -- report's energy and peaks; pruned after [poller] history_retention. SQL in store_fleet.c.
 CREATE TABLE bmc_history (

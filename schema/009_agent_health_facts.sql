@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The parts of each node's latest agent report that the health sweep reads besides the GPU
 -- rows, cut out at ingest: the sweep over 10,000 nodes every 10 s no longer parses 10,000
 -- whole reports. health_facts = 0 for rows stored before this migration (read the report).

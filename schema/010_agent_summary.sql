@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- A narrow row per node with agent state: what `kiln status` and `kiln audit` read for every
 -- node. Read from node_agent_state they cost a scan of 80,000 GPU rows (hottest GPU, power
 -- draw) and a walk through each report's overflow pages (audit_facts is stored after the

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- node_gpus keeps what a GPU is (identity, memory size, ECC counts, row remapping), written
 -- only when that changes. Its telemetry (temperature, power, utilisation, memory in use) and
 -- its copy of the GPU's report object changed with every report, so every report rewrote

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- What the per-GPU health verdicts need beyond the ECC counts and the remap failure: a page
 -- retirement or a row remap waiting for the GPU's reset, the rows remapped for uncorrectable
 -- errors, and when the GPU's uncorrected ECC count last rose (so a rise within the ECC window

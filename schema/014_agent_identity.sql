@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 12: an agent is bound to its node. A report whose host identity (DMI serial,
 -- machine id, host name) differs from what the node's agent reported before, or whose DMI
 -- serial differs from the BMC's, is refused; the refusal waits here for an admin

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 16: Redfish sessions kept across restarts (a kill -9 must not leave one behind
 -- on the BMC at every start: iDRAC's 8-session cap then locks everyone out for 30 minutes).
 -- All SQL that reads or writes this table is in server/store/store_sessions.c.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 17: BMC log entries as history (issue 15). What a BMC's log held when kiln first
 -- read it (or after it was cleared) is history: stored with the BMC's own time, no event;
 -- entries that arrive later are events carrying both times. All SQL that reads or writes

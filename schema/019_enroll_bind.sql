@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Enrollment cannot take a node's identity (issue 17): it never replaces a node's agent token.
 -- A running reinstall job lets one enrollment in by its node's BMC serial (the reinstalled OS
 -- lost its token): enrolled_at says that one was used. A pending agent keeps the node it

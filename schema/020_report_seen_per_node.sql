@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- report_id de-duplication per node (issue 17): a report id is unique within its node's
 -- reports only. Fleet-wide, node A posting node B's id was answered "duplicate" and dropped,
 -- and an agent could learn which ids another node had sent.

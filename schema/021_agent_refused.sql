@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 21: what ingest refused of an agent's reports. A leaf field out of its range
 -- (or not of its pattern) is stored as null and named in the latest report's
 -- rejected_fields (comma-separated here, for the health sweep); a report refused whole (a

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 22: the `metrics` token role (GET /metrics and nothing else, for a Prometheus
 -- server's bearer token). SQLite cannot change a CHECK constraint in place: the table is
 -- made again with the role allowed, its rows (ids included) copied over. No table refers

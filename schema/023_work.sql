@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The GPU compute processes of each node's latest report, for `kiln status`'s WORK column
 -- and GET /gpus without reading the report (4-5 KB a node): {"gpus":[{"index",
 -- "processes":[{"pid","name","user","used_memory_bytes"}]}]}, NULL when the report had none.

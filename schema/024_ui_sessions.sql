@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Dashboard sessions: a browser that logged in with an API token holds a random session id
 -- in a cookie; only its hash is stored. A session acts as its token (same role, same audit
 -- actor) and ends at its expiry, at log-out, or when its token is revoked (the lookup joins

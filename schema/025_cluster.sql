@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Several kilnd on one PostgreSQL database (server/cluster.c): each running instance keeps a
 -- row here, its heartbeat written on the database's clock (milliseconds since the epoch)
 -- every lease/3; one whose heartbeat is older than its lease is dead and its nodes go to the

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Several kilnd on one PostgreSQL database (server/handoff.c): a live BMC call (an action or
 -- a read of the API) on a node another instance owns is handed to that owner as a row here,
 -- and its result comes back the same way. A row is also the claim that makes an action go to

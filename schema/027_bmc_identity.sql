@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- kiln schema 27: what a BMC says identifies its system, beside its serial (nodes.bmc_serial):
 -- the system UUID (lower case), the SKU (Dell's service tag), and the serial of the system's
 -- chassis. An agent is bound to its node by these (server/identity.c); enrollment finds a

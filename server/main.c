@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd: the kiln server's arguments, configuration and lifecycle. */
 #include <getopt.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Growable byte buffer with a hard cap, for anything fed by the network. */
 #ifndef KILN_BUF_H
 #define KILN_BUF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Table-driven INI configuration (inih): every key typed, bounded and validated. */
 #ifndef KILN_CONFIG_H
 #define KILN_CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error codes and the one-line message that travels with a failure. */
 #ifndef KILN_ERROR_H
 #define KILN_ERROR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Untrusted text (from agents, BMCs, the network) made harmless for a terminal or a log. */
 #ifndef KILN_ESCAPE_H
 #define KILN_ESCAPE_H

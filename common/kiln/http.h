@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP client helpers over libcurl for the CLI and the agent: JSON requests to kilnd,
  * TLS trust by CA file or pinned SHA-256 certificate fingerprint. */
 #ifndef KILN_HTTP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jansson helpers: typed field access that names the field on error. */
 #ifndef KILN_JSON_H
 #define KILN_JSON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jansson trees allocated from a bump arena owned by what owns the tree, thread by thread. */
 #ifndef KILN_JSON_ARENA_H
 #define KILN_JSON_ARENA_H

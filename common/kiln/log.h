@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Leveled logging to stderr; only main-level code logs, libraries return errors. */
 #ifndef KILN_LOG_H
 #define KILN_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Node ranges: gpu[01-32], r[1-2]n[01-08], comma lists, @group, -exclusion, all. */
 #ifndef KILN_NODERANGE_H
 #define KILN_NODERANGE_H

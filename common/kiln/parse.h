@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Safe number, duration and boolean parsing: whole string, bounds checked. */
 #ifndef KILN_PARSE_H
 #define KILN_PARSE_H

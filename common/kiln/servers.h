@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Several kilnd URLs for one fleet (kilnd instances sharing one store): the CLI and the agent
  * keep the list and move to the next URL when a request reaches nobody, so a dead instance

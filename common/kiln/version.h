@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln's version and the git revision it was built from, the same in every binary. */
 #ifndef KILN_VERSION_H
 #define KILN_VERSION_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An agent is its node: the decision whether a report's host identity is the node's. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An agent is its node: whether a report's host identity may be stored for the node whose
  * token sent it. A pure decision over the stored facts, so each case is a unit test row. */
 #ifndef KILND_IDENTITY_H

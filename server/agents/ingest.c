@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Agent reports into the store: de-duplication, latest state, history, identity, the
  * writer thread and its batches. Parsing: report_check.c; events: report_events.c. */
 #include <ctype.h>

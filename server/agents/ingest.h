@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Agent reports into the store: validation, de-duplication, latest state, history, events. */
 #ifndef KILND_INGEST_H
 #define KILND_INGEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The moments kilnd could not receive agent reports, kept in a few atomics. */
 #include <stdatomic.h>
 

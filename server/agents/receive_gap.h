@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The moments kilnd itself could not receive agent reports: its start, an ingest writer
  * stalled on the store, reports refused because the writer's queue was full, the HTTP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The REST API server: libmicrohttpd in epoll mode, dispatch through the route table, bearer
  * token authentication, the request body cap, per-thread store handles, JSON answers. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd's REST API server (libmicrohttpd, epoll): what main.c starts and stops. */
 #ifndef KILND_API_H
 #define KILND_API_H

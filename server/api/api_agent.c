@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* /api/v1/agent/...: reports (agent token), enrollment (fleet token), agent and enrollment tokens
  * and pending agents (admin); /api/v1/gpus and the agent part of a node's object (viewer). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The audit log over the API: GET /api/v1/audit, and the rows every changing handler writes. */
 #include <stdio.h>
 #include <stdlib.h>

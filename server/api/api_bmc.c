@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live BMC calls over a noderange: power, boot override, virtual media, sensors, event logs
  * and inventory, each one request fanned out by the BMC engine with a result per node. */
 #include <errno.h>

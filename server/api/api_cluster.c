@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GET /api/v1/cluster: the kilnd instances on this store, their groups, the nodes each owns. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The serial console over the REST API: attach (HTTP Upgrade), the captured log, capture on/off
  * per node or over a noderange. */
 #include <pthread.h>

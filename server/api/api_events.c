@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GET /api/v1/events?since=&severity=&range=&kind=&limit=: events from the poller, the agents
  * and the actions, newest first. */
 #include <stdlib.h>

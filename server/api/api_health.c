@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GET /api/v1/health: answers without a token once kilnd can reach its store. */
 #include "api/handlers.h"
 #include "kiln/version.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GET /api/v1/nodes/{name}/history: one node's readings over time (the dashboard's charts). */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Images and reinstall jobs: /images, /reinstall (a job per node) and /jobs with each job's
  * step and progress. The jobs thread (server/jobs.c) runs what is queued here. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GET /metrics: the Prometheus exposition of the fleet (metrics/metrics.c), gzipped when the
  * scraper asks, for a range of nodes with ?range=NODERANGE. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* node add and node import ask each Redfish BMC for its system before the node is stored,
  * off the request thread: a BMC with several systems and no --bmc-system is refused with
  * their ids, one that does not answer is added with a warning (uncabled nodes are normal). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* /api/v1/nodes: list (with a noderange), create, show, update, delete one or a range, import. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Noderanges in requests: every endpoint that takes one expands it here, so that a name or
  * @group that matches no stored node stops the request before anything is read or sent. */
 #include <stdlib.h>

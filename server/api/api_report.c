@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GET /api/v1/report?since=12h: the overnight report over a window ending now. */
 #include <time.h>
 

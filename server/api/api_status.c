@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fleet status from stored state only (no BMC calls): GET /api/v1/status, GET /api/v1/hung,
  * and POST /api/v1/nodes/maintenance. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The compact rows form of GET /api/v1/status, written as JSON text without building a tree. */
 #ifndef KILND_API_STATUS_H
 #define KILND_API_STATUS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* /api/v1/tokens: create (the bare token shown once, its hash stored), list, revoke. */
 #include <stdio.h>
 #include <stdlib.h>

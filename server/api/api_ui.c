@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The web dashboard's side of the API: its page and assets (embedded in kilnd), log-in with an
  * API token exchanged for a server-side session cookie, the session's CSRF check, log-out. */
 #include <stdatomic.h>

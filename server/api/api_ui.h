@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The web dashboard's embedded assets (generated at build time by cmake/KilnEmbedUiRun.cmake). */
 #ifndef KILND_API_UI_H
 #define KILND_API_UI_H

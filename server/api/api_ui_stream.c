@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The dashboard's live fleet: server-sent events of the status rows that changed, on
  * connections suspended while there is nothing to send (no polling by the browser). */
 #include <errno.h>

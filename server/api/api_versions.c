@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* /api/v1/versions/audit: the fleet version audit over a noderange, with an optional policy. */
 #include <stdlib.h>
 #include <string.h>

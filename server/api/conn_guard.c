@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Request deadlines and a bound on connections still waiting for their request: a client
  * that trickles a byte now and then (slow loris) holds a connection for request_timeout at
  * most, and such clients together hold at most half of the listener. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A deadline on each client connection's request (libmicrohttpd's timeout counts idle time
  * only), and a bound on the connections whose request has not arrived yet. */
 #ifndef KILND_CONN_GUARD_H

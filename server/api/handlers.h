@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The route table and the handlers it names (routes.c), and what the handler files offer
  * each other (a node check, a noderange, the dashboard's session): the server (api.c) and
  * each api_*.c include it with reply.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The REST API's listening socket: parsing ADDR:PORT, binding it, and the URL clients use. */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Nodes <-> JSON for the REST API: parsing and validating every field, never showing the password. */
 #include <arpa/inet.h>
 #include <stdarg.h>

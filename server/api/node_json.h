@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Nodes as the REST API shows and takes them: struct node <-> JSON, with every field validated. */
 #ifndef KILND_NODE_JSON_H
 #define KILND_NODE_JSON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The REST API's route table: the one list of endpoints, the role each needs and its handler. */
 #include <stdio.h>
 #include <string.h>

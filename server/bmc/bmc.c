@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The BMC engine: per-node queues (one operation at a time per BMC, in order), a global
  * fan-out limit, per-BMC driver state cached by node id, dispatch to the protocol drivers. */
 #include <pthread.h>

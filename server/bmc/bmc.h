@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The BMC driver interface: one set of operations for every protocol (Redfish, IPMI),
  * asynchronous, used by the API, the poller and the jobs. */
 #ifndef KILN_BMC_H

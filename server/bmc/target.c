@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Builds a struct bmc_target from a stored node, shared by the API and the poller. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A node's BMC target: the struct bmc_target the engine needs, built from a stored node. */
 #ifndef KILN_BMC_TARGET_H
 #define KILN_BMC_TARGET_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Several kilnd on one database: this instance's heartbeat, the live instances, node owners. */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Several kilnd on one PostgreSQL database: this instance's row and heartbeat, the live
  * instances, which of them owns a node, and the check that every instance holds the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live BMC calls handed to a node's owner through node_calls rows and PostgreSQL
  * notifications; the claims that send an action at most once; the power read-back of a call
  * whose claimant died mid-way. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Live BMC calls handed to a node's owner, when several kilnd share one PostgreSQL database:
  * the instance that took the API call writes a node_calls row (schema 026) and notifies the

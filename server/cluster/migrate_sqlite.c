@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd --migrate-from-sqlite: the secret.key side of store_migrate_from_sqlite(). */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd --migrate-from-sqlite: a SQLite state's data into this kilnd's PostgreSQL store. */
 #ifndef KILND_MIGRATE_SQLITE_H
 #define KILND_MIGRATE_SQLITE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The per-node action lock: a set of node ids under one mutex. */
 #include <pthread.h>
 #include <stdlib.h>

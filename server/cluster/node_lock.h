@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The per-node action lock: one action (power, boot, media through the API, a reinstall job for
  * its whole run, the poller's remediation) at a time per node. A second claimant is refused,

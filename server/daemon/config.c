@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd.conf: the table of kilnd's configuration keys and the example file generated from it. */
 #include <inttypes.h>
 #include <stddef.h>

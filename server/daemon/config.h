@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd.conf: the server's settings, one table of typed, bounded keys (see deploy/kilnd.conf.example). */
 #ifndef KILND_CONFIG_H
 #define KILND_CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-address token buckets in a fixed table: how often one client address may do a thing. */
 #include <math.h>
 #include <pthread.h>

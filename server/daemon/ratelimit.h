@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-address token buckets: how often one client address may do a thing (enroll). */
 #ifndef KILND_RATELIMIT_H
 #define KILND_RATELIMIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Secrets at rest: the state dir's key file, AEAD for BMC passwords, bearer tokens. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Secrets at rest: the state dir's key, BMC passwords (libsodium AEAD), token hashing. */
 #ifndef KILN_SECRET_H
 #define KILN_SECRET_H

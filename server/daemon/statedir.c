@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd's state dir: created 0700, locked against a second kilnd, holding the key and first token. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd's state dir: creation, the lock that keeps a second kilnd out, secret.key, admin.token. */
 #ifndef KILND_STATEDIR_H
 #define KILND_STATEDIR_H

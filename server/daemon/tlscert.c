@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Self-signed ECDSA P-256 certificates for kilnd (GnuTLS), and loading given ones. */
 #include <arpa/inet.h>
 #include <errno.h>

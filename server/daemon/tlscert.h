@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd's HTTPS material: a given certificate, or a self-signed ECDSA P-256 one kept in the state dir. */
 #ifndef KILND_TLSCERT_H
 #define KILND_TLSCERT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Serial consoles in kilnd: SOL sessions per node shared by capture (a rotated log) and clients. */
 #include "fleet/console.h"
 

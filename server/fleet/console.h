@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Serial consoles in kilnd: one SOL session per node shared by capture and attached clients. */
 #ifndef KILND_CONSOLE_H
 #define KILND_CONSOLE_H

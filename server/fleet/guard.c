@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The guard of disruptive actions (see guard.h): the work on a node, refusals, forced
  * actions, drains in Slurm and their resume, and the Slurm view remediation waits on. */
 #include <inttypes.h>

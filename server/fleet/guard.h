@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The guard in front of every disruptive action: the work on each node (GPU processes of a
  * fresh agent report, Slurm jobs) refuses it, or the node is drained in Slurm and waited
  * for (--drain), or it goes ahead and is audited as forced (--force). The guard's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reinstall jobs: the step logic (job_decide) and the thread that runs it on every active job. */
 #include <pthread.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reinstall jobs: a kilnd thread that takes each node through its steps (boot id, virtual
  * media or PXE, power cycle, wait for the agent's new boot id, eject) and resumes them after
  * a restart from the step stored in the database. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live BMC calls off the HTTP threads: results per node as they finish, audit outcomes,
  * readings handed to the poller, paced batches, and the answer written as it grows. */
 #include <pthread.h>

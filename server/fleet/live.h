@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live BMC calls of the REST API, run off the HTTP threads: one thread takes each node's
  * result from the BMC engine, finishes its audit row, hands what the BMC said to the poller
  * (so that it is stored as a reading), paces batches and writes the answer as it grows. */

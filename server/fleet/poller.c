@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The poller thread: BMC readings on a jittered schedule under the engine's fan-out limit,
  * backoff and circuit breaker per BMC, results and events. The readings kept:
  * poller_readings.c; health and remediation: poller_health.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The poller: a kilnd thread that reads every node's BMC on a jittered schedule (power each
  * cycle, sensors and SEL less often), keeps per-BMC backoff and a circuit breaker, turns
  * readings into events, evaluates health and, when enabled, power-cycles hung nodes. */

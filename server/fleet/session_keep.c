@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The session keeper: each Redfish BMC's session token (sealed with secret.key) and URI in
  * the store, so that a kilnd killed with -9 checks and reuses its session at the next start
  * instead of leaving one more open on the BMC at every crash. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redfish sessions kept in the store across restarts: the BMC engine's session keeper. */
 #ifndef KILND_SESSION_KEEP_H
 #define KILND_SESSION_KEEP_H

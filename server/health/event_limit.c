@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-node event budget: token buckets (ratelimit.c) by node, and the counts of what was
  * held back until they are summed up in one event. */
 #include <pthread.h>

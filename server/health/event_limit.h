@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A budget of events per node: one agent's flood (256 Xids a report) is not thousands of
  * events and webhook POSTs; what is held back becomes one summary event. */
 #ifndef KILND_EVENT_LIMIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Node health rules: every rule reads only struct health_facts, so each is a unit test row. */
 #include <math.h>
 #include <stdarg.h>

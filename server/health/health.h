@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Node health rules in one place: pure functions from a struct of node facts to
  * ok / warning / critical and the reasons, each threshold a config key. */
 #ifndef KILND_HEALTH_H

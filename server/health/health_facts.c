@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A node's health facts read from the store: the poller's BMC readings, the agent's latest
  * report and GPUs, the ECC history and recent Xid events. */
 #include <math.h>

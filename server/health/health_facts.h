@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Gathers a node's health facts from the store (BMC readings, agent state, GPUs, history,
  * events) for the pure rules in health.h. */
 #ifndef KILND_HEALTH_FACTS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd's own counters: relaxed atomics, read once a scrape. */
 #include <stdatomic.h>
 

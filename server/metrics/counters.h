@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd's own counters for GET /metrics: poll durations, BMC errors, ingest results, queue
  * depths, remediation actions. Lock-free (C11 atomics): any thread adds, a scrape reads. */
 #ifndef KILND_METRICS_COUNTERS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Prometheus text exposition format: families declared once and written whole, each
  * after its HELP and TYPE lines; escaped label values; each series once. */
 #include <math.h>

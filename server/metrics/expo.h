@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Prometheus text exposition format (0.0.4): families, samples, label escaping. */
 #ifndef KILND_METRICS_EXPO_H
 #define KILND_METRICS_EXPO_H

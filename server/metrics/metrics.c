@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GET /metrics' families, filled in one pass over the store's node rows. */
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GET /metrics' content: the fleet's BMC, health, agent and GPU state, and kilnd's own, as
  * Prometheus families (docs/metrics.md lists them and their cardinality). */
 #ifndef KILND_METRICS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The overnight report, built from the events, the audit log, the agents' history and the
  * poller's health cache. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The overnight report: what went wrong over a window, what was done about it and by whom,
  * temperature and power peaks and energy per rack, and what still needs attention. */
 #ifndef KILND_REPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fleet version audit's facts: each node's versions from its agent report (and their
  * compact form in the store), the CUDA driver table, the audit of the store's nodes. The
  * policy, the checks and the groups: versions_policy.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fleet version audit: nodes grouped by driver, module, CUDA, GPU, VBIOS and BMC firmware
  * versions, with the checks that find a pending reboot, a toolkit too new for its driver,
  * missing GPUs, a starved data pipeline and deviations from a per-group policy. */

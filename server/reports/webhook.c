@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Webhooks: a thread that follows the events table by id, queues a delivery per event and
  * URL in a bounded ring, and POSTs each with retries and exponential backoff. */
 #include <errno.h>

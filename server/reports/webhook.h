@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Webhooks: events at or above a severity POSTed as JSON (with a Slack-compatible "text") to
  * configured URLs, from a thread of their own that follows the events table by id. */
 #ifndef KILND_WEBHOOK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Schema migrations: applies the embedded schema/NNN_name.sql files in order, once each. */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Applying schema migrations to an open SQLite connection (store.c and the tests use it). */
 #ifndef KILN_STORE_MIGRATE_H
 #define KILN_STORE_MIGRATE_H

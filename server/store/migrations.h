@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The schema migrations embedded at build time from schema/NNN_name.sql (and schema/pg/). */
 #ifndef KILN_MIGRATIONS_H
 #define KILN_MIGRATIONS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The statement runners every store_*.c file uses, on whichever backend the store opened. */
 #include <stdlib.h>
 #include <string.h>

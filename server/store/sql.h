@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * One way to run a statement on either backend (SQLite, PostgreSQL): a typed parameter list
  * in, a row callback out. Every store_*.c function is written on these; only the backend

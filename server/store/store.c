@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The store's backend-neutral part: choosing the backend, transactions, the clock, lists. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd's store: every SQL statement of kilnd lives behind these functions (SQLite or PostgreSQL). */
 #ifndef KILN_STORE_H
 #define KILN_STORE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Agent reports in the store: seen report ids, each node's latest state and GPUs, the history.
  * How an agent finds its node (enrollment, pending agents, identity refusals):
  * store_enroll.c. */

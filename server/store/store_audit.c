@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The audit log: one row per action, written before it runs and finished after. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* BMC log history: every entry read from a node's BMC log once, with the BMC's own time, and
  * what the last read saw (to tell a cleared log). Events for new entries are store_events.c's. */
 #include <string.h>

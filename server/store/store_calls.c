@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Live BMC calls handed to a node's owner, and the claims that send an action at most once
  * (schema 026 node_calls; server/handoff.c runs them). */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The instances sharing one database (schema 025) and the database's secret.key check. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Console capture flags per node (table console_capture). Rarely called: no cached statements. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Events from the poller, the agents and the actions, stored once per dedup key. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fleet in the store: the poller's BMC readings per node, maintenance flags, the health
  * cache, and the event and history queries the health rules need. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An agent bound to its node: the identity a report is compared with, refusals waiting for
  * an admin, and the admin's acceptance of a genuine change (agent_identity). */
 #include <stdlib.h>

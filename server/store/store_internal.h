@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the store_*.c files share: the backend, the statement cache slots, the list helpers. */
 #ifndef KILN_STORE_INTERNAL_H
 #define KILN_STORE_INTERNAL_H

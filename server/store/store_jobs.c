@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Images and reinstall jobs (tables images, jobs). Rarely called: no cached statements. */
 #include <stdlib.h>
 #include <string.h>

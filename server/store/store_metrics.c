@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What GET /metrics reads: one query over the nodes' state rows, one over the Xid events. */
 #include <string.h>
 

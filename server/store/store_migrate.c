@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Copying a kiln SQLite database into an empty PostgreSQL store, table by table, row by row. */
 #include <stdio.h>
 #include <stdlib.h>

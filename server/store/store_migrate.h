@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Moving a SQLite kiln database into an empty PostgreSQL store (kilnd --migrate-from-sqlite). */
 #ifndef KILN_STORE_STORE_MIGRATE_H
 #define KILN_STORE_STORE_MIGRATE_H

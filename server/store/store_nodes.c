@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Node inventory in the store: nodes with their BMC settings and groups. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The PostgreSQL backend (libpq): one connection per store handle, statements prepared once
  * per connection under their slot's name, parameters sent as text (blobs as binary),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reads for the overnight report and the webhooks: events after an id, agent power and
  * temperature samples over a window. Rarely run, so these statements are not cached. */
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redfish sessions kept across restarts: one row per node, the token sealed by the caller. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SQLite backend: opening the database in WAL mode, the statement cache, transactions. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fleet status table in one query: every node's BMC, agent, GPU summary and maintenance rows. */
 #include <math.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* API tokens (with a role) and per-node agent tokens, stored as SHA-256 hashes. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kiln's dashboard: fleet, node, versions, events and report pages over kilnd's own API,
 // with the session cookie from log-in and its CSRF value on every state-changing request.
 'use strict';

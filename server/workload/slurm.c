@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Slurm through its commands: scontrol for a node's state and for drain and resume, squeue
  * for the jobs on a node (Debian 12's slurmrestd cannot drain). Each command runs with a
  * timeout and its output capped; it is killed when it takes longer. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The batch scheduler a node belongs to (Slurm through scontrol and squeue): its jobs on a
  * node, its state and reason, drain and resume. Every call runs a command and waits for it:
  * never call these on an HTTP thread or the poller's (guard.c runs them on its own). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The work on a node, gathered from the agent's report and the scheduler, and whether it
  * blocks a power cycle, a reinstall or an automatic remediation. */
 #include <fnmatch.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Work on a node: the GPU compute processes of its agent's latest report and its scheduler
  * jobs, and the one decision every disruptive action asks: does this work block it? */
 #ifndef KILND_WORK_H

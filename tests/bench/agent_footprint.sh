@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (on demand, not CI): kiln-agent's footprint over HTTPS to kilnd with the fake NVML.
 #
 # usage: tests/bench/agent_footprint.sh [--cycles N] [--steady S] [--no-build] [--no-callgrind]

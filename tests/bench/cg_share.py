@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Callgrind output -> "TOTAL_IR LIB_IR": all instructions, and those spent in calls made from
 outside LIB into LIB (inclusive: what LIB itself calls, e.g. libc, counts as LIB's)."""
 import re

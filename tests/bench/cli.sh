@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (on demand, not CI): `kiln status` and `kiln audit` over 10,000 nodes with agent state.
 #
 # usage: tests/bench/cli.sh [--nodes N] [--runs R] [--no-build] [--state DIR]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (on demand, not CI): several kilnd on one PostgreSQL database over many
 # kiln-bmcsim BMCs: each instance's poller sweep over its own nodes, and a live power read
 # over the whole fleet through one instance, (K-1)/K of it handed to the others (handoff.c).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (on demand, not CI): a fleet of kiln-agents enrolling at once from one address
 # (a rack behind one NAT, or every node booting after a power loss), against kilnd's default
 # enrollment rate limit ([http] enroll_rate 5/s after a burst of 100): every agent must get

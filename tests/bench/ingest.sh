@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (on demand, not CI): agent-report ingest into kilnd from 10,000 distinct nodes.
 #
 # usage: tests/bench/ingest.sh [--nodes N] [--conns C] [--duration S] [--shape lean|full]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark load generator for kilnd's agent ingest: N keep-alive connections posting 8-GPU
  * reports as thousands of distinct nodes; prints reports/s and latency percentiles. */
 #include <errno.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (on demand, not CI): IPMI power status over 200 ipmi_sim BMCs, kiln versus FreeIPMI's
 # ipmipower --stat fan-out over the same BMCs in the same run.
 #

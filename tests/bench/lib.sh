@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by the benchmark scripts (sourced): a work folder and the processes started in it.
 
 # bench_workdir NAME: sets TMP to a new folder and PIDS to an empty list; at exit every pid in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (on demand, not CI): GET /metrics for a fleet of N nodes with 8 GPUs each.
 #
 # usage: tests/bench/metrics.sh [--nodes N] [--scrapes K] [--no-build] [--build DIR]

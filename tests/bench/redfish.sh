@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (on demand, not CI): Redfish power-state sweeps over many kiln-bmcsim BMCs.
 #
 # usage: tests/bench/redfish.sh [--bmcs N] [--latency MS] [--jitter MS] [--fault SPEC]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kiln's dashboard in headless Chromium, against the kilnd and lab test_dashboard.sh started.
 // Every check prints "ok: ..." or "FAIL: ..."; the exit status is 1 when one failed.
 // Environment: KILN_URL, ADMIN_TOKEN, VIEWER_TOKEN, OPERATOR_TOKEN, VIEWER_NAME,

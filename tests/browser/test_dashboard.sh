@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The dashboard in headless Chromium (issue 22) over a small lab: three simulated BMCs with
 # agents on the fake NVML. dashboard.test.js logs in as a viewer and an operator and checks
 # what the issue's "Done when" lists; screenshots land in $KILN_TEST_OUT (default

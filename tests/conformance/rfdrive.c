@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-rfdrive: runs one BMC operation through kilnd's BMC engine against one or more BMCs
  * and prints a JSON array of results (test driver for the conformance and Redfish tests). */
 #include <getopt.h>

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Conformance: kiln's Redfish driver against kiln-bmcsim serving EVERY tree in
 # ../shared/redfish-mockups; expected values are read straight from the tree's files.
 set -u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A fake NVML (libnvidia-ml.so.1) whose GPUs and failures come from the file named by FAKE_NVML_CONFIG. */
 /*
  * Config: one "key = value" a line, '#' comments. Global keys: init (ok|hang|mismatch|

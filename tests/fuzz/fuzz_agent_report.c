@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness: an agent report's validation (ingest_report_parse_text) and its storing
  * (ingest_report_store: state, GPU rows, history, events) into a store made once. */
 #include <stdint.h>

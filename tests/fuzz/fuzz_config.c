@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness: kilnd.conf through the table-driven loader (common/config.c, inih) with
  * kilnd's own key table, read from a memfd as kilnd reads its file. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness: the CSV reader of `kiln node import` (csv_parse). */
 #include <stdint.h>
 #include <stdlib.h>

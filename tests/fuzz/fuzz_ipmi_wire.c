@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness: the IPMI helper's wire format (length-prefixed JSON frames over its
  * socketpair, base64 console bytes, the option strings a job carries), read from a
  * socketpair as the helper reads its own; each message read must survive a send and a read

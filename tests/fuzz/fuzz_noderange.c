@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness: noderange_expand and noderange_compress, with the property that a
  * compressed range expands back to the same names. */
 #include <stdint.h>

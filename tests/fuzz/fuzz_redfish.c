@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer harness: the Redfish driver's parsers of BMC answers (power, sensors in the
  * legacy and newer schemas, log entries, inventory, reset types, profiles, error text),
  * reached through the parse budget as the driver reaches them. */

@@ -4,8 +4,8 @@
 
 - server/'s top holds at most three loose .c files (main and what truly spans the daemon);
 - every folder of server/ opens with a README.md;
-- no hand-written source file of the product (server/, common/, agent/, cli/) is past 1,000
-  lines;
+- no hand-written source file (C, shell, Python, SQL, JavaScript, CMake) is past 1,000 lines,
+  and each starts with its SPDX line (after a #! line);
 - no include loop between the folders of server/: a folder includes a header of another
   only along the arrows its README's "May include:" line allows, and the arrows form no
   circle.
@@ -96,6 +96,25 @@ def cycles(edges):
     return out
 
 
+SOURCE_EXT = (".c", ".h", ".sh", ".py", ".sql", ".js", ".cmake", ".awk", ".css")
+SOURCE_DIRS = ("server", "common", "agent", "cli", "tests", "deploy", "cmake", "schema")
+NOT_SOURCE = ("node_modules", "corpus")
+DATA_DIRS = ("tests/fixtures",)  # files shaped as real hosts show them, not ours
+
+
+def sources(src):
+    """The project's hand-written source files (not build trees, fixtures, fuzz corpora)."""
+    for part in SOURCE_DIRS:
+        for root, dirs, files in os.walk(os.path.join(src, part)):
+            if os.path.relpath(root, src).startswith(DATA_DIRS):
+                continue
+            dirs[:] = sorted(d for d in dirs if d not in NOT_SOURCE)
+            for f in sorted(files):
+                if f.endswith(SOURCE_EXT) or f == "CMakeLists.txt":
+                    yield os.path.join(root, f)
+    yield os.path.join(src, "CMakeLists.txt")
+
+
 def may_include(readme):
     """The folders a README's "May include: a, b" line names (nothing: none), or None."""
     with open(readme, encoding="utf-8") as fh:
@@ -130,17 +149,15 @@ def main(argv):
                 and "README.md" not in files:
             breaches.append("%s has no README.md" % os.path.relpath(root, src))
 
-    for part in ("server", "common", "agent", "cli"):
-        for root, dirs, files in os.walk(os.path.join(src, part)):
-            for f in files:
-                if not f.endswith((".c", ".h")):
-                    continue
-                p = os.path.join(root, f)
-                with open(p, encoding="utf-8") as fh:
-                    n = sum(1 for _ in fh)
-                if n > MAX_LINES:
-                    breaches.append("%s: %d lines (at most %d)"
-                                    % (os.path.relpath(p, src), n, MAX_LINES))
+    for p in sources(src):
+        with open(p, encoding="utf-8") as fh:
+            lines = fh.read().split("\n")
+        rel = os.path.relpath(p, src)
+        if len(lines) - (lines[-1] == "") > MAX_LINES:
+            breaches.append("%s: %d lines (at most %d)" % (rel, len(lines) - 1, MAX_LINES))
+        head = lines[1:2] if lines[0].startswith("#!") else lines[0:1]
+        if not head or "SPDX-License-Identifier: Apache-2.0" not in head[0]:
+            breaches.append("%s: does not start with its SPDX line" % rel)
 
     for folder in sorted(edges):
         if folder == "server":
@@ -169,8 +186,9 @@ def main(argv):
         print("FAIL: " + b)
     if breaches:
         return 1
-    print("ok: %d folders, no include loop, no file past %d lines, %d loose .c at server/'s top"
-          % (len(edges), MAX_LINES, len(loose)))
+    print("ok: %d folders, no include loop, %d source files none past %d lines and each with"
+          " its SPDX line, %d loose .c at server/'s top"
+          % (len(edges), len(list(sources(src))), MAX_LINES, len(loose)))
     return 0
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by the health tests: nodes whose BMC is a kiln-bmcsim (the iDRAC-like tree) and whose
 # host runs a kiln-agent on the fake NVML (8 healthy, idle H100s: no Xid events, no ECC errors,
 # no compute process, which would refuse their power cycles), reporting every 2 s.

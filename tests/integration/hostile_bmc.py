@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Hostile Redfish BMCs for tests/integration/test_hostile_bmc.sh: one listener per mode on
 127.0.0.1 (kernel-chosen ports, written to PORTS_FILE as "mode port" lines), each serving a
 plain service root and Systems collection and, for the System and everything else, what its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared helpers for kiln's script tests: start kilnd on 127.0.0.1:0 with a temporary state
 # dir, wait until it answers, make tokens, call the API with curl, stop what was started.
 # Source it; it installs an EXIT trap that stops every kilnd it started and removes the

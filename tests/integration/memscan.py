@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Counts secrets in a process's memory, or in a core file.
 
 usage: memscan.py PID|CORE NEEDLE...   (a NEEDLE "@FILE" is that file's bytes)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by the reinstall tests: the agent, the fake NVML and the power hook
 # (reinstall_hook.sh) that stops a node's agent when its simulated BMC powers off and starts
 # it with a new boot id when it powers on. Source after lib.sh and ../sim/bmcsim.sh, with SRC

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # kiln-bmcsim power hook for test_reinstall.sh: "reinstall_hook.sh SIM INDEX on|off" stops the
 # node's agent on off and, on on, writes a new boot id and (a new OS) a new machine id into
 # its root and starts the agent (after the node's boot_delay seconds; never when the node has

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Agent report load for kilnd's crash test: one thread per node posts reports (fresh
 report ids) as fast as kilnd answers, across kilnd's restarts (a refused connection is
 retried), and appends "NODE REPORT_ID" to OUT for every report kilnd acknowledged (2xx)

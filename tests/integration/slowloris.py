@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A slow-loris client for kilnd's tests: keeps N connections open that send an unfinished
 request head a byte at a time, reopening each one the server closes, while probing
 GET /api/v1/health on fresh connections. Prints one JSON object of what it saw.

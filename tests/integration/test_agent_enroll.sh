@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: enrollment cannot impersonate (issue 17). Whoever holds the fleet enrollment
 # token (it is on every node) gets no node's token by naming the node: a host name match, or
 # a node that already has an agent, waits for an admin; the node's token is never revoked.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: an agent is its node. Two nodes with BMC simulators (each its own serial),
 # agents and remediation on. nodea's agent is started with nodeb's token (a copied config):
 # its reports are refused (409, naming the field), nodeb keeps its identity and gets no

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kiln-agent (fake NVML, --root fixtures) -> kilnd: per-node tokens, enrollment
 # by serial and by name (an admin accepts), refused and revoked enrollment tokens, pending agents, reports made
 # while kilnd is down arriving exactly once, a lost acknowledgement, Xids once, kiln gpus.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # kiln-agent --print --once against fixture roots and the fake NVML: each driver situation.
 set -euo pipefail
 BIN=${KILN_BIN:?KILN_BIN is not set}

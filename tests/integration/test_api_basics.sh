@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kilnd's REST basics on a real daemon: health, 401, the 1 MiB body cap, bad
 # JSON and field validation, nodes with ranges, import and range delete all or nothing,
 # tokens, audit, secrets kept out of the database and the log, restart, the state dir lock,

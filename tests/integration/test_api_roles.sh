@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: walks every route of `kilnd --list-routes` (the one route table) with no
 # token, a bad token, a metrics, a viewer, an operator and an admin token, and checks 401 /
 # 403 / allowed against the role each route needs: a metrics token reads GET /metrics and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: framework-vs-driver compatibility in `kiln audit`, from real agents reading
 # the fixture site-packages trees (PyTorch, TensorFlow, JAX, NVIDIA's wheels) under --root.
 # gpu01's 530.30.02 driver runs TensorFlow's CUDA 12.2 build under minor-version

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: no action is left pending by a crash (issue 15, its audit part). A power cycle
 # is in flight (the simulated BMC takes 8 s a phase) when kilnd is killed with SIGKILL; at its
 # next start the row says "interrupted: kilnd stopped" and, after the first poll, the power

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: `kiln audit` over a fleet of agent reports sent through the ingest endpoint:
 # three driver versions, one module/library mismatch and one toolkit too new for its driver
 # are reported, exactly; the majority group comes first and differences are marked; --policy

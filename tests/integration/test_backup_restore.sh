@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kilnd --backup while kilnd runs (and agents report), then the documented
 # restore into a new state dir with the same secret.key: the nodes are there, a BMC read works
 # with the sealed password, the old tokens work, the agent's state, history, events and audit

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: a BMC answering 503 is busy, not dead. kiln-bmcsim answers every request as an
 # iDRAC whose sessions are all taken (503, RAC0218, Retry-After): within one poll interval the
 # node's BMC is "busy" in kiln status (reachable, a warning naming what the BMC said, never

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kiln power/boot/media/sensors/sel/inventory against kilnd and kiln-bmcsim.
 # Ten generic BMCs, an iDRAC- and an iLO-shaped one, a slow one and an agent-only node:
 # confirmed power cycle over 10 with an audit row per node, the confirmation threshold and

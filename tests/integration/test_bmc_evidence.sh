@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: the BMC's own evidence in the node's reasons. kiln-bmcsim's iDRAC tree has four
 # PSUs in one redundancy set that needs all four: when PS2 fails the reason names it and says
 # the redundancy is lost (counted from the set's members, though the BMC still calls the set

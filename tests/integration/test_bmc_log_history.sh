@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: a BMC log's entries from before kiln first looked are history, not news (issue
 # 15). A BMC with 50 critical entries dated 2024 gives no event and no report line at its
 # first contact; two entries injected later are two events with the BMC's own times; a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # kiln-bmcsim on its own fixtures: auth and sessions (cap, expiry), case-insensitive GET, reset
 # allowable values and power delay states, vendor quirks, boot PATCH with ETags, virtual media,
 # /_sim/ inject and counters, faults, --count, async tasks, latency and TLS.

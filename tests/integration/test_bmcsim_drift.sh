@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kiln-bmcsim --drift PCT makes sensor readings move with time (within PCT of the
 # tree's value, differently per sensor), while an injected reading stays as injected and a
 # simulator without --drift serves the tree's values unchanged.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # kiln-bmcsim smoke over every tree in $KILN_SHARED/redfish-mockups (skips when absent):
 # every resource answers by its path (and upper-cased with a trailing slash; a captured error
 # body with the status its MessageId stands for), the system's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: the CLI's contract (README "The CLI", issue 18) against kilnd and kiln-bmcsim:
 # unknown names in a range stop every command before anything is sent (exit 2; kilnd 404
 # with "field":"range" and the names, on every endpoint that takes a range), an empty range is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: the kiln CLI against a real kilnd (ephemeral port, temporary state dir):
 # nodes with noderanges, import, tokens, audit, -o json shapes, exit codes, secret handling.
 set -u

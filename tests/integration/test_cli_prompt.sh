@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: the kiln CLI's terminal prompts, driven through a pseudo-terminal: the BMC
 # password is asked without echo, and node rm above the threshold asks for confirmation.
 set -u

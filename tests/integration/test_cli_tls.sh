@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: the kiln CLI's trust in an HTTPS kilnd: --ca, --fingerprint (also from the
 # environment and cli.conf), refusal without trust or with a wrong fingerprint.
 set -u

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: the CLI and the agent given several kilnd URLs (one fleet's instances) move to
 # the next when nobody answers at one: a dead URL first costs a refused connection, not a failed
 # command or an agent that stops reporting; with every URL dead the error names them all.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration (issue 23's failover test): three kilnd (A, B, C) on one PostgreSQL database over
 # 30 simulated Redfish BMCs and 30 agents, each agent given all three URLs (in a rotated
 # order, so that each instance receives reports). Checks, in order:

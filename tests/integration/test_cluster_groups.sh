@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: [cluster] group. Two kilnd on one PostgreSQL database over 8 simulated BMCs:
 # A serves group room1, B no group. The 4 nodes of group room1 are A's, the 4 others B's
 # (each node's live calls name their owner in ran_on, cluster status counts 4 each, and every

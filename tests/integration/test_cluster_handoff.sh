@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: two kilnd on one PostgreSQL database over 8 simulated Redfish BMCs; API calls
 # on a node the receiving instance does not own are handed to its owner (server/handoff.c):
 # a read and a bulk power cycle through A name each node's owner in "ran_on", every BMC gets

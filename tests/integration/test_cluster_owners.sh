@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: two kilnd on one PostgreSQL database over 6 simulated BMCs divide the nodes:
 # each BMC is polled by exactly one instance (its request log shows one poller's rate of
 # power reads, not two); kill -9 one: within its lease (5 s) the other

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kilnd killed with SIGKILL at random moments (ROUNDS times) while agents post
 # reports and a bulk power cycle runs (issue 17). After each restart: every report kilnd
 # acknowledged is stored, PRAGMA integrity_check is ok, nothing is locked (kilnd starts on

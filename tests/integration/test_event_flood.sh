@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: one agent cannot flood the events and the webhooks (issue 17, finding 8). It
 # posts reports of 256 critical Xids each, several in a row: the node adds at most [events]
 # per_node events a minute, and what was held back becomes one summary event (kind

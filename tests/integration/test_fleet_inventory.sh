@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: the poller reads each node's BMC inventory at first contact (and not again
 # within [poller] inventory_every): the BMC serial lets an agent enroll by serial without
 # anyone running `kiln inventory`, and `kiln audit` groups the nodes by BMC firmware.

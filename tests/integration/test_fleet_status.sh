@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kilnd's poller against kiln-bmcsim and agents with the fake NVML: a node whose
 # agent stops while its BMC says On is flagged hung within 3 report intervals; one in
 # maintenance or powered off is not; kiln status -o json's shape; events (hung, power, SEL,

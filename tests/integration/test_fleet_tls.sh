@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: a Redfish node pinned to a certificate fingerprint that its BMC no longer shows
 # (kiln-bmcsim --tls): the poller's readings are refused, the node's power is an error, and one
 # critical "tls" event names both fingerprints; the correctly pinned node is read normally.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: GPU compute processes guard disruptive actions. gpu01's agent (fake NVML)
 # reports two training processes and nvidia-persistenced; gpu02 is idle. `kiln power cycle
 # gpu01` is refused naming the work (not the ignored daemon), exit 1, nothing sent to the BMC,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: the guard against a real Slurm on loopback (munged with a test key, slurmctld
 # and two slurmd, n1 and n2, from a slurm.conf written here; no stand-in commands; kiln's
 # nodes n1.lab and n2.lab are Slurm's n1 and n2 through [scheduler] node_name = {short}). A job

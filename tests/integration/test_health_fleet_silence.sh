@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kilnd's own trouble is not the nodes' trouble. Five nodes with agents and
 # remediation on.
 # 1. kilnd's listener held at its connection limit for longer than the hung threshold (the

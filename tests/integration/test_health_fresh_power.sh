@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kiln judges hung on fresh facts only. Two nodes with agents and remediation on:
 # on one the BMC stops answering and the agent stops together (a switch or PDU failure): its
 # power turns unknown at the first failed poll, it is never flagged hung and never cycled; the

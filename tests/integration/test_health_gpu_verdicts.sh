@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: GPU verdicts that name the GPU. gpu01's first report carries a GPU with
 # uncorrected ECC errors, a pending page retirement and a pending row remap: its health is
 # critical at once, the reason naming that GPU's index, bus id and counts (kiln status, the

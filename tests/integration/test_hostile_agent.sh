@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: an agent's report with hostile values (issue 17, findings 4-6). One node with a
 # BMC simulator (its System's model hostile too) and remediation on. A report whose GPU reads
 # 1.7e308 degC, whose version strings carry terminal escapes, a bidi override and a forged

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: hostile BMCs (issue 17, finding 3 and the hostile-peers test). Nine nodes whose
 # BMCs (tests/integration/hostile_bmc.py) answer the System with a 100 MB body, an endless
 # chunked body, 200,000 levels of nesting, 15 MB of "{}," (two), 300 kB of "{}," (two: parsed,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: 10,000 client connections at once (issue 17, the hostile-peers test's client
 # half; the slow loris half is test_http_slowloris). A python3 client
 # opens 10,000 connections to kilnd, each sending half a request head, and holds them; while

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: a slow-loris client (tests/integration/slowloris.py: connections that send
 # their request head a byte a second and never finish it, each one reopened when kilnd closes
 # it; three times as many as [http] max_connections) cannot take kilnd down (issue 17):

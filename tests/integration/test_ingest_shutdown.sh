@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kilnd stopped (SIGTERM) while agent reports wait suspended for the ingest
 # writer's commit: it exits cleanly (no libmicrohttpd panic on a suspended connection, no
 # sanitizer report), and every report answered 2xx is in the database (no answer before

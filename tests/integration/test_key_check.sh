@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: the store records a check value of secret.key at the first start; the same
 # state restarted beside another secret.key (a restore that took the wrong key) refuses to
 # start naming the key, and starts again once the right key is back. Both backends.

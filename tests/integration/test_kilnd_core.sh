@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: a kilnd core file holds no secret (issue 17, finding 7). By default kilnd is
 # not dumpable (PR_SET_DUMPABLE 0): a SIGABRT leaves no core although the limit allows one.
 # With allow_core_dumps = yes a core appears, and a gcore of a kilnd that has been polling a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: the README's demo lab (deploy/lab.sh) with the binaries of this build: it ends
 # with the export lines and a status table of its 10 simulated nodes; a power cycle through the
 # CLI goes through the simulated BMC's power hook and comes back as a new boot id from the

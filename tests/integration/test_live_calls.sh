@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: live BMC calls never stall kilnd. 6 agents report every second beside healthy
 # simulated BMCs while 24 clients keep live reads going for 30 s against 4 BMCs that accept
 # and never answer and a dead IPMI BMC: every agent's agent_age_s stays at most 3 s, GET /health

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: live results stream and stay. `kiln power status` over 20 BMCs, 2 of them
 # slow, prints the fast nodes' rows before the slow ones finish (NDJSON from kilnd, a row as
 # each arrives); a live power read is stored, so `kiln status` shows it; a BMC the poller

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The man pages against the code: kiln(1)'s commands and options are the CLI's own tables
 # (kiln --list-commands), kilnd(8) and kiln-agent(8) name the options their --help lists,
 # kilnd.conf(5) has every key of kilnd --print-config-example, deploy/cli.conf.example every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: GET /metrics scraped by a real Prometheus (Debian's `prometheus`) over a small
 # lab (three simulated BMCs, agents on the fake NVML). After two scrapes, Prometheus' HTTP API
 # must say what `kiln status -o json` and `kiln gpus -o json` say: power, health, a GPU's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kilnd --migrate-from-sqlite. A kilnd on SQLite (3 nodes on simulated BMCs, one
 # node with an agent's report, a viewer token, audit rows, events) is stopped; its kiln.db is
 # copied into a fresh PostgreSQL database under a new state dir with another secret.key; two

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # node add and node import ask the BMC first (issue 16, defect 7): a BMC with several systems
 # and no --bmc-system is refused with their ids (exit 2), an unreachable one is added with a
 # warning, and an existing node whose BMC turns out to be such a BMC shows a configuration

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: power actions done safely. Twenty kiln-bmcsim BMCs: bulk power on/cycle asks
 # for confirmation above the threshold (nothing sent without a terminal or --yes), --dry-run
 # prints the 20 targets and sends nothing, a second action on a node with one in flight is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: deploy/prometheus and deploy/grafana as shipped. promtool check rules and
 # promtool test rules (kiln-rules.test.yml: each alert fires on its case and not on its
 # neighbours), promtool check config of the scrape config (its /etc paths pointed here), and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The Redfish driver's CA trust (a node's tls: ca file, loaded once and shared by its
 # connections): the right CA is trusted, another one is refused, a CA file replaced on disk is
 # read again, and a file of two CAs serves two BMCs.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The Redfish driver's behaviour toward a BMC, asserted on kiln-bmcsim's /_sim/state and
 # /_sim/requests, on the simulator's own fixtures (no ../shared needed).
 set -u

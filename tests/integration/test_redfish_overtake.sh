@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # A background read (the poller's) and an operator's operation on the same Redfish BMC: the
 # operator's goes first, the background read waits between two of its requests; one request at
 # a time reaches the BMC, on one session. On a BMC not yet discovered the operator's operation

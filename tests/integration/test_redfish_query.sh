@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Redfish query parameters. $select: kilnd's power reads ask ?$select=PowerState only where the
 # service root advertises SelectQuery (and fall back for good on a refusal), and kiln-bmcsim's
 # $select answers hold what DSP0266 asks (the @odata annotations plus the selected

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: a BMC that refuses the session POST (401) but takes the same credentials with
 # HTTP Basic (issue 15; issue 16 defect 6): commands work and the BMC saw one failed login;
 # with really wrong credentials it sees exactly two, then kilnd leaves it alone (the node

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: 20 kill -9 restarts of kilnd against a BMC capped at 8 sessions (issue 15).
 # Each start finds the session the killed kilnd kept in the store, checks it with one GET
 # and reuses it: never more than one session open on the BMC, no 503 anywhere. Some kills

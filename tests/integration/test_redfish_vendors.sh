@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Redfish as vendors ship it (issue 16): the driver against kiln-bmcsim serving the small
 # trees of tests/sim/fixtures/vendor/ (make-vendor-fixtures.py), one case per defect.
 set -u

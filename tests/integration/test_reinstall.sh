@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kiln reinstall against kiln-bmcsim and agents with the fake NVML. The BMCs'
 # power hook (reinstall_hook.sh) stops a node's agent when it powers off and starts it with a
 # new boot id when it powers on. Checks the virtual-media path (InsertMedia, a CD boot

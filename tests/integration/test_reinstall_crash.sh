@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kilnd killed (-9) right after a reinstall job sent its power cycle (issue 15).
 # The restarted kilnd resumes the job at its stored step and never sends the cycle again
 # (the simulator's reset count stays 1), though it was down longer than the action timeout

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: kilnd killed (-9) right after its automatic power cycle of a hung node reached
 # the BMC (issue 15: a power action already sent is never sent again). The cycle's audit row
 # and the node's remediated_at are stored before the BMC hears of it, so the restarted kilnd

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: `kiln report --since 1h` after a scripted incident: an agent report with Xid 79
 # (GPU fallen off the bus) through the ingest endpoint and an audited change by a named token.
 # The report lists the incident, the action and who took it, the node still needing attention,

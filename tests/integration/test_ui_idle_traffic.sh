@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The dashboard's idle cost (issue 22): an open page over 1,000 unchanged nodes, whose BMCs
 # the poller reads every 5 s, receives under 10 kB a minute on its live stream (nothing but
 # keepalives: the rows' ages change every second, their content does not). Measured for 20 s

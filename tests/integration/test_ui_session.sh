@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The dashboard's server side (issue 22): / and /ui/* without a token, with a CSP; log-in
 # exchanges a token for an HttpOnly SameSite=Strict cookie (Secure over HTTPS); the session
 # acts with its token's role; a state-changing request without its CSRF value is refused and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # --version on every binary: "NAME VERSION (REVISION)", the same version and revision in all
 # of them, and kilnd's GET /api/v1/health saying what `kilnd --version` says.
 set -uo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Integration: webhooks. kilnd POSTs each event at or above webhook.min_severity as JSON with a
 # Slack-compatible "text" to a local receiver on 127.0.0.1; a failed POST (a slow 503) is
 # retried with backoff; a warning below the threshold is not sent; the agent ingest does not

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # chassis_control program for ipmi_sim: keeps power and boot state as files in the folder $1.
 # ipmi_sim calls "chassis.sh DIR get power [boot]" and "chassis.sh DIR set power 0|1 ...".
 dir=$1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-ipmidrive: drives the IPMI helper for the ipmi tests and prints the results as JSON. */
 #include <fcntl.h>
 #include <getopt.h>

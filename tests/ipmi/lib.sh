@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared helpers for the ipmi tests: start N OpenIPMI ipmi_sim BMCs on 127.0.0.1 UDP ports,
 # each with a fresh state dir, and stop them (by pid) when the test exits.
 # Source it, then: ipmisim_require; ipmisim_start N; use IPMISIM_PORTS[i], IPMISIM_DIRS[i].

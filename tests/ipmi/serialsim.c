@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-serialsim: the serial side of a simulated BMC, for SOL tests. ipmi_sim's
  * `sol "tcp:127.0.0.1:PORT"` connects here as a TCP client. Bytes appended to the --tx
  * file are sent to the BMC (the node "prints" them); bytes the BMC sends (typed into the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Boot device override through the IPMI helper, checked in the simulators' chassis state
 # (ipmi_sim answers 0xCC to set-in-progress and cannot read the flags back; see lib.sh).
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The serial console end to end: ipmi_sim with a serial side (kiln-serialsim), kilnd with the
 # node's capture on, `kiln console` under a pty (script). Text printed on the serial side
 # reaches the attached console and the captured log (kiln console --tail); text typed into

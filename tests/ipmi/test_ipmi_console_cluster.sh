@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The serial console with two kilnd on one PostgreSQL database: a node's console runs on its
 # owner only (a BMC takes one SOL session). Capture switched on through the other instance A
 # is opened by the owner B (B's state dir gets the log, A's none); A answers the captured log

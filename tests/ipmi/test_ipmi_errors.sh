@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Errors name the node and carry FreeIPMI's reason: a wrong password (tried twice, then the
 # node is left alone), a missing workaround, a bad workaround name, a dead port that costs
 # only its timeout while the other BMCs answer.

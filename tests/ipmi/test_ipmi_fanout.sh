@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Power status over 50 ipmi_sim BMCs runs in parallel: with three dead BMCs in the set
 # (2 s timeout each) the whole run takes about one timeout, not their sum, and every live
 # BMC answers.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The helper process: the parent holding more than 1,100 descriptors (numbers above 1024)
 # does not disturb IPMI power and sensor commands; killing the helper fails the requests
 # in flight with a clear error and a fresh helper serves the next ones.

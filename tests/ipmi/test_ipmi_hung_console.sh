@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Evidence beside the verdict: a node whose serial console is captured (ipmi_sim with
 # kiln-serialsim as its serial side) panics and its agent falls silent while the BMC still
 # says on. It is flagged hung, and the hung reason carries the console's panic line.

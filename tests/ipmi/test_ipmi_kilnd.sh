@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # IPMI through the real kilnd and kiln CLI against ipmi_sim BMCs: power status over 50 BMCs
 # in about the time of one (not their sum); power and sensors while kilnd holds more than
 # 1,100 descriptors; a wrong password (named, tried twice, then left alone until it

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Power status/on/off/soft/cycle/reset through the IPMI helper, checked against the
 # simulators' chassis state files.
 . "$(dirname "$0")/lib.sh"

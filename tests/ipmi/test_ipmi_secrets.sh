@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # BMC passwords after use (issue 17, finding 7): a kilnd allowed to dump core (so that its
 # memory can be read) adds a Redfish node that answers only Basic and an IPMI node through
 # its API (node add's probe), answers power status and sensors for both, and holds an

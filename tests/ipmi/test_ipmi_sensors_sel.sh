@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Sensors (normalised) and SEL (incremental: an entry injected between two reads appears
 # once, earlier entries are not repeated) through libipmimonitoring in the helper.
 . "$(dirname "$0")/lib.sh"

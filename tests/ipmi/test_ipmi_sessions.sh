@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Kept IPMI sessions, seen from the BMC side (a relay counting RMCP+ Open Session Requests,
 # and the BMC's own active-session count): reads in a row share one session; a BMC restarted
 # in between is answered through one retry on a fresh session; a power action after a read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-udpcount: a UDP relay in front of one simulated BMC that counts the RMCP+ sessions opened. */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Debian packages: configures and builds a RelWithDebInfo tree of its own (KILN_PKG_BUILD,
 # kept between runs so that a rerun only rebuilds what changed; the test build carries
 # sanitizers, which a package must not), runs cpack -G DEB, lintian (no errors), unpacks the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A throw-away PostgreSQL server for the tests: initdb + pg_ctl on DIR, listening on a free
 # port of 127.0.0.1 only, run as an unprivileged user (postgres, or kiln-pgtest made here)
 # when called as root. The role kiln_test logs in from 127.0.0.1 without a password (trust)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: per-BMC state (power model, sessions, boot, media, logs, sensors, faults, records). */
 #include <ctype.h>
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: one simulated BMC's overlay of mutable state over the shared tree. */
 #ifndef SIM_BMC_H
 #define SIM_BMC_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shell helpers for script tests that need kiln-bmcsim: start it on kernel-chosen ports (or
 # given ones), wait until it listens, stop it by pid. Source it after setting KILN_BIN;
 # call bmcsim_stop_all from your EXIT trap (bmcsim_start does not install one).

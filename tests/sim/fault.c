@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: --fault SPEC parsing ("hang:1%", "503:ports=9001,9002:count=5") and targeting. */
 #include <stdio.h>
 #include <stdlib.h>

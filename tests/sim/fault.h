@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: --fault SPEC parsing and targeting. */
 #ifndef SIM_FAULT_H
 #define SIM_FAULT_H

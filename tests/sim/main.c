@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: arguments, tree loading and lifecycle of the Redfish BMC simulator. */
 #include <getopt.h>
 #include <stdio.h>

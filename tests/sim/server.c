@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: one epoll loop accepts on every BMC's port and hands connections to one
  * libmicrohttpd daemon (no listen socket, external epoll); delays and faults use suspend/resume. */
 #include <arpa/inet.h>

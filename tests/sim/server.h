@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: the event loop: listening sockets, libmicrohttpd without listen sockets, delays, faults. */
 #ifndef SIM_SERVER_H
 #define SIM_SERVER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: configuration, vendor profiles, the reply shape and the timer queue shared by its modules. */
 #ifndef SIM_SIM_H
 #define SIM_SIM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: /_sim/state, /_sim/requests and /_sim/inject on every simulated BMC's port. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: the /_sim/ control interface (state, recorded requests, inject). */
 #ifndef SIM_SIMCTL_H
 #define SIM_SIMCTL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: a binary heap of timers (power transitions, delayed replies, slow bodies), plus profiles. */
 #include <stdlib.h>
 #include <string.h>

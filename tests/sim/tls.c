@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: generates the ECDSA P-256 self-signed certificate with GnuTLS. */
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: a self-signed ECDSA P-256 certificate generated at start, shared by every BMC. */
 #ifndef SIM_TLS_H
 #define SIM_TLS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: loads a DMTF short-form mockup tree into one shared, read-only index. */
 #include <ctype.h>
 #include <dirent.h>

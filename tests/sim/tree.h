@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kiln-bmcsim: the mockup tree, loaded once, parsed and read-only, shared by every simulated BMC. */
 #ifndef SIM_TREE_H
 #define SIM_TREE_H

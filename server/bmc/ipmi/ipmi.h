@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The IPMI driver: BMC operations over IPMI 2.0 (libfreeipmi), run in a helper process. */
 #ifndef KILN_BMC_IPMI_H
 #define KILN_BMC_IPMI_H

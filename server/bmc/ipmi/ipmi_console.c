@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The serial console inside the IPMI helper: one libipmiconsole session and thread per console. */
 #include "bmc/ipmi/ipmi_console.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The serial console inside the IPMI helper process: SOL sessions through libipmiconsole. */
 #ifndef KILN_BMC_IPMI_CONSOLE_H
 #define KILN_BMC_IPMI_CONSOLE_H

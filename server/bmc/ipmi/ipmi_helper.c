@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd's side of the IPMI helper: a launcher forked early, the reply reader, restarts. */
 #include "bmc/ipmi/ipmi.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sensors and SEL over IPMI 2.0 with libipmimonitoring, one SDR cache folder per node. */
 #include <errno.h>
 #include <string.h>

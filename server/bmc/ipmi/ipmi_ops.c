@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* IPMI 2.0 operations with libfreeipmi: power with read-back, boot device, inventory (with FRU). */
 #include "bmc/ipmi/ipmi_ops.h"
 

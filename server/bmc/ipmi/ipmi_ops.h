@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The IPMI operations the helper process runs, one job at a time per BMC. */
 #ifndef KILN_BMC_IPMI_OPS_H
 #define KILN_BMC_IPMI_OPS_H

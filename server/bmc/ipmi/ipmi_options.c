@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-node IPMI options: FreeIPMI workaround names and privilege levels, parsed into flags. */
 #include "bmc/ipmi/ipmi_options.h"
 

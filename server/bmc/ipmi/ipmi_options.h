@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-node IPMI options: FreeIPMI workaround names and privilege levels, parsed into flags. */
 #ifndef KILN_BMC_IPMI_OPTIONS_H
 #define KILN_BMC_IPMI_OPTIONS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kept IPMI sessions in the helper: an open libfreeipmi context per BMC, reused by later jobs. */
 #include "bmc/ipmi/ipmi_sessions.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd's side of the serial console: console sessions in the IPMI helper, by id. */
 #include "bmc/ipmi/ipmi_sol.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kilnd's side of the serial console: what ipmi_helper.c and ipmi_sol.c share. */
 #ifndef KILN_BMC_IPMI_SOL_H
 #define KILN_BMC_IPMI_SOL_H

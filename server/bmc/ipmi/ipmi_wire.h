@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Messages between kilnd and the IPMI helper: a 4-byte big-endian length, then JSON. */
 #ifndef KILN_BMC_IPMI_WIRE_H
 #define KILN_BMC_IPMI_WIRE_H

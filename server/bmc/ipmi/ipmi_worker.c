@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The IPMI helper process: reads requests, runs them on a bounded worker pool, answers. */
 #include "bmc/ipmi/ipmi_worker.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The IPMI helper process: reads requests, runs them on a bounded worker pool, answers. */
 #ifndef KILN_BMC_IPMI_WORKER_H
 #define KILN_BMC_IPMI_WORKER_H

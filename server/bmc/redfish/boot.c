@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redfish boot override: PATCH Boot with If-Match on the system's ETag, one retry on 412,
  * then read back. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process-wide budget of parsed BMC answers, and malloc_trim after a large one. */
 #include <errno.h>
 #include <malloc.h>

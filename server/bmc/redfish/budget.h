@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a BMC's answer may cost kilnd: a body cap per kind of resource, and one budget, shared
  * by every Redfish loop of the process, of the memory the parsed answers hold at once. */
 #ifndef KILN_REDFISH_BUDGET_H

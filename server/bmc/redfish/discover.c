@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redfish discovery: from the service root, following links only, to the system, its
  * chassis and manager, and the vendor profile that selects quirks. */
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Redfish driver's event loop: one thread, one curl multi handle, every BMC's requests. */
 #include <errno.h>
 #include <malloc.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals shared by the Redfish driver's files: the per-BMC state, operations as queues
  * of request steps, and the pure parsers that the unit tests exercise. */
 #ifndef KILN_REDFISH_INTERNAL_H

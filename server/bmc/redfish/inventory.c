@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redfish inventory: the system's identity, BIOS and BMC firmware, CPUs, memory, and the GPUs
  * the BMC sees (Processors of type GPU, PCIe devices, iLO's OEM device list). */
 #include <stdlib.h>

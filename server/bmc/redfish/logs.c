@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redfish event logs: entries of the LogServices of the system, its manager, the host's HGX
  * baseboard and the system's chassis (Sel, Lclog, IML, IEL, EventLog, a DGX's chassis SEL, an
  * HGX GPU's XID log, ...), each entry once, normalised, optionally only those since a time. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redfish virtual media: the CD/DVD device under Systems or Managers; insert, eject, status. */
 #include <stdlib.h>
 #include <string.h>

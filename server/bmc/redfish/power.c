@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redfish power: read PowerState, act with a ResetType the BMC allows, and confirm the
  * outcome by reading PowerState back (a cycle or reset must be seen to happen). */
 #include <stdio.h>

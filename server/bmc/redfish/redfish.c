@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Redfish driver's lifecycle, its loop thread, and operations as queues of steps. Task
  * monitors and error replies: replies.c. */
 #include <arpa/inet.h>

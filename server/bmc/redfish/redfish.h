@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Redfish driver: one event-loop thread running every node operation as a small state
  * machine of HTTP requests on libcurl's multi interface. Used by the BMC engine (bmc.c). */
 #ifndef KILN_REDFISH_H

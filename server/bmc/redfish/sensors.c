@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redfish sensors: Thermal/Power (older) or ThermalSubsystem/PowerSubsystem/EnvironmentMetrics
  * (newer) and Sensors collections, normalised to {"name","kind","value","unit","health",
  * "thresholds"}, each physical reading once (rf_sensors_merge). */

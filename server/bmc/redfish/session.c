@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Redfish authentication and reply handling: one lazy session per BMC, kept across restarts
  * (the keeper), re-login once on 401, Basic where there are no sessions, where the BMC's
  * session limit is reached and as the one retry of a refused login; two rejections mark the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs a libFuzzer harness over files and folders of inputs (a corpus replay): the test build
  * links each harness with this main under any compiler, so that the harnesses keep building
  * and their seeds keep passing. Usage: fuzz_NAME_replay PATH... */

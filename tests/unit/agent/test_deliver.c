@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for agent/deliver.c, send.c and enroll.c against a small kilnd stand-in on loopback. */
 #include <arpa/inet.h>
 #include <netinet/in.h>

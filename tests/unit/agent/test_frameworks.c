@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for agent/frameworks.c: the frameworks of fixture site-packages trees
  * (tests/fixtures/agent/site-packages, one environment per kind), and the parsers. */
 #include <stdarg.h>

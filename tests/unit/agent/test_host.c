@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for agent/host.c against the fixture roots and os-release files. */
 #include <setjmp.h>
 #include <stdarg.h>

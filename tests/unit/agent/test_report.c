@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for agent/report.c: ids, the report's shape without a driver, Xids tied to GPUs. */
 #include <setjmp.h>
 #include <stdarg.h>

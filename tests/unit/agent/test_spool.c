@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for agent/spool.c: order, caps, oldest dropped and counted, reopen after restart. */
 #include <dirent.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for agent/versions.c: kernel module, CUDA toolkits, cuDNN, fabric manager. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for agent/xid.c: the Xid line parser and the kmsg reader on plain-file fixtures. */
 #include <setjmp.h>
 #include <stdarg.h>

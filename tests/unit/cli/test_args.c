@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the CLI's option parsing and nearest names (cli/args.c), table output and
  * numbers for people (cli/output.c), and the exit code of kilnd's answers (cli/client.c). */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for the live commands' client side (cli/client.c cli_api_stream, cli/bmc_cli.c and the
  * commands on it) against a scripted kilnd on 127.0.0.1 that records what it received: objects
  * handed over as their lines arrive, kilnd's JSON array taken as well, errors as cli_api makes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the command listing (cli/cmd_completion.c and the list mode of cli/args.c):
  * --help in list mode writes one tab-separated line per thing and walks every verb. */
 #include <setjmp.h>

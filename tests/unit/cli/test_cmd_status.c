@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for kiln status's table (cli/cmd_status.c): the rows form and the object form lay out the
  * same table, byte for byte the table the CLI printed before the rows form (kept below as the
  * reference, printf and all, with issue 32's "…" at the end of a cut cell). */

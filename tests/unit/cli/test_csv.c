@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the CLI's CSV reader (cli/csv.c): table-driven vectors. */
 #include <setjmp.h>
 #include <stdarg.h>

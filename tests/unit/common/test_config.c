@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the table-driven INI configuration: defaults, types, bounds, errors. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for kiln_escape: table-driven vectors of what a terminal or a log must not get. */
 #include <setjmp.h>
 #include <stdarg.h>

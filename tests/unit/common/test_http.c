@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the HTTP helpers: fingerprints, token files, and real TLS round trips
  * against an in-process OpenSSL server on 127.0.0.1 that records what it received; answers
  * read line by line as they arrive. */

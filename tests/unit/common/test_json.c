@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the jansson field helpers. */
 #include <setjmp.h>
 #include <stdarg.h>

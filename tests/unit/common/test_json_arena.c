@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for the jansson arena allocator: windows per thread, mixed frees, frees after a window. */
 #include <stdarg.h>
 #include <stddef.h>

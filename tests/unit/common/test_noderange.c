@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for noderange expansion and compression: table-driven vectors. */
 #include <setjmp.h>
 #include <stdarg.h>

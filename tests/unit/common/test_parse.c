@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the safe parsers: table-driven vectors for ints, durations and booleans. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kilnd URL list of the CLI and the agent: parsing, and moving to the next on failure. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The database under a unit test: a SQLite file in a new temporary folder, or, when
  * KILN_TEST_PG names a PostgreSQL server (tests/pg/pg-server.sh), a fresh database there
  * whose store target goes where the path would. Included by the test files that use it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A cmocka fixture for unit tests that need a real store: a fresh database (store_db.h: a
  * SQLite file in a temporary folder, or a PostgreSQL database with KILN_TEST_PG), opened at
  * setup and removed at teardown. Included by the test files that use it (each is its own

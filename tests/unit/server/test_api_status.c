@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for the rows form of GET /status: the JSON string escaper and the rows read from a store. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/bmc/target.c: a stored node to the engine's target, password decrypted
  * with the node name bound, agent-only nodes refused. */
 #include <stdarg.h>

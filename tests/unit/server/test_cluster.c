@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cluster.c's pure pieces: the owner of a node over the live instances, groups, the key
  * check value. */
 #include <stdarg.h>

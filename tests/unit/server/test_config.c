@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/config.c: kilnd.conf's key table, its bounds, its errors, and the example. */
 #include <stdarg.h>
 #include <stddef.h>

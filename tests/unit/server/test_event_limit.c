@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/event_limit.c: a per-node budget of events and the summary of the rest. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/metrics/expo.c: label escaping, HELP/TYPE once per family, no duplicate
  * series, names and values as the text format 0.0.4 writes them. */
 #include <stdarg.h>

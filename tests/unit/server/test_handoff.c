@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* handoff.c's operation text and the node_calls claims (store_calls.c) on a real store: a
  * row is claimed by one instance only, a result is stored only by its claimant, and a
  * finished row goes back to its origin alone. */

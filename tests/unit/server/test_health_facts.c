@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/health/health_facts.c: the BMC's evidence read from the poller's state
  * and events (busy mark, PSUs and their redundancy set, critical log entries that arrived). */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/identity.c: the agent identity decision, one table row per case. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for the reinstall step logic (job_decide): the plans, timeouts, retries, and what a
  * restarted kilnd does with a step that was in flight. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/metrics/metrics.c over a real store: what a node exports from its poller
  * state, health, sensors and agent report; a silent agent's series left out; the range. */
 #include <stdarg.h>

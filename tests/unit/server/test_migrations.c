@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for the schema migrations: fresh apply, reopen, newer database, failed migration. */
 #include <stdarg.h>
 #include <stddef.h>

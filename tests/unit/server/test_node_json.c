@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/api/node_json.c: building nodes from API bodies, patching, showing them. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The per-node action lock: one holder per node, claims of several nodes at once, threads. */
 #include <pthread.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for the poller's pure pieces: jitter spread, exponential backoff, circuit breaker. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/ratelimit.c: per-address token buckets. */
 #include <stdarg.h>
 #include <stddef.h>

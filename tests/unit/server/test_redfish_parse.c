@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the Redfish driver's pure parsers: sensors, reset types, logs, inventory. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/scheduler.c: what scontrol and squeue print, parsed; and server/work.c's
  * decision over the work they and the agent report. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/secret.c: key file handling, AEAD round trips and failures, tokens. */
 #include <stdarg.h>
 #include <stddef.h>

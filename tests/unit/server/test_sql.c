@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for the statement mechanism (sql.h) on the backend the fixture opens: SQLite, or
  * PostgreSQL with KILN_TEST_PG. What kilnd's store code relies on reads the same on both:
  * placeholders, NULLs, blobs, reals, comparisons read as integers, text that is not UTF-8,

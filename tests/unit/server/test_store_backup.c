@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* store_backup on SQLite: an online copy that another handle's open write transaction does not
  * stop and does not leak into, readable as a store, never written over the live database. On
  * a store of another backend (the fixture's PostgreSQL under KILN_TEST_PG) it is refused,

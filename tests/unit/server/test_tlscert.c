@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/tlscert.c: the self-signed ECDSA P-256 certificate, its reuse, its
  * fingerprint, and a real HTTPS handshake against the REST server trusting it. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for server/versions_audit.c: version order, the CUDA driver table, each check, the
  * groups (majority first, differences marked) and the policy. */
 #include <stdarg.h>
