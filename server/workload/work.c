@@ -61,6 +61,9 @@ void work_procs_from_report(struct node_work *w, const json_t *report, int64_t a
 	json_array_foreach(gpus, i, g) {
 		const json_t *procs = json_object_get(g, "processes"), *p;
 		json_t *idx = json_object_get(g, "index");
+		json_t *util = json_object_get(g, "utilization_gpu_pct");
+		/* a GPU that says it does nothing: a process there holding no memory is idle */
+		int gpu_idle = json_is_integer(util) && json_integer_value(util) == 0;
 		size_t j;
 
 		json_array_foreach(procs, j, p) {
@@ -72,6 +75,9 @@ void work_procs_from_report(struct node_work *w, const json_t *report, int64_t a
 			if (!json_is_integer(pid) || proc_seen(w, json_integer_value(pid)))
 				continue;
 			if (json_is_string(name) && work_proc_ignored(ignore, json_string_value(name)))
+				continue;
+			/* no GPU memory (0 stated, not unknown) on an idle GPU: not work */
+			if (gpu_idle && json_is_integer(mem) && json_integer_value(mem) == 0)
 				continue;
 			w->nprocs_all++;
 			if (w->nprocs == WORK_PROCS_MAX)

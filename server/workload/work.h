@@ -40,8 +40,10 @@ struct node_work {
 /*
  * Fills w's processes from report (the agent's report, parsed) received age_s ago: every
  * GPU's processes, one entry a pid, those whose name matches a pattern of ignore (a comma-
- * separated fnmatch list: "nvidia-persistenced,nv-hostengine,dcgm*") left out. fresh_s:
- * the oldest report whose processes count.
+ * separated fnmatch list: "nvidia-persistenced,nv-hostengine,dcgm*") left out, and those that
+ * hold no GPU memory (0 stated) on a GPU whose utilisation is 0: a process holding nothing
+ * and running nothing is not work. Memory not known counts. fresh_s: the oldest report
+ * whose processes count.
  */
 void work_procs_from_report(struct node_work *w, const json_t *report, int64_t age_s,
 			    int64_t fresh_s, const char *ignore);

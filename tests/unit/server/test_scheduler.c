@@ -192,6 +192,44 @@ static void test_processes_block_when_fresh(void **state)
 	json_decref(r);
 }
 
+/* A process that holds no GPU memory on a GPU that does nothing is not work (an admin's power
+ * off was refused for "gpu process 4242 (0 MiB on gpu 0)"); one whose memory is not known, or
+ * that holds nothing on a busy GPU, still is. */
+static void test_idle_process_not_work(void **state)
+{
+	json_t *r = json_loads("{\"gpus\":["
+			       "{\"index\":0,\"utilization_gpu_pct\":0,\"processes\":["
+			       "{\"pid\":4242,\"name\":\"python3\",\"used_memory_bytes\":0},"
+			       "{\"pid\":4300,\"name\":\"python3\"}]},"
+			       "{\"index\":1,\"utilization_gpu_pct\":35,\"processes\":["
+			       "{\"pid\":4400,\"name\":\"python3\",\"used_memory_bytes\":0}]},"
+			       "{\"index\":2,\"processes\":["
+			       "{\"pid\":4500,\"name\":\"python3\",\"used_memory_bytes\":0}]}]}",
+			       0, NULL);
+	struct node_work w = { 0 };
+	char msg[512];
+
+	(void)state;
+	assert_non_null(r);
+	work_procs_from_report(&w, r, 10, 75, ignore);
+	assert_int_equal(w.nprocs_all, 3);
+	assert_int_equal(work_blocks(&w, msg, sizeof(msg)), 1);
+	assert_string_equal(msg, "gpu process 4300 python3 (on gpu 0); "
+				 "gpu process 4400 python3 (0 MiB on gpu 1); "
+				 "gpu process 4500 python3 (0 MiB on gpu 2)");
+	json_decref(r);
+
+	/* alone, the idle process blocks nothing */
+	r = json_loads("{\"gpus\":[{\"index\":0,\"utilization_gpu_pct\":0,\"processes\":["
+		       "{\"pid\":4242,\"name\":\"python3\",\"used_memory_bytes\":0}]}]}",
+		       0, NULL);
+	assert_non_null(r);
+	work_procs_from_report(&w, r, 10, 75, ignore);
+	assert_int_equal(w.nprocs_all, 0);
+	assert_int_equal(work_blocks(&w, msg, sizeof(msg)), 0);
+	json_decref(r);
+}
+
 static void test_slurm_work(void **state)
 {
 	struct node_work w = { 0 };
@@ -265,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_node_name),
 		cmocka_unit_test(test_ignore_list),
 		cmocka_unit_test(test_processes_block_when_fresh),
+		cmocka_unit_test(test_idle_process_not_work),
 		cmocka_unit_test(test_slurm_work),
 		cmocka_unit_test(test_cell),
 	};
