@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for server/scheduler.c: what scontrol and squeue print, parsed; and server/work.c's
- * decision over the work they and the agent report. */
+/* Tests for server/workload/slurm.c: what scontrol and squeue print, parsed; and
+ * server/workload/work.c's decision over the work they and the agent report. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
