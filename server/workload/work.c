@@ -252,9 +252,13 @@ char *work_procs_extract(const json_t *report)
 
 		if (json_array_size(procs) == 0)
 			continue;
-		json_array_append_new(gpus, json_pack("{s:O?, s:O}", "index",
-						      json_object_get(g, "index"), "processes",
-						      procs));
+		/* the GPU's utilisation goes with them: a process holding nothing on an idle
+		 * GPU is not work (work_procs_from_report) */
+		json_array_append_new(gpus, json_pack("{s:O?, s:O?, s:O}", "index",
+						      json_object_get(g, "index"),
+						      "utilization_gpu_pct",
+						      json_object_get(g, "utilization_gpu_pct"),
+						      "processes", procs));
 	}
 	if (json_array_size(gpus) == 0)
 		goto cleanup;

@@ -74,7 +74,8 @@ void work_config_set(const char *ignore, int64_t fresh_s);
 
 /*
  * The report's GPU processes as the summary row keeps them (JSON text the caller frees):
- * {"gpus":[{"index","processes":[...]}]} with only the GPUs that have any; NULL when none.
+ * {"gpus":[{"index","utilization_gpu_pct","processes":[...]}]} with only the GPUs that have
+ * any; NULL when none.
  */
 char *work_procs_extract(const json_t *report);
 

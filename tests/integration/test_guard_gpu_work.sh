@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Integration: GPU compute processes guard disruptive actions. gpu01's agent (fake NVML)
-# reports two training processes and nvidia-persistenced; gpu02 is idle. `kiln power cycle
+# reports two training processes and nvidia-persistenced; gpu02 is idle (its one process holds
+# no GPU memory on an idle GPU: not work). `kiln power cycle
 # gpu01` is refused naming the work (not the ignored daemon), exit 1, nothing sent to the BMC,
 # audited as refused; over gpu[01-02] gpu02 cycles and gpu01 is refused (exit 3); --force
 # cycles gpu01, audited as forced with the work; once gpu01's agent is silent longer than
@@ -49,7 +50,12 @@ printf 'Name:\tpython3\nUid:\t1001\t1001\t1001\t1001\n' >"$R/proc/4242/status"
 printf 'torchrun\n' >"$R/proc/4243/comm"
 printf 'root:x:0:0:root:/root:/bin/bash\nalice:x:1001:1001::/home/alice:/bin/bash\n' >"$R/etc/passwd"
 fleet_agent_start gpu01 "$T/busy-nvml.conf"
-fleet_agent_start gpu02
+# gpu02 is idle: its GPUs do nothing, and a process on GPU 1 holds no GPU memory (not work)
+{
+	sed 's/^gpu\.\*\.util_gpu = .*/gpu.*.util_gpu = 0/' "$T/fleet-nvml.conf"
+	echo "gpu.1.processes = 4800:0"
+} >"$T/idle-nvml.conf"
+fleet_agent_start gpu02 "$T/idle-nvml.conf"
 reported() { [ "$("$KILN" gpus -o json | jq '[.[] | select(.report_id)] | length')" = 2 ]; }
 wait_for "both agents reported" 30 reported || exit 1
 on_both() { [ "$("$KILN" status -o json | jq -r '[.[] | .power] | join(",")')" = on,on ]; }
