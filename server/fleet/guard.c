@@ -12,7 +12,7 @@
 #include "fleet/guard.h"
 #include "kiln/error.h"
 #include "kiln/log.h"
-#include "fleet/live.h"
+#include "fleet/live_call.h"
 
 /* Slurm's view of a node is asked again for remediation after this long. */
 #define GUARD_CACHE_S 60
