@@ -76,11 +76,12 @@ static int sched_on(const struct guard *g)
 /*
  * The processes of the node's latest report. They count only while the report is fresh:
  * younger than [work] report_fresh and than two of the node's report intervals (a hung node
- * is silent for more than [health] hung_intervals of them), and never on a node kiln
- * flags hung, whose last report says what ran before it hung.
+ * is silent for more than [health] hung_intervals of them). For an operator (hung_excepts)
+ * never on a node kiln flags hung, whose last report says what ran before it hung; kilnd's
+ * own cycle of that node waits while the report is fresh all the same.
  */
 static void procs_gather(struct guard *g, struct store *st, const struct node *n,
-			 struct node_work *w)
+			 struct node_work *w, int hung_excepts)
 {
 	struct agent_state a = { 0 };
 	struct fleet_state fs = { 0 };
@@ -94,7 +95,7 @@ static void procs_gather(struct guard *g, struct store *st, const struct node *n
 	interval = a.interval_s > 0 ? a.interval_s : g->opt.agent_interval_s;
 	if (interval > 0 && 2 * interval < fresh_s)
 		fresh_s = 2 * interval;
-	if (store_fleet_state_get(st, &fs, n->id) == 0) {
+	if (hung_excepts && store_fleet_state_get(st, &fs, n->id) == 0) {
 		if (fs.hung_since > 0)
 			fresh_s = -1;
 		fleet_state_clear(&fs);
@@ -130,8 +131,21 @@ void guard_node_work(struct guard *g, struct store *st, const struct node *n,
 		     struct node_work *out)
 {
 	memset(out, 0, sizeof(*out));
-	procs_gather(g, st, n, out);
+	procs_gather(g, st, n, out, 1);
 	sched_gather(g, n->name, out);
+}
+
+int guard_remediation_work(struct guard *g, struct store *st, const struct node *n, char *msg,
+			   size_t len)
+{
+	struct node_work w;
+
+	msg[0] = '\0';
+	if (!g)
+		return 0;
+	memset(&w, 0, sizeof(w));
+	procs_gather(g, st, n, &w, 0);
+	return work_blocks(&w, msg, len);
 }
 
 /* --- guarded calls ------------------------------------------------------------------- */

@@ -41,6 +41,16 @@ void guard_node_work(struct guard *g, struct store *st, const struct node *n,
 		     struct node_work *out);
 
 /*
+ * Whether the GPU processes of n's agent report block kilnd's automatic power cycle: the
+ * operator's rule (a fresh report; [work] ignore_processes and idle processes left out),
+ * but a node already flagged hung is not excepted, so kilnd never cycles a node for work
+ * that refused, or would refuse, an operator's power off a moment before. 1 with the work
+ * named in msg, else 0. Reads the store only (no scheduler command): the poller's thread.
+ */
+int guard_remediation_work(struct guard *g, struct store *st, const struct node *n, char *msg,
+			   size_t len);
+
+/*
  * Runs a guarded live call's guard (on a thread of the caller's, never an HTTP thread):
  * each targeted node with work is refused (its answer says what runs; an audit row says
  * refused), or forced (its audit detail says so), or drained and waited for up to the

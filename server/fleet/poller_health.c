@@ -94,6 +94,19 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 			return;
 		}
 	}
+	/* The GPU work its agent reported lately waits too, as it does for an operator. */
+	{
+		char why[400], key[64];
+
+		if (guard_remediation_work(p->opt.guard, p->st, s->node, why, sizeof(why))) {
+			snprintf(key, sizeof(key), "remediation-work:%lld",
+				 (long long)s->st.hung_since);
+			poller_event_add(p, s, SEV_WARNING, "kilnd", "remediation", key,
+					 "hung, but automatic power cycle waits: work running: %.300s",
+					 why);
+			return;
+		}
+	}
 	/* An action through the API (or a reinstall job) holds the node: try at the next sweep. */
 	if (node_lock_claim(s->node->id) != 1)
 		return;

@@ -33,11 +33,13 @@ fleet_node_add() {
 }
 
 # fleet_agent_start NAME [NVML_CONF] / fleet_agent_stop NAME / fleet_agents_stop. Without
-# NVML_CONF, FLEET_NVML_CONF names another fake NVML configuration for the agent started.
+# NVML_CONF, FLEET_NVML_CONF names another fake NVML configuration for the agent started;
+# FLEET_AGENT_INTERVAL its report interval in seconds (2).
 fleet_agent_start() {
 	FAKE_NVML_CONFIG=${2:-${FLEET_NVML_CONF:-$KILN_TEST_TMP/fleet-nvml.conf}} "$AGENT" --server "$KILND_URL" \
 		--root "$KILN_TEST_TMP/roots/$1" --nvml-lib "$NVML" --state-dir "$KILN_TEST_TMP/agent-$1" \
-		--token-file "$KILN_TEST_TMP/$1.token" --interval 2 >>"$KILN_TEST_TMP/agent-$1.log" 2>&1 &
+		--token-file "$KILN_TEST_TMP/$1.token" --interval "${FLEET_AGENT_INTERVAL:-2}" \
+		>>"$KILN_TEST_TMP/agent-$1.log" 2>&1 &
 	AGENT_PID[$1]=$!
 }
 fleet_agent_stop() {
