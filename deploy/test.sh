@@ -13,12 +13,17 @@ build=${KILN_TEST_BUILD_DIR:-build-test}
 begun=$(date +%s)
 times=$(mktemp /tmp/kiln-test-times.XXXXXX)
 # The ten slowest tests of both legs, and the whole run's time, at the end (also on failure).
+# It keeps the run's exit status, and reads all it sorts (no early close: a SIGPIPE under
+# pipefail would be the script's status).
 slowest() {
+	local rc=$?
+	set +e
 	echo "the ten slowest tests (seconds; a test of both legs counted on each):"
 	sed -nE 's/^.*Test +#[0-9]+: ([^ ]+) .*(Passed|Failed|Skipped|Timeout).* ([0-9.]+) sec$/\3 \1/p' \
-		"$times" | sort -rn | head -10 | sed 's/^/  /'
+		"$times" | sort -rn | sed -n '1,10s/^/  /p'
 	echo "deploy/test.sh: $(($(date +%s) - begun)) s in all"
 	rm -f "$times"
+	exit "$rc"
 }
 trap slowest EXIT
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DKILN_WERROR=ON \
