@@ -8,31 +8,7 @@
 
 #include "api/reply.h"
 #include "kiln/error.h"
-
-/* The length of the valid UTF-8 sequence at s (at most left bytes), 0 when there is none
- * (a stray continuation, an overlong form, a surrogate, past U+10FFFF, cut short). */
-static size_t utf8_seq(const unsigned char *s, size_t left)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-	size_t n;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		n = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-		n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-	else if (c >= 0xF0 && c <= 0xF4)
-		n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-	else
-		return 0;
-	if (left < n || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xBF)
-			return 0;
-	return n;
-}
+#include "kiln/escape.h"
 
 /* A JSON string of text that may not be UTF-8 (a path or a value echoed in a message):
  * each byte of an invalid sequence becomes '?', so that the error is never lost ("{}"). */
@@ -43,7 +19,8 @@ static json_t *json_string_lossy(const char *text)
 	const unsigned char *s = (const unsigned char *)text;
 
 	for (size_t i = 0; i < len && o + 4 < sizeof(buf);) {
-		size_t n = utf8_seq(s + i, len - i);
+		uint32_t cp;
+		size_t n = kiln_utf8_seq(s + i, &cp); /* text ends in a NUL: never read past it */
 
 		if (n == 0) {
 			buf[o++] = '?';

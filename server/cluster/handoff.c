@@ -381,7 +381,7 @@ static void exec_finish(struct handoff *h, struct exec *e)
 			snprintf(outcome, sizeof(outcome), STORE_AUDIT_INTERRUPTED);
 		else if (e->readback)
 			snprintf(outcome, sizeof(outcome),
-				 "interrupted: kilnd stopped; the power could not be read back: %s",
+				 STORE_AUDIT_INTERRUPTED "; the power could not be read back: %s",
 				 e->error[0] ? e->error : kiln_error_name(e->rc));
 		else if (rc == 0)
 			snprintf(outcome, sizeof(outcome), "%s", text);

@@ -240,7 +240,9 @@ int console_log_path(char *out, size_t outlen, const char *node, const char *suf
 {
 	if (!M.dir)
 		return kiln_fail(KILN_ERROR, "console: not started");
-	return snprintf(out, outlen, "%s/%s.log%s", M.dir, node, suffix) < (int)outlen ? 0 : -1;
+	if (snprintf(out, outlen, "%s/%s.log%s", M.dir, node, suffix) >= (int)outlen)
+		return kiln_fail(KILN_EINVAL, "console: the log path of %.64s is too long", node);
+	return 0;
 }
 
 static void log_open(struct cnode *n)

@@ -77,7 +77,7 @@ int console_capture_set(struct store *st, const char *node, int enabled);
 int console_log_tail(json_t **out, const char *node, long lines);
 
 /* Where node's captured log is: suffix "" the file being written, ".1" the one before.
- * KILN_ERROR when the consoles are not started, -1 when the path does not fit. */
+ * KILN_ERROR when the consoles are not started, KILN_EINVAL when the path does not fit. */
 int console_log_path(char *out, size_t outlen, const char *node, const char *suffix);
 
 /* The last max_bytes (at most) of node's NODE.log.1 and of NODE.log, as captured, into a

@@ -72,14 +72,13 @@ static json_t *line_json(const char *p, size_t len)
 int console_log_recent(struct kiln_buf *out, const char *node, long max_bytes)
 {
 	char path[4096];
-	int rc = 0;
+	int rc;
 
-	if (console_log_path(path, sizeof(path), node, "") < 0)
-		return kiln_fail(KILN_ERROR, "console: not started");
 	kiln_buf_init(out, 2 * (size_t)max_bytes);
-	if (console_log_path(path, sizeof(path), node, ".1") < 0 ||
+	if ((rc = console_log_path(path, sizeof(path), node, ".1")) < 0 ||
 	    (rc = tail_read(out, path, max_bytes)) < 0 ||
-	    console_log_path(path, sizeof(path), node, "") < 0 || (rc = tail_read(out, path, max_bytes)) < 0)
+	    (rc = console_log_path(path, sizeof(path), node, "")) < 0 ||
+	    (rc = tail_read(out, path, max_bytes)) < 0)
 		kiln_buf_free(out);
 	return rc;
 }
