@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Host facts from /proc, /sys and /etc under the agent's root. */
+/* Host facts from /proc, /sys and /etc under the agent's root, and the filesystems' fill. */
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "host.h"
 #include "kiln/error.h"
@@ -343,4 +345,238 @@ cleanup:
 	free(names);
 	json_decref(arr);
 	return rc;
+}
+
+/* --- filesystems ---------------------------------------------------------------------- */
+
+/* One filesystem's numbers, as statvfs gives them (in units of frsize). */
+struct fs_numbers {
+	unsigned long long frsize, blocks, bfree, bavail, files, ffree, favail;
+	unsigned long long fsid;
+	int has_fsid;
+};
+
+/* "\040" and the other octal escapes of /proc/mounts, undone in place. */
+static void mounts_unescape(char *s)
+{
+	char *w = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*w++ = *s;
+		}
+	}
+	*w = '\0';
+}
+
+/* Splits line at whitespace into at most max fields, in place; returns how many. */
+static size_t split_fields(char *line, char **fields, size_t max)
+{
+	size_t n = 0;
+
+	while (*line && n < max) {
+		while (*line == ' ' || *line == '\t' || *line == '\n')
+			*line++ = '\0';
+		if (!*line)
+			break;
+		fields[n++] = line;
+		while (*line && *line != ' ' && *line != '\t' && *line != '\n')
+			line++;
+	}
+	return n;
+}
+
+/* The mount point holding path (the longest mount point of root/proc/mounts that is path or
+ * a folder above it, the last mounted when two are the same) and its type; "" when unknown. */
+static void mount_of(char *mnt, size_t mlen, char *type, size_t tlen, const char *mounts,
+		     const char *path)
+{
+	const char *p = mounts;
+	size_t best = 0;
+
+	mnt[0] = type[0] = '\0';
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p), mplen;
+		char line[1024], *f[4];
+
+		if (len < sizeof line) {
+			memcpy(line, p, len);
+			line[len] = '\0';
+			if (split_fields(line, f, 4) == 4) {
+				mounts_unescape(f[1]);
+				mplen = strlen(f[1]);
+				if (mplen >= best && strncmp(path, f[1], mplen) == 0 &&
+				    (path[mplen] == '\0' || path[mplen] == '/' || strcmp(f[1], "/") == 0)) {
+					best = mplen;
+					kiln_strlcpy(mnt, f[1], mlen);
+					kiln_strlcpy(type, f[2], tlen);
+				}
+			}
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
+/* The staged numbers of path from the test fixture text (see host.h), 0 when listed. */
+static int staged_numbers(struct fs_numbers *n, const char *staged, const char *path)
+{
+	const char *p = staged;
+
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char line[1024], *f[8];
+		int64_t v[7];
+
+		if (len < sizeof line) {
+			memcpy(line, p, len);
+			line[len] = '\0';
+			if (split_fields(line, f, 8) == 8 && (mounts_unescape(f[0]), 1) &&
+			    strcmp(f[0], path) == 0) {
+				for (int i = 0; i < 7; i++)
+					if (kiln_parse_int64(&v[i], f[i + 1], 0, INT64_MAX) < 0)
+						return kiln_fail(KILN_EINVAL, "staged statvfs of %s: '%s'",
+								 path, f[i + 1]);
+				*n = (struct fs_numbers){ (unsigned long long)v[0], (unsigned long long)v[1],
+							  (unsigned long long)v[2], (unsigned long long)v[3],
+							  (unsigned long long)v[4], (unsigned long long)v[5],
+							  (unsigned long long)v[6], 0, 0 };
+				return 0;
+			}
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	return KILN_ENOTFOUND;
+}
+
+static int real_numbers(struct fs_numbers *n, const char *root, const char *path)
+{
+	char full[PATH_MAX];
+	struct statvfs sv;
+	int rc;
+
+	if ((rc = rootfs_path(full, sizeof full, root, path)) < 0)
+		return rc;
+	if (statvfs(full, &sv) < 0)
+		return kiln_fail(KILN_ENOTFOUND, "%s: %s", full, strerror(errno));
+	if (sv.f_flag & ST_RDONLY) /* a read-only image (squashfs, a read-only root) never fills */
+		return KILN_ENOTFOUND;
+	*n = (struct fs_numbers){ sv.f_frsize ? sv.f_frsize : sv.f_bsize, sv.f_blocks, sv.f_bfree,
+				  sv.f_bavail, sv.f_files, sv.f_ffree, sv.f_favail, sv.f_fsid, 1 };
+	return 0;
+}
+
+/* Rounded to 0.1, as df's figures are read. */
+static double pct(unsigned long long part, unsigned long long whole)
+{
+	return whole ? (double)(long long)((double)part * 1000.0 / (double)whole + 0.5) / 10.0 : 0;
+}
+
+/* The filesystem entry of path, unless its filesystem (by mount point, else fsid) is one
+ * already in arr. */
+static int fs_add(json_t *arr, const char *path, const struct fs_numbers *n, const char *mnt,
+		  const char *type)
+{
+	unsigned long long used = n->blocks >= n->bfree ? n->blocks - n->bfree : 0;
+	char key[PATH_MAX + 32];
+	size_t i;
+	json_t *o;
+
+	if (n->blocks == 0 || n->frsize == 0)
+		return 0; /* no blocks: a pseudo filesystem (proc, sysfs) */
+	if (mnt[0])
+		snprintf(key, sizeof key, "mount:%s", mnt);
+	else if (n->has_fsid)
+		snprintf(key, sizeof key, "fsid:%llx", n->fsid);
+	else
+		snprintf(key, sizeof key, "path:%s", path);
+	json_array_foreach(arr, i, o)
+		if (strcmp(json_string_value(json_object_get(o, "_key")), key) == 0)
+			return 0;
+	o = json_pack("{s:s,s:s,s:I,s:I,s:f}", "_key", key, "path", path, "size_bytes",
+		      (json_int_t)(n->blocks * n->frsize), "avail_bytes",
+		      (json_int_t)(n->bavail * n->frsize), "used_pct", pct(used, used + n->bavail));
+	if (!o || json_array_append_new(arr, o) < 0)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	if (mnt[0])
+		json_object_set_new(o, "mount", json_string(mnt));
+	if (type[0])
+		json_object_set_new(o, "fstype", json_string(type));
+	if (n->files > 0) { /* btrfs and others count no inodes */
+		json_object_set_new(o, "inodes_used_pct", json_real(pct(n->files - n->ffree, n->files)));
+		json_object_set_new(o, "inodes_avail", json_integer((json_int_t)n->favail));
+	}
+	return 0;
+}
+
+int host_filesystems_collect(json_t **out, const char *root, const char *spool_dir,
+			     const char *paths)
+{
+	char *mounts = NULL, *staged = NULL, one[PATH_MAX];
+	const char *fixed[3] = { "/", spool_dir, "/tmp" }, *p;
+	json_t *arr = json_array();
+	size_t len, i;
+	int rc = 0;
+
+	if (!arr)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	if (rootfs_read(&mounts, &len, root, "/proc/self/mounts", 1 << 20) < 0)
+		mounts = NULL;
+	if (root && *root && strcmp(root, "/") != 0 &&
+	    rootfs_read(&staged, &len, root, HOST_FS_STAGED, 1 << 16) < 0)
+		staged = NULL;
+	for (i = 0, p = paths; rc == 0; i++) {
+		char mnt[PATH_MAX], type[64];
+		struct fs_numbers n = { 0 };
+		const char *path;
+
+		if (i < 3) {
+			path = fixed[i];
+		} else {
+			size_t l;
+
+			if (!p || !*p)
+				break;
+			l = strcspn(p, ",");
+			if (l >= sizeof one) {
+				p += l + (p[l] == ',');
+				continue;
+			}
+			memcpy(one, p, l);
+			one[l] = '\0';
+			p += l + (p[l] == ',');
+			path = rootfs_trim(one);
+		}
+		if (!path || path[0] != '/')
+			continue;
+		/* the staged file is the whole truth of a test root; the spool lies outside the
+		 * root (it is the agent's own folder) */
+		if (staged)
+			rc = staged_numbers(&n, staged, path);
+		else
+			rc = real_numbers(&n, i == 1 ? NULL : root, path);
+		if (rc == KILN_ENOTFOUND) { /* not there (a path not mounted on this node) */
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		mount_of(mnt, sizeof mnt, type, sizeof type, mounts, path);
+		rc = fs_add(arr, path, &n, mnt, type);
+	}
+	for (i = 0; rc == 0 && i < json_array_size(arr); i++)
+		json_object_del(json_array_get(arr, i), "_key");
+	free(mounts);
+	free(staged);
+	if (rc < 0) {
+		json_decref(arr);
+		return rc;
+	}
+	*out = arr;
+	return 0;
 }

@@ -38,6 +38,7 @@ struct options {
 	const char *root;
 	const char *state_dir;
 	const char *site_packages; /* more Python environments, ':'-separated */
+	const char *fs_paths;      /* more filesystems to report, ','-separated */
 	int interval_s;
 	int nvml_timeout_s;
 	int spool_max_mb;
@@ -60,7 +61,7 @@ static void usage(FILE *f)
 	      "                  [--interval S] [--once] [--print] [--nvml-lib PATH] [--root DIR]\n"
 	      "                  [--state-dir DIR] [--nvml-timeout S] [--spool-max-mb N]\n"
 	      "                  [--log-level error|warn|info|debug] [--cycles N]\n"
-	      "                  [--site-packages DIR[:DIR...]]\n"
+	      "                  [--site-packages DIR[:DIR...]] [--fs-paths DIR[,DIR...]]\n"
 	      "       kiln-agent --version | --help\n"
 	      "  --print writes the report to stdout and sends nothing (no server or token needed).\n"
 	      "  --server (or KILN_SERVER): several URLs of one fleet's kilnd are tried in turn.\n",
@@ -77,7 +78,8 @@ static int usage_error(const char *fmt, const char *arg)
 
 static int parse_args(struct options *o, int argc, char **argv)
 {
-	enum { OPT_NVML_TIMEOUT = 256, OPT_SPOOL_MAX, OPT_LOG_LEVEL, OPT_CYCLES, OPT_SITE_PACKAGES };
+	enum { OPT_NVML_TIMEOUT = 256, OPT_SPOOL_MAX, OPT_LOG_LEVEL, OPT_CYCLES, OPT_SITE_PACKAGES,
+	       OPT_FS_PATHS };
 	static const struct option longopts[] = {
 		{ "server", required_argument, NULL, 's' },
 		{ "token-file", required_argument, NULL, 't' },
@@ -94,6 +96,7 @@ static int parse_args(struct options *o, int argc, char **argv)
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "cycles", required_argument, NULL, OPT_CYCLES },
 		{ "site-packages", required_argument, NULL, OPT_SITE_PACKAGES },
+		{ "fs-paths", required_argument, NULL, OPT_FS_PATHS },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -118,6 +121,7 @@ static int parse_args(struct options *o, int argc, char **argv)
 		case 'r': o->root = optarg; break;
 		case 'd': o->state_dir = optarg; break;
 		case OPT_SITE_PACKAGES: o->site_packages = optarg; break;
+		case OPT_FS_PATHS: o->fs_paths = optarg; break;
 		case 'i':
 			if (kiln_parse_int(&o->interval_s, optarg, 0, 86400) < 0)
 				return usage_error("--interval: %s", kiln_error_last());
@@ -222,6 +226,10 @@ int main(int argc, char **argv)
 	}
 	ctx.root = o.root;
 	ctx.site_packages = o.site_packages;
+	ctx.fs_paths = o.fs_paths;
+	/* the spool's filesystem is reported as the agent would use it, --print or not */
+	snprintf(spool_dir, sizeof spool_dir, "%s/spool", o.state_dir);
+	ctx.spool_dir = spool_dir;
 	ctx.interval_s = o.interval_s > 0 ? o.interval_s : 1; /* the report's field is >= 1 */
 	ctx.started_at = (long long)time(NULL);
 	if (nvml_open(&ctx.nvml, o.nvml_lib, o.nvml_timeout_s) < 0) {

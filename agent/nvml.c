@@ -39,6 +39,10 @@ enum {
 #define NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS 0
 #define NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR 1
 #define NVML_NVLINK_MAX_LINKS 18
+#define NVML_NVLINK_ERROR_DL_REPLAY 0
+#define NVML_NVLINK_ERROR_DL_RECOVERY 1
+#define NVML_NVLINK_ERROR_DL_CRC_FLIT 2
+#define NVML_NVLINK_ERROR_DL_CRC_DATA 3
 #define NVML_EVENT_TYPE_XID_CRITICAL_ERROR 0x8ULL
 
 typedef struct {
@@ -99,6 +103,7 @@ struct nvml_fns {
 	nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);
 	nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int *);
 	nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int *);
+	nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned int *);
 	nvmlReturn_t (*pstate)(nvmlDevice_t, int *);
 	nvmlReturn_t (*clock_reasons)(nvmlDevice_t, unsigned long long *);
 	nvmlReturn_t (*ecc_mode)(nvmlDevice_t, int *, int *);
@@ -110,6 +115,8 @@ struct nvml_fns {
 	nvmlReturn_t (*persistence)(nvmlDevice_t, int *);
 	nvmlReturn_t (*mig)(nvmlDevice_t, unsigned int *, unsigned int *);
 	nvmlReturn_t (*nvlink_state)(nvmlDevice_t, unsigned int, int *);
+	nvmlReturn_t (*nvlink_errors)(nvmlDevice_t, unsigned int, int, unsigned long long *);
+	nvmlReturn_t (*pcie_replay)(nvmlDevice_t, unsigned int *);
 	nvmlReturn_t (*fan)(nvmlDevice_t, unsigned int *);
 	nvmlReturn_t (*procs_v3)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
 	nvmlReturn_t (*procs_v1)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v1_t *);
@@ -147,6 +154,7 @@ static const struct {
 	S(power, "nvmlDeviceGetPowerUsage"),
 	S(power_limit, "nvmlDeviceGetEnforcedPowerLimit"),
 	S(clock, "nvmlDeviceGetClockInfo"),
+	S(max_clock, "nvmlDeviceGetMaxClockInfo"),
 	S(pstate, "nvmlDeviceGetPerformanceState"),
 	S(clock_reasons, "nvmlDeviceGetCurrentClocksEventReasons",
 	  "nvmlDeviceGetCurrentClocksThrottleReasons"),
@@ -158,6 +166,8 @@ static const struct {
 	S(persistence, "nvmlDeviceGetPersistenceMode"),
 	S(mig, "nvmlDeviceGetMigMode"),
 	S(nvlink_state, "nvmlDeviceGetNvLinkState"),
+	S(nvlink_errors, "nvmlDeviceGetNvLinkErrorCounter"),
+	S(pcie_replay, "nvmlDeviceGetPcieReplayCounter"),
 	S(fan, "nvmlDeviceGetFanSpeed"),
 	S(procs_v3, "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"),
 	S(procs_v1, "nvmlDeviceGetComputeRunningProcesses"),
@@ -509,6 +519,10 @@ static void gpu_sensors(struct nvml *n, nvmlDevice_t d, json_t *g, json_t *errs)
 		set_int(g, "clock_sm_mhz", v);
 	if (ok(n, errs, "clock_mem_mhz", CALL(clock, d, NVML_CLOCK_MEM, &v)))
 		set_int(g, "clock_mem_mhz", v);
+	if (ok(n, errs, "clock_sm_max_mhz", CALL(max_clock, d, NVML_CLOCK_SM, &v)))
+		set_int(g, "clock_sm_max_mhz", v);
+	if (ok(n, errs, "clock_mem_max_mhz", CALL(max_clock, d, NVML_CLOCK_MEM, &v)))
+		set_int(g, "clock_mem_max_mhz", v);
 	if (ok(n, errs, "pstate", CALL(pstate, d, &p)) && p >= 0 && p <= 15)
 		set_int(g, "pstate", p);
 	if (ok(n, errs, "clock_event_reasons", CALL(clock_reasons, d, &reasons))) {
@@ -566,6 +580,56 @@ static void gpu_memory_health(struct nvml *n, nvmlDevice_t d, json_t *g, json_t 
 		json_object_set_new(g, "remapped_rows_pending", json_boolean(pend));
 		json_object_set_new(g, "remapped_rows_failure", json_boolean(fail));
 	}
+}
+
+/* An active link's NVLink error counters (volatile: since the driver loaded), or NULL when
+ * none answers. A counter that fails otherwise than not supported is recorded in errs. */
+static json_t *nvlink_counters(struct nvml *n, nvmlDevice_t d, unsigned int link, json_t *errs)
+{
+	static const struct {
+		int counter;
+		const char *key;
+	} counters[] = {
+		{ NVML_NVLINK_ERROR_DL_REPLAY, "replay" },
+		{ NVML_NVLINK_ERROR_DL_RECOVERY, "recovery" },
+		{ NVML_NVLINK_ERROR_DL_CRC_FLIT, "crc_flit" },
+		{ NVML_NVLINK_ERROR_DL_CRC_DATA, "crc_data" },
+	};
+	json_t *o = NULL;
+	unsigned long long v;
+	size_t i;
+
+	for (i = 0; i < sizeof counters / sizeof counters[0]; i++) {
+		if (!ok(n, errs, "nvlink_errors", CALL(nvlink_errors, d, link, counters[i].counter, &v)))
+			continue;
+		if (!o && !(o = json_pack("{s:i}", "link", (json_int_t)link)))
+			return NULL;
+		set_int(o, counters[i].key, (long long)v);
+	}
+	return o;
+}
+
+/* The link error counters: PCIe replays, and each active NVLink's error counters. */
+static void gpu_link_errors(struct nvml *n, nvmlDevice_t d, json_t *g, json_t *errs)
+{
+	unsigned int v, link;
+	json_t *arr = NULL, *o;
+	int mode;
+
+	if (ok(n, errs, "pcie_replay_count", CALL(pcie_replay, d, &v)))
+		set_int(g, "pcie_replay_count", v);
+	for (link = 0; n->f.nvlink_state && n->f.nvlink_errors && link < NVML_NVLINK_MAX_LINKS;
+	     link++) {
+		if (n->f.nvlink_state(d, link, &mode) != NVML_SUCCESS || !mode)
+			continue;
+		if (!(o = nvlink_counters(n, d, link, errs)))
+			continue;
+		if (!arr)
+			arr = json_array();
+		json_array_append_new(arr, o);
+	}
+	if (arr)
+		json_object_set_new(g, "nvlink_errors", arr);
 }
 
 static void gpu_modes(struct nvml *n, nvmlDevice_t d, json_t *g, json_t *errs)
@@ -666,6 +730,7 @@ static void collect_gpu(struct nvml *n, unsigned int idx, json_t *gpus)
 	gpu_sensors(n, d, g, errs);
 	gpu_memory_health(n, d, g, errs);
 	gpu_modes(n, d, g, errs);
+	gpu_link_errors(n, d, g, errs);
 	gpu_processes(n, d, g, errs);
 	if (json_object_size(errs))
 		json_object_set_new(g, "errors", errs);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Builds the agent's report from the collectors: host, NVIDIA stack, toolkits, GPUs, Xids, disks. */
+/* Builds the agent's report from the collectors: host, NVIDIA stack, toolkits, GPUs, Xids,
+ * the kernel's alarms, disks and filesystems. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -7,8 +8,10 @@
 
 #include "kiln/error.h"
 #include "kiln/version.h"
+#include "kernel_alarms.h"
 #include "nvml.h"
 #include "frameworks.h"
+#include "gpu_aer.h"
 #include "procs.h"
 #include "report.h"
 #include "xid.h"
@@ -67,6 +70,7 @@ int report_build(json_t **out, struct report_ctx *ctx)
 	char id[33], now[32], started[32];
 	json_t *r = NULL, *host = NULL, *nvidia = NULL, *gpus = NULL, *xids = NULL;
 	json_t *toolkits = NULL, *cudnn = NULL, *disks = NULL, *agent = NULL, *frameworks = NULL;
+	json_t *alarms = NULL, *filesystems = NULL;
 	const char *drv, *mod;
 	int rc;
 
@@ -76,7 +80,8 @@ int report_build(json_t **out, struct report_ctx *ctx)
 	nvidia = json_object();
 	gpus = json_array();
 	xids = json_array();
-	if (!nvidia || !gpus || !xids) {
+	alarms = json_array();
+	if (!nvidia || !gpus || !xids || !alarms) {
 		rc = kiln_fail(KILN_ERROR, "out of memory");
 		goto cleanup;
 	}
@@ -86,10 +91,14 @@ int report_build(json_t **out, struct report_ctx *ctx)
 	rc = host_disks_collect(&disks, ctx->root);
 	if (rc < 0)
 		goto cleanup;
+	rc = host_filesystems_collect(&filesystems, ctx->root, ctx->spool_dir, ctx->fs_paths);
+	if (rc < 0)
+		goto cleanup;
 	rc = nvml_collect(ctx->nvml, nvidia, gpus, xids);
 	if (rc < 0)
 		goto cleanup;
 	procs_annotate(gpus, ctx->root);
+	gpu_aer_annotate(gpus, ctx->root);
 	versions_kernel_module_collect(nvidia, ctx->root);
 	versions_fabric_manager_collect(nvidia, &ctx->fm, ctx->root);
 	drv = json_string_value(json_object_get(nvidia, "driver_version"));
@@ -103,7 +112,7 @@ int report_build(json_t **out, struct report_ctx *ctx)
 	if (rc < 0)
 		goto cleanup;
 	if (ctx->xid) {
-		rc = xid_reader_poll(ctx->xid, xids, REPORT_MAX_XIDS);
+		rc = xid_reader_poll_alarms(ctx->xid, xids, REPORT_MAX_XIDS, alarms, KERNEL_ALARMS_MAX);
 		if (rc < 0)
 			goto cleanup;
 	}
@@ -117,15 +126,19 @@ int report_build(json_t **out, struct report_ctx *ctx)
 			  "spool_dropped", (json_int_t)ctx->spool_dropped, "kmsg_overruns",
 			  (json_int_t)xid_reader_overruns(ctx->xid), "xid_events_dropped",
 			  (json_int_t)xid_reader_dropped(ctx->xid));
+	if (agent)
+		json_object_set_new(agent, "kernel_events_dropped",
+				    json_integer((json_int_t)xid_reader_alarms_dropped(ctx->xid)));
 	if (agent && !ctx->xid && ctx->xid_error)
 		json_object_set_new(agent, "kmsg_error", json_string(ctx->xid_error));
-	r = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:O?,s:o,s:o,s:o,s:o,s:o}", "schema", REPORT_SCHEMA,
-		      "report_id", id, "time", now, "agent", agent, "host", host, "nvidia", nvidia,
-		      "cudnn_version", json_object_get(json_array_get(cudnn, 0), "version"),
-		      "cudnn", cudnn, "cuda_toolkits", toolkits, "gpus", gpus, "xid_events", xids,
-		      "disks", disks);
+	r = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:O?,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "schema",
+		      REPORT_SCHEMA, "report_id", id, "time", now, "agent", agent, "host", host,
+		      "nvidia", nvidia, "cudnn_version",
+		      json_object_get(json_array_get(cudnn, 0), "version"), "cudnn", cudnn,
+		      "cuda_toolkits", toolkits, "gpus", gpus, "xid_events", xids, "kernel_events",
+		      alarms, "disks", disks, "filesystems", filesystems);
 	/* json_pack's "o" took the references, also when it failed */
-	agent = host = nvidia = cudnn = toolkits = gpus = xids = disks = NULL;
+	agent = host = nvidia = cudnn = toolkits = gpus = xids = disks = alarms = filesystems = NULL;
 	if (!r) {
 		rc = kiln_fail(KILN_ERROR, "out of memory building the report");
 		goto cleanup;
@@ -144,5 +157,7 @@ cleanup:
 	json_decref(gpus);
 	json_decref(xids);
 	json_decref(disks);
+	json_decref(alarms);
+	json_decref(filesystems);
 	return rc;
 }

@@ -21,6 +21,8 @@ struct xid_reader;
 struct report_ctx {
 	const char *root;          /* --root, or NULL */
 	const char *site_packages; /* --site-packages, or NULL */
+	const char *spool_dir;     /* the spool's folder, whose filesystem is reported; or NULL */
+	const char *fs_paths;      /* --fs-paths: more filesystems to report (comma-separated) */
 	struct nvml *nvml;         /* never NULL */
 	struct xid_reader *xid;    /* NULL when /dev/kmsg cannot be read */
 	const char *xid_error;     /* why xid is NULL, for the report */

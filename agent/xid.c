@@ -12,6 +12,7 @@
 
 #include "kiln/error.h"
 #include "kiln/parse.h"
+#include "kernel_alarms.h"
 #include "rootfs.h"
 #include "xid.h"
 
@@ -26,6 +27,7 @@ struct xid_reader {
 	int is_device;
 	uint64_t overruns;
 	uint64_t dropped;
+	uint64_t alarms_dropped;
 	char buf[KMSG_RECORD_MAX + 1];
 };
 
@@ -45,8 +47,9 @@ int xid_pci_normalize(char out[32], const char *text)
 	return kiln_fail(KILN_EINVAL, "not a PCI address: '%.40s'", text);
 }
 
-/* Skips the "prio,seq,usec,flags;" prefix of a kmsg record, filling seq and time. */
-static const char *kmsg_prefix(const char *line, long long *seq, long long *usec)
+/* Skips the "prio,seq,usec,flags;" prefix of a kmsg record, filling seq, time and the
+ * syslog priority (facility << 3 | level; -1 when there is no prefix). */
+static const char *kmsg_prefix(const char *line, long long *seq, long long *usec, long long *prio)
 {
 	long long p = 0, s = 0, u = 0;
 	const char *semi = strchr(line, ';');
@@ -54,12 +57,14 @@ static const char *kmsg_prefix(const char *line, long long *seq, long long *usec
 
 	*seq = -1;
 	*usec = -1;
+	*prio = -1;
 	if (!semi || !isdigit((unsigned char)line[0]))
 		return line;
 	if (sscanf(line, "%lld,%lld,%lld,%n", &p, &s, &u, &consumed) == 3 && consumed > 0 &&
 	    line + consumed <= semi) {
 		*seq = s;
 		*usec = u;
+		*prio = p;
 		return semi + 1;
 	}
 	return line;
@@ -69,11 +74,12 @@ int xid_line_parse(struct xid_event *out, const char *line)
 {
 	struct xid_event ev;
 	const char *p, *msg;
+	long long prio;
 	char *end;
 	long xid;
 
 	memset(&ev, 0, sizeof ev);
-	p = kmsg_prefix(line, &ev.seq, &ev.time_us);
+	p = kmsg_prefix(line, &ev.seq, &ev.time_us, &prio);
 	p = strstr(p, "NVRM: Xid");
 	if (!p)
 		return KILN_ENOTFOUND;
@@ -154,11 +160,44 @@ int xid_reader_open(struct xid_reader **out, const char *root)
 	return 0;
 }
 
-static int add_event(struct xid_reader *r, json_t *events, size_t max, const char *line)
+/* The kernel's own alarm in line, if it is one, appended to alarms (at most max). A record
+ * that userspace wrote into /dev/kmsg (a facility other than the kernel's) is no alarm. */
+static int add_alarm(struct xid_reader *r, json_t *alarms, size_t max, const char *line)
+{
+	long long seq, usec, prio;
+	const char *msg = kmsg_prefix(line, &seq, &usec, &prio), *kind;
+	char text[KERNEL_ALARM_MESSAGE_MAX + 1];
+	json_t *o;
+
+	if (prio >= 8 || !(kind = kernel_alarm_kind(msg)))
+		return 0;
+	if (json_array_size(alarms) >= max) {
+		r->alarms_dropped++;
+		return 0;
+	}
+	kiln_strlcpy(text, msg, sizeof text);
+	rootfs_trim(text);
+	o = json_pack("{s:s,s:s}", "kind", kind, "message", text);
+	if (!o)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	if (seq >= 0)
+		json_object_set_new(o, "seq", json_integer(seq));
+	if (usec >= 0)
+		json_object_set_new(o, "time_us", json_integer(usec));
+	if (json_array_append_new(alarms, o) < 0)
+		return kiln_fail(KILN_ERROR, "out of memory");
+	return 0;
+}
+
+static int add_event(struct xid_reader *r, json_t *events, size_t max, json_t *alarms,
+		     size_t alarms_max, const char *line)
 {
 	struct xid_event ev;
 	json_t *o;
+	int rc;
 
+	if (alarms && (rc = add_alarm(r, alarms, alarms_max, line)) < 0)
+		return rc;
 	if (xid_line_parse(&ev, line) < 0)
 		return 0;
 	if (json_array_size(events) >= max) {
@@ -181,6 +220,12 @@ static int add_event(struct xid_reader *r, json_t *events, size_t max, const cha
 
 int xid_reader_poll(struct xid_reader *r, json_t *events, size_t max)
 {
+	return xid_reader_poll_alarms(r, events, max, NULL, 0);
+}
+
+int xid_reader_poll_alarms(struct xid_reader *r, json_t *events, size_t max, json_t *alarms,
+			   size_t alarms_max)
+{
 	int i, rc;
 
 	if (!r->is_device) {
@@ -200,7 +245,7 @@ int xid_reader_poll(struct xid_reader *r, json_t *events, size_t max)
 			}
 			if (r->buf[0] == ' ')
 				continue; /* kmsg continuation line (KEY=value) */
-			rc = add_event(r, events, max, r->buf);
+			rc = add_event(r, events, max, alarms, alarms_max, r->buf);
 			if (rc < 0)
 				return rc;
 		}
@@ -229,7 +274,7 @@ int xid_reader_poll(struct xid_reader *r, json_t *events, size_t max)
 		nl = strchr(r->buf, '\n'); /* continuation lines follow the first */
 		if (nl)
 			*nl = '\0';
-		rc = add_event(r, events, max, r->buf);
+		rc = add_event(r, events, max, alarms, alarms_max, r->buf);
 		if (rc < 0)
 			return rc;
 	}
@@ -244,6 +289,11 @@ uint64_t xid_reader_overruns(const struct xid_reader *r)
 uint64_t xid_reader_dropped(const struct xid_reader *r)
 {
 	return r ? r->dropped : 0;
+}
+
+uint64_t xid_reader_alarms_dropped(const struct xid_reader *r)
+{
+	return r ? r->alarms_dropped : 0;
 }
 
 void xid_reader_close(struct xid_reader *r)

@@ -41,9 +41,18 @@ int xid_reader_open(struct xid_reader **out, const char *root);
  */
 int xid_reader_poll(struct xid_reader *r, json_t *events, size_t max);
 
+/*
+ * As xid_reader_poll, and also appends the kernel's own alarms (kernel_alarms.h) of the same
+ * records to alarms as {"kind","message","seq","time_us"}, at most alarms_max (the rest are
+ * counted in xid_reader_alarms_dropped). alarms may be NULL.
+ */
+int xid_reader_poll_alarms(struct xid_reader *r, json_t *events, size_t max, json_t *alarms,
+			   size_t alarms_max);
+
 /* Records lost to kmsg overruns (EPIPE) and events over the per-poll cap, since the start. */
 uint64_t xid_reader_overruns(const struct xid_reader *r);
 uint64_t xid_reader_dropped(const struct xid_reader *r);
+uint64_t xid_reader_alarms_dropped(const struct xid_reader *r);
 
 void xid_reader_close(struct xid_reader *r);
 

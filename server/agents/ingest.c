@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "health/event_limit.h"
+#include "health/health_cut.h"
 #include "agents/identity.h"
 #include "workload/work.h"
 #include "agents/ingest_internal.h"
@@ -268,7 +269,8 @@ static int node_prev_fill(struct node_prev *n, const struct ingest_report *r,
 	    dup_or_null(&n->state.nvidia_status, r->status) < 0 ||
 	    dup_or_null(&n->state.driver_version, r->driver) < 0 ||
 	    dup_or_null(&n->state.kernel_module_version, r->module) < 0 ||
-	    dup_or_null(&n->state.cuda_driver_version, r->cuda) < 0)
+	    dup_or_null(&n->state.cuda_driver_version, r->cuda) < 0 ||
+	    dup_or_null(&n->state.health_cut, cur->health_cut) < 0)
 		goto fail;
 	if (r->ngpus && !(n->gpus = calloc(r->ngpus, sizeof(*n->gpus))))
 		goto fail;
@@ -388,6 +390,7 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 		iv = json_object_get(json_object_get(r->json, "host"), "cpu_iowait_pct");
 		cur.cpu_iowait_pct = json_is_number(iv) ? json_number_value(iv) : NAN;
 		cur.rejected_fields = r->rejected;
+		cur.health_cut = health_cut_make(r->json, has_prev ? pstate->health_cut : NULL, now);
 		if ((rc = store_agent_state_put(st, &cur)) < 0)
 			goto cleanup;
 		if (next)
@@ -395,6 +398,8 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 	}
 	/* Xids are events whenever they are reported, also in a late (spooled) report. */
 	if (r->xids && (rc = ingest_xid_events(&x, r->xids)) < 0)
+		goto cleanup;
+	if ((rc = ingest_kernel_events(&x, json_object_get(r->json, "kernel_events"))) < 0)
 		goto cleanup;
 	h.node_id = node_id;
 	h.time = rtime;
@@ -411,6 +416,7 @@ cleanup:
 	free(gpus_json);
 	free(cur.audit_facts);
 	free(cur.gpu_processes);
+	free(cur.health_cut);
 	agent_gpu_list_free(pgpus, npgpus);
 	agent_state_clear(&prev);
 	return rc;

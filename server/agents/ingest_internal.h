@@ -42,6 +42,9 @@ int ingest_emit(struct ingest_events *x, enum event_severity sev, const char *ki
 uint64_t ingest_fnv1a(const char *s);
 /* One event per Xid line of the report's kernel log. */
 int ingest_xid_events(struct ingest_events *x, json_t *xids);
+/* One event of kind "kernel" per alarm line of the report's kernel log ("kernel_events":
+ * soft lockups, hung tasks, machine checks, ...; NULL: none). */
+int ingest_kernel_events(struct ingest_events *x, json_t *alarms);
 /* Events of GPUs that changed since the stored rows prev[0..nprev). */
 int ingest_gpu_events(struct ingest_events *x, const struct ingest_report *r,
 		      const struct agent_gpu *prev, size_t nprev);

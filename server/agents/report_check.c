@@ -225,6 +225,12 @@ static const struct leaf_rule gpu_rules[] = {
 	LR_BOOL("mig_mode_pending"),
 	LR_INT("nvlink_links", 0, 64),
 	LR_INT("nvlink_active", 0, 64),
+	LR_INT("clock_sm_max_mhz", 0, 100000),
+	LR_INT("clock_mem_max_mhz", 0, 100000),
+	LR_INT("pcie_replay_count", 0, INT64_MAX),
+	LR_INT("aer_correctable", 0, INT64_MAX),
+	LR_INT("aer_nonfatal", 0, INT64_MAX),
+	LR_INT("aer_fatal", 0, INT64_MAX),
 };
 
 static const struct leaf_rule host_rules[] = {
@@ -253,6 +259,7 @@ static const struct leaf_rule agent_rules[] = {
 	LR_INT("spool_dropped", 0, INT64_MAX),
 	LR_INT("kmsg_overruns", 0, INT64_MAX),
 	LR_INT("xid_events_dropped", 0, INT64_MAX),
+	LR_INT("kernel_events_dropped", 0, INT64_MAX),
 };
 
 static const struct leaf_rule version_rules[] = { LR_VERSION("version") };
@@ -397,6 +404,32 @@ static int time_parse(int64_t *out, const char *s)
 	return 0;
 }
 
+/* A GPU's "nvlink_errors" ([{"link":N,"replay":..,"recovery":..,"crc_flit":..,"crc_data":..}],
+ * counters optional): refused as a whole field (nulled, listed) when any part is not so. */
+static int nvlink_errors_check(struct check *c, json_t *o, const char *pre)
+{
+	static const char *const keys[] = { "replay", "recovery", "crc_flit", "crc_data" };
+	json_t *arr = json_object_get(o, "nvlink_errors"), *l, *v;
+	size_t i, k;
+
+	if (!arr || json_is_null(arr))
+		return 0;
+	if (!json_is_array(arr) || json_array_size(arr) > 64)
+		return reject(c, o, pre, "nvlink_errors");
+	json_array_foreach(arr, i, l) {
+		v = json_object_get(l, "link");
+		if (!json_is_object(l) || !json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 63)
+			return reject(c, o, pre, "nvlink_errors");
+		for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			v = json_object_get(l, keys[k]);
+			if (v && !json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 0))
+				return reject(c, o, pre, "nvlink_errors");
+		}
+	}
+	return 0;
+}
+
 static int gpu_parse(struct check *c, struct agent_gpu *g, json_t *o, size_t i)
 {
 	char pre[32];
@@ -408,7 +441,7 @@ static int gpu_parse(struct check *c, struct agent_gpu *g, json_t *o, size_t i)
 	if (!json_is_object(o))
 		return bad(c, pre, "must be an object");
 	/* its readings first: a bad one is nulled, so the reads below see it absent */
-	if ((rc = LEAVES(c, o, pre, gpu_rules)) < 0)
+	if ((rc = LEAVES(c, o, pre, gpu_rules)) < 0 || (rc = nvlink_errors_check(c, o, pre)) < 0)
 		return rc;
 	if ((rc = opt_int(c, &g->index, o, pre, "index", 0, 1023)) < 0)
 		return rc;
@@ -481,6 +514,58 @@ static int xid_check(struct check *c, json_t *o, size_t i)
 	    (rc = opt_int(c, &v, o, pre, "seq", 0, INT64_MAX)) < 0 ||
 	    (rc = opt_int(c, &v, o, pre, "time_us", 0, INT64_MAX)) < 0 ||
 	    (rc = opt_int(c, &v, o, pre, "gpu_index", 0, 1023)) < 0)
+		return rc;
+	return 0;
+}
+
+/* A kernel alarm line's own fields (host_rules.c reads them from the health cut). */
+static const struct leaf_rule kernel_event_rules[] = {
+	LR_INT("seq", 0, INT64_MAX),
+	LR_INT("time_us", 0, INT64_MAX),
+};
+
+/* One of "kernel_events": its kind and line are what the event is; refused whole without. */
+static int kernel_event_check(struct check *c, json_t *o, size_t i)
+{
+	char pre[40], f[INGEST_FIELD_MAX];
+	const char *kind, *msg;
+	int rc;
+
+	snprintf(pre, sizeof(pre), "kernel_events[%zu]", i);
+	if (!json_is_object(o))
+		return bad(c, pre, "must be an object");
+	if ((rc = LEAVES(c, o, pre, kernel_event_rules)) < 0 ||
+	    (rc = req_str(c, &kind, o, pre, "kind", 32)) < 0 ||
+	    (rc = req_str(c, &msg, o, pre, "message", INGEST_STRING_MAX)) < 0)
+		return rc;
+	if (!kind[0] || strspn(kind, "abcdefghijklmnopqrstuvwxyz_") != strlen(kind))
+		return bad(c, path(f, sizeof(f), pre, "kind"), "must be lowercase letters and '_'");
+	return 0;
+}
+
+/* A filesystem's numbers: bytes up to an EiB, shares in percent. */
+static const struct leaf_rule filesystem_rules[] = {
+	LR_INT("size_bytes", 0, 1024 * PIB),
+	LR_INT("avail_bytes", 0, 1024 * PIB),
+	LR_NUM("used_pct", 0, 100),
+	LR_NUM("inodes_used_pct", 0, 100),
+	LR_INT("inodes_avail", 0, INT64_MAX),
+};
+
+/* One of "filesystems": its path is what a reason names; refused whole without. */
+static int filesystem_check(struct check *c, json_t *o, size_t i)
+{
+	char pre[40];
+	const char *s;
+	int rc;
+
+	snprintf(pre, sizeof(pre), "filesystems[%zu]", i);
+	if (!json_is_object(o))
+		return bad(c, pre, "must be an object");
+	if ((rc = LEAVES(c, o, pre, filesystem_rules)) < 0 ||
+	    (rc = req_str(c, &s, o, pre, "path", 1024)) < 0 ||
+	    (rc = opt_str(c, &s, o, pre, "mount", 1024)) < 0 ||
+	    (rc = opt_str(c, &s, o, pre, "fstype", 64)) < 0)
 		return rc;
 	return 0;
 }
@@ -649,6 +734,17 @@ static int parse_report(struct ingest_report *r, struct check *c)
 	    (rc = LEAVES(c, j, NULL, cudnn_rules)) < 0 ||
 	    (rc = opt_container(c, &other, j, "disks", 1, INGEST_LIST_MAX)) < 0)
 		return rc;
+	/* the host's alarms and filesystems (host_rules.c) */
+	if ((rc = opt_container(c, &other, j, "kernel_events", 1, INGEST_LIST_MAX)) < 0)
+		return rc;
+	for (i = 0; other && i < json_array_size(other); i++)
+		if ((rc = kernel_event_check(c, json_array_get(other, i), i)) < 0)
+			return rc;
+	if ((rc = opt_container(c, &other, j, "filesystems", 1, INGEST_LIST_MAX)) < 0)
+		return rc;
+	for (i = 0; other && i < json_array_size(other); i++)
+		if ((rc = filesystem_check(c, json_array_get(other, i), i)) < 0)
+			return rc;
 	return rejected_note(r, c);
 }
 

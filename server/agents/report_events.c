@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The events an agent report raises against its node's stored state: Xids, GPUs gone or
- * back, ECC counts that rose, driver/module and CUDA changes. */
+/* The events an agent report raises against its node's stored state: Xids, the kernel's
+ * alarms, GPUs gone or back, ECC counts that rose, driver/module and CUDA changes. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +87,60 @@ int ingest_xid_events(struct ingest_events *x, json_t *xids)
 			snprintf(gpu, sizeof(gpu), " on %s", bus);
 		rc = ingest_emit(x, xid_severity(xid), "xid", key, "Xid %lld%s: %.300s", (long long)xid, gpu,
 			  msg && *msg ? msg : "(no message)");
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The kernel's alarms (the agent's kernel_alarms.h kinds): what an operator reads, and how
+ * bad (as host_rules.c judges them: the machine stalled or failed is critical). */
+static const struct {
+	const char *kind, *name;
+	enum event_severity sev;
+} kernel_kinds[] = {
+	{ "soft_lockup", "soft lockup", SEV_CRITICAL },
+	{ "hard_lockup", "hard lockup", SEV_CRITICAL },
+	{ "hung_task", "hung task", SEV_WARNING },
+	{ "rcu_stall", "RCU stall", SEV_CRITICAL },
+	{ "machine_check", "machine check", SEV_CRITICAL },
+	{ "oom_kill", "OOM kill", SEV_WARNING },
+	{ "panic", "panic", SEV_CRITICAL },
+	{ "oops", "oops", SEV_CRITICAL },
+	{ "fs_readonly", "filesystem read-only", SEV_CRITICAL },
+};
+
+int ingest_kernel_events(struct ingest_events *x, json_t *alarms)
+{
+	size_t i;
+	json_t *o;
+	int rc;
+
+	json_array_foreach(alarms, i, o) {
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		const char *msg = json_string_value(json_object_get(o, "message"));
+		json_t *seq = json_object_get(o, "seq"), *tus = json_object_get(o, "time_us");
+		enum event_severity sev = SEV_WARNING;
+		const char *name = kind;
+		char key[256];
+
+		if (!kind || !msg)
+			continue;
+		for (size_t k = 0; k < sizeof(kernel_kinds) / sizeof(kernel_kinds[0]); k++)
+			if (strcmp(kernel_kinds[k].kind, kind) == 0) {
+				name = kernel_kinds[k].name;
+				sev = kernel_kinds[k].sev;
+			}
+		/* one event per kernel log line: its sequence number within this boot (a report
+		 * sent again, or read again by a restarted agent, is the same line) */
+		if (json_is_integer(seq))
+			snprintf(key, sizeof(key), "kernel:%s:seq%" JSON_INTEGER_FORMAT, x->boot,
+				 json_integer_value(seq));
+		else
+			snprintf(key, sizeof(key), "kernel:%s:%" JSON_INTEGER_FORMAT ":%016llx", x->boot,
+				 json_is_integer(tus) ? json_integer_value(tus) : -1,
+				 (unsigned long long)ingest_fnv1a(msg));
+		rc = ingest_emit(x, sev, "kernel", key, "%s: %.400s", name, msg);
 		if (rc < 0)
 			return rc;
 	}

@@ -210,6 +210,25 @@ static json_t *work_cell_json(const char *name, const struct agent_gpu_summary *
 	return json_string(cell);
 }
 
+/* What will fix the node: "repairs", each reason's class as its mark says ("none", "reboot",
+ * "inspection"), and "repair", the strongest of them. */
+static void repairs_set(json_t *o, const json_t *reasons)
+{
+	enum health_repair most = HEALTH_REPAIR_NONE;
+	json_t *arr = json_array(), *r;
+	size_t i;
+
+	json_array_foreach(reasons, i, r) {
+		enum health_repair c = health_reason_repair(json_string_value(r));
+
+		if (c > most)
+			most = c;
+		json_array_append_new(arr, json_string(health_repair_name(c)));
+	}
+	json_object_set_new(o, "repairs", arr);
+	json_object_set_new(o, "repair", json_string(health_repair_name(most)));
+}
+
 /* One node's status object; *out_health is its health word. */
 static json_t *node_status(const struct agent_gpu_summary *g, const struct node *n,
 			   const struct fleet_state *s, const struct agent_state *a,
@@ -245,6 +264,8 @@ static json_t *node_status(const struct agent_gpu_summary *g, const struct node 
 		      "power_draw_w", real_or_null(power),
 		      "bmc_reachable", s ? s->reachable : 1,
 		      "hung", s && s->hung_since > 0);
+	if (o)
+		repairs_set(o, reasons);
 	if (o && s && s->power_error)
 		json_object_set_new(o, "bmc_error", json_string(s->power_error));
 	if (o && s)

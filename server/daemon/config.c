@@ -191,6 +191,42 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	KEY("health", "bmc_log_window", KILN_CFG_DURATION, health_bmc_log_window, 1, 30 * 86400,
 	    NULL, "1h", "A critical BMC log entry (a fatal bus error, a PSU failure) that arrives "
 	    "after kilnd first read the node's log makes the node critical for this long."),
+	KEY("health", "boot_time", KILN_CFG_DURATION, health_boot_time, 10, 86400, NULL, "10m",
+	    "How long a node's boot may take (an 8-GPU server's firmware takes minutes): after a "
+	    "boot kiln saw begin (power on, a cycle or reset, the BMC's BootProgress), a silent "
+	    "agent is judged hung only this long after it, or 5/4 of the BMC's last boot time "
+	    "when longer."),
+	KEY("health", "fault_return_window", KILN_CFG_DURATION, health_fault_return_window, 60,
+	    30 * 86400, NULL, "1d", "A fault a reboot may clear (a hang, a critical Xid, a GPU "
+	    "lost, an ECC reset pending) that is back in the boot after, within this long, needs "
+	    "hardware inspection: kiln says so and its remediation cycles the node no more."),
+	KEY("health", "kernel_window", KILN_CFG_DURATION, health_kernel_window, 60, 30 * 86400,
+	    NULL, "1h", "A kernel alarm in the node's log (soft or hard lockup, hung task, RCU "
+	    "stall, machine check, OOM kill, panic) is a reason for this long; a reboot clears "
+	    "those a reboot may fix, not a machine check."),
+	{ .section = "health", .name = "disk_warn_pct", .type = KILN_CFG_DOUBLE,
+	  .offset = offsetof(struct kilnd_config, health_disk_warn_pct), .dmin = 1, .dmax = 100,
+	  .def = "90", .help = "A filesystem the agent reports (/, /tmp, its spool, --fs-paths) "
+				"whose space or inodes are used above this (percent) is a warning." },
+	{ .section = "health", .name = "disk_full_pct", .type = KILN_CFG_DOUBLE,
+	  .offset = offsetof(struct kilnd_config, health_disk_full_pct), .dmin = 1, .dmax = 100,
+	  .def = "98", .help = "A filesystem used at or above this (percent), or with no space or "
+				"inodes left, is critical." },
+	KEY("health", "bmc_clock_skew_max", KILN_CFG_DURATION, health_bmc_clock_skew_max, 1,
+	    365 * 86400, NULL, "5m", "A BMC whose clock is further off kilnd's than this is a "
+	    "warning (its log's times are its own): read every few minutes."),
+	{ .section = "health", .name = "throttle_busy_min", .type = KILN_CFG_DOUBLE,
+	  .offset = offsetof(struct kilnd_config, health_throttle_busy_min), .dmin = 0,
+	  .dmax = 100, .def = "50",
+	  .help = "A GPU at least this busy (percent) whose clocks a fault holds down (HW or "
+		  "thermal slowdown, power brake; not the power cap) is a warning." },
+	KEY("health", "throttle_reports", KILN_CFG_INT, health_throttle_reports, 1, 100, NULL, "2",
+	    "A GPU held down (throttle_busy_min) is a warning once this many reports in a row "
+	    "say so: one sample does not flag it."),
+	KEY("health", "link_error_window", KILN_CFG_DURATION, health_link_error_window, 60,
+	    30 * 86400, NULL, "1h", "A GPU's PCIe replay or AER count, or an NVLink's error count, "
+	    "that rose between two reports within this window is a reason (fatal AER errors and "
+	    "NVLink recoveries critical, the rest a warning)."),
 	KEY("remediation", "enabled", KILN_CFG_BOOL, remediation_enabled, 0, 0, NULL, "no",
 	    "Power-cycle a hung node automatically (once, after the grace period; never a node in "
 	    "maintenance). Audited as actor \"kilnd\"."),

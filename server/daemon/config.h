@@ -76,6 +76,15 @@ struct kilnd_config {
 	double health_fleet_silence_pct;
 	int health_fleet_silence_min;
 	int64_t health_bmc_log_window;
+	int64_t health_boot_time;
+	int64_t health_fault_return_window;
+	int64_t health_kernel_window;
+	double health_disk_warn_pct;
+	double health_disk_full_pct;
+	int64_t health_bmc_clock_skew_max;
+	double health_throttle_busy_min;
+	int health_throttle_reports;
+	int64_t health_link_error_window;
 	/* [remediation] automatic power cycles of hung nodes */
 	bool remediation_enabled;
 	int64_t remediation_grace;

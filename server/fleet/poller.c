@@ -73,6 +73,15 @@ void poller_config_from(struct poller_config *out, const struct kilnd_config *cf
 	out->health.fleet_silence_pct = cfg->health_fleet_silence_pct;
 	out->health.fleet_silence_min = cfg->health_fleet_silence_min;
 	out->health.bmc_log_window_s = cfg->health_bmc_log_window;
+	out->health.boot_time_s = cfg->health_boot_time;
+	out->health.fault_return_window_s = cfg->health_fault_return_window;
+	out->health.kernel_window_s = cfg->health_kernel_window;
+	out->health.disk_warn_pct = cfg->health_disk_warn_pct;
+	out->health.disk_full_pct = cfg->health_disk_full_pct;
+	out->health.throttle_busy_min_pct = cfg->health_throttle_busy_min;
+	out->health.throttle_reports = cfg->health_throttle_reports;
+	out->health.link_error_window_s = cfg->health_link_error_window;
+	out->health.bmc_clock_skew_max_s = cfg->health_bmc_clock_skew_max;
 	out->remediate = cfg->remediation_enabled;
 	out->remediate_grace_s = cfg->remediation_grace;
 	out->remediate_max_per_hour = cfg->remediation_max_per_hour;
@@ -423,6 +432,8 @@ static void action_result(struct poller *p, struct slot *s, struct completion *c
 		snprintf(outcome, sizeof(outcome), "failed: %s", c->error);
 	if (c->audit_id && store_audit_finish(p->st, c->audit_id, outcome) < 0)
 		log_warn("poller: audit: %s", kiln_error_last());
+	if (c->rc == 0)
+		s->st.boot_started = time(NULL); /* the node boots now: hung only after its boot */
 	metrics_remediation_count(c->rc == 0 ? METRICS_REMEDIATION_DONE
 					     : METRICS_REMEDIATION_FAILED);
 	if (c->rc == 0)
@@ -483,9 +494,16 @@ static void completions_process(struct poller *p, struct completion *list)
 void poller_observe(struct poller *p, int64_t node_id, enum bmc_op_kind kind, const json_t *data)
 {
 	struct completion *c;
+	int boot = 0;
 
-	if (kind == BMC_OP_POWER_ACTION)
+	if (kind == BMC_OP_POWER_ACTION) {
+		const char *result = json_string_value(json_object_get(data, "result"));
+		const char *power = json_string_value(json_object_get(data, "power"));
+
+		/* on, cycle or reset that went through: the node boots from now */
+		boot = result && strcmp(result, "noop") != 0 && power && strcmp(power, "on") == 0;
 		kind = BMC_OP_POWER_GET; /* its "power" is the state read back */
+	}
 	if (kind != BMC_OP_POWER_GET && kind != BMC_OP_SENSORS && kind != BMC_OP_SEL &&
 	    kind != BMC_OP_INVENTORY)
 		return;
@@ -497,6 +515,8 @@ void poller_observe(struct poller *p, int64_t node_id, enum bmc_op_kind kind, co
 	c->kind = kind;
 	c->live = 1;
 	c->data = json_deep_copy(data);
+	if (boot && c->data)
+		json_object_set_new(c->data, "boot_began", json_true());
 	pthread_mutex_lock(&p->lock);
 	p->outstanding++;
 	c->next = p->done_head;

@@ -63,8 +63,8 @@ static void remediation_limited(struct poller *p, struct slot *s)
 
 /* Once per hung episode, and never again for a node whose agent has not come back since
  * the last automatic cycle (a cycle that did not help is a person's problem). */
-static void remediate(struct poller *p, struct slot *s, const char *reason,
-		      int64_t agent_last_seen, int64_t now)
+static void remediate(struct poller *p, struct slot *s, const struct health_result *r,
+		      const char *reason, int64_t agent_last_seen, int64_t now)
 {
 	const struct poller_config *cfg = &p->opt.cfg;
 	struct bmc_op op = { .kind = BMC_OP_POWER_ACTION, .action = BMC_ACT_CYCLE };
@@ -77,6 +77,20 @@ static void remediate(struct poller *p, struct slot *s, const char *reason,
 	    s->st.remediated_at >= s->st.hung_since ||
 	    (s->st.remediated_at > 0 && agent_last_seen < s->st.remediated_at))
 		return;
+	/* A part that needs a person (a failed fan, a GPU whose remap failed, a fault back
+	 * after a reboot): a cycle would not mend it and may finish the part. */
+	for (size_t i = 0; i < r->nreasons; i++) {
+		char key[64];
+
+		if (r->repairs[i] != HEALTH_REPAIR_INSPECTION)
+			continue;
+		snprintf(key, sizeof(key), "remediation-inspection:%lld",
+			 (long long)s->st.hung_since);
+		poller_event_add(p, s, SEV_WARNING, "kilnd", "remediation", key,
+				 "hung, but no automatic power cycle: needs hardware inspection: %.300s",
+				 r->reasons[i]);
+		return;
+	}
 	if (remediations_last_hour(p, now) >= cfg->remediate_max_per_hour) {
 		remediation_limited(p, s);
 		return;
@@ -177,6 +191,7 @@ struct health_read {
 	int ok;
 	struct health_result res;
 	int64_t agent_last_seen;
+	int faults_changed;         /* s->st.boot_faults was rewritten: store the state */
 };
 
 /* The active reinstall job of node_id in jobs[0..n) (sorted by node id), or NULL. */
@@ -228,9 +243,12 @@ static void health_read(struct poller *p, struct slot *s, struct health_read *ou
 	const struct poller_config *cfg = &p->opt.cfg;
 	struct health_facts f;
 	struct health_sources src;
-	char console[HEALTH_REASON_LEN];
+	struct health_boot_faults faults;
+	char console[HEALTH_REASON_LEN], *text;
+	int changed;
 
 	out->ok = 0;
+	out->faults_changed = 0;
 	if (health_facts_gather(&f, &src, p->st, s->node, &s->st, maintenance, now,
 				&cfg->health) < 0) {
 		log_warn("poller: %s: health: %s", s->node->name, kiln_error_last());
@@ -248,6 +266,11 @@ static void health_read(struct poller *p, struct slot *s, struct health_read *ou
 	f.receive_gap = receive_gap_last(now);
 	f.fleet_silence = p->fleet.active;
 	f.fleet_silence_ended = p->fleet.ended_at;
+	/* a fault seen before the node's last reboot and back now needs a person */
+	health_boot_faults_load(&faults, s->st.boot_faults);
+	changed = health_boot_faults_rotate(&faults, f.boot_id, now);
+	if (faults.prev_kinds[0] && now - faults.prev_end <= cfg->health.fault_return_window_s)
+		f.returned_kinds = faults.prev_kinds;
 	health_evaluate(&out->res, &f, &cfg->health);
 	if (out->res.hung && console_evidence(s, console, sizeof(console))) {
 		/* the verdict again, with what the console last said beside it */
@@ -255,6 +278,12 @@ static void health_read(struct poller *p, struct slot *s, struct health_read *ou
 		health_evaluate(&out->res, &f, &cfg->health);
 	}
 	out->agent_last_seen = f.agent_last_seen;
+	changed |= health_boot_faults_note(&faults, &out->res);
+	if (changed && (text = health_boot_faults_dump(&faults))) {
+		free(s->st.boot_faults);
+		s->st.boot_faults = text;
+		out->faults_changed = 1;
+	}
 	health_sources_clear(&src);
 	out->ok = 1;
 }
@@ -316,6 +345,7 @@ static void health_apply(struct poller *p, struct slot *s, const struct health_r
 	snprintf(s->st.health, sizeof(s->st.health), "%s", health_level_name(r->level));
 	reasons = reasons_json(r);
 	same = s->st.health_time > 0 && !level_changed && s->st.hung_since == hung_before &&
+	       !hr->faults_changed &&
 	       reasons && s->st.reasons && strcmp(reasons, s->st.reasons) == 0;
 	if (reasons) {
 		free(s->st.reasons);
@@ -344,7 +374,7 @@ static void health_remediate(struct poller *p, struct slot *s, const struct heal
 		return;
 	for (size_t i = 0; i < r->nreasons; i++)
 		if (strncmp(r->reasons[i], "hung:", 5) == 0)
-			remediate(p, s, r->reasons[i], hr->agent_last_seen, now);
+			remediate(p, s, r, r->reasons[i], hr->agent_last_seen, now);
 }
 
 /* One node's part in the fleet-wide silence count (health_fleet_part). */

@@ -248,6 +248,50 @@ static void power_off_seen(struct poller *p, struct slot *s, int64_t now)
 			  "power on -> off outside kiln (no kiln action turned it off)");
 }
 
+/* BootProgress states that mean the host's firmware or its OS loader runs: a boot is on.
+ * ("OSRunning" ends it; "None" and OEM states the BMC does not explain say nothing.) */
+static int boot_state_booting(const char *state)
+{
+	static const char *const booting[] = {
+		"PrimaryProcessorInitializationStarted", "BusInitializationStarted",
+		"MemoryInitializationStarted", "SecondaryProcessorInitializationStarted",
+		"PCIResourceConfigStarted", "SystemHardwareInitializationComplete", "SetupEntered",
+		"OSBootStarted",
+	};
+
+	for (size_t i = 0; state && i < sizeof(booting) / sizeof(booting[0]); i++)
+		if (strcmp(state, booting[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* A boot kiln sees in a power reading: an on, cycle or reset that went through
+ * ("boot_began", poller_observe), or the BMC's BootProgress entering a booting state (a
+ * node that rebooted by itself, its power never off). */
+static void boot_seen(struct poller *p, struct slot *s, const json_t *data, int64_t now)
+{
+	const char *state = json_string_value(json_object_get(data, "boot_progress"));
+	const json_t *secs = json_object_get(data, "last_boot_s");
+
+	if (json_is_true(json_object_get(data, "boot_began")))
+		s->st.boot_started = now;
+	if (json_is_integer(secs))
+		s->st.boot_last_s = json_integer_value(secs);
+	if (boot_state_booting(state) && !boot_state_booting(s->st.boot_state)) {
+		s->st.boot_started = now;
+		poller_event_add(p, s, SEV_INFO, "bmc", "boot", NULL, "boot began (BMC: %.64s)", state);
+	}
+	if (!state ? s->st.boot_state != NULL
+		   : !s->st.boot_state || strcmp(state, s->st.boot_state) != 0) {
+		char *copy = state ? strdup(state) : NULL;
+
+		if (state && !copy)
+			return;
+		free(s->st.boot_state);
+		s->st.boot_state = copy;
+	}
+}
+
 /* A reading the BMC gave (a poll's or a live call's): the node's state, events, history. */
 void poller_reading_store(struct poller *p, struct slot *s, enum bmc_op_kind kind, json_t *data,
 			  int64_t now)
@@ -276,8 +320,11 @@ void poller_reading_store(struct poller *p, struct slot *s, enum bmc_op_kind kin
 				s->st.power_off_time = 0;
 			}
 			s->st.power_changed = now;
+			if (strcmp(pw, "on") == 0 && s->known[0])
+				s->st.boot_started = now; /* seen going on: it boots */
 			snprintf(s->known, sizeof(s->known), "%s", pw);
 		}
+		boot_seen(p, s, data, now);
 		snprintf(s->st.power, sizeof(s->st.power), "%s", pw);
 		s->st.power_time = now;
 		if (!s->read_back && strcmp(pw, "unknown") != 0) {

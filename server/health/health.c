@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "health/health.h"
+#include "health/rules.h"
 
 void health_config_defaults(struct health_config *cfg)
 {
@@ -23,6 +24,17 @@ void health_config_defaults(struct health_config *cfg)
 	cfg->fleet_silence_pct = 50;
 	cfg->fleet_silence_min = 4;
 	cfg->bmc_log_window_s = 3600;
+	/* An 8-GPU server's firmware trains memory, PCIe and every GPU: 5 min is common, some
+	 * take 8; the BMC's own measure of the last boot lengthens it. */
+	cfg->boot_time_s = 600;
+	cfg->fault_return_window_s = 86400;
+	cfg->kernel_window_s = 3600;
+	cfg->disk_warn_pct = 90;
+	cfg->disk_full_pct = 98;
+	cfg->throttle_busy_min_pct = 50;
+	cfg->throttle_reports = 2;
+	cfg->link_error_window_s = 3600;
+	cfg->bmc_clock_skew_max_s = 300;
 }
 
 void health_facts_init(struct health_facts *f, int64_t now)
@@ -81,20 +93,59 @@ static void age_text(char *out, size_t len, int64_t s)
 		snprintf(out, len, "%lldh", (long long)(s / 3600));
 }
 
-static void add(struct health_result *r, enum health_level level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void add(struct health_result *r, enum health_level level, const char *fmt, ...)
+const char *health_repair_mark(enum health_repair c)
 {
+	switch (c) {
+	case HEALTH_REPAIR_REBOOT: return " [reboot may clear it]";
+	case HEALTH_REPAIR_INSPECTION: return " [needs hardware inspection]";
+	default: return "";
+	}
+}
+
+const char *health_repair_name(enum health_repair c)
+{
+	switch (c) {
+	case HEALTH_REPAIR_REBOOT: return "reboot";
+	case HEALTH_REPAIR_INSPECTION: return "inspection";
+	default: return "none";
+	}
+}
+
+enum health_repair health_reason_repair(const char *reason)
+{
+	size_t len = reason ? strlen(reason) : 0;
+
+	for (int c = HEALTH_REPAIR_REBOOT; c <= HEALTH_REPAIR_INSPECTION; c++) {
+		const char *m = health_repair_mark((enum health_repair)c);
+		size_t mlen = strlen(m);
+
+		if (len >= mlen && strcmp(reason + len - mlen, m) == 0)
+			return (enum health_repair)c;
+	}
+	return HEALTH_REPAIR_NONE;
+}
+
+void health_add(struct health_result *r, enum health_level level, enum health_repair repair,
+		const char *fmt, ...)
+{
+	const char *mark = health_repair_mark(repair);
+	size_t room = HEALTH_REASON_LEN - strlen(mark);
+	char *out;
 	va_list ap;
 
 	if (level > r->level)
 		r->level = level;
+	if (repair > r->repair)
+		r->repair = repair;
 	if (r->nreasons >= HEALTH_REASONS_MAX)
 		return;
+	out = r->reasons[r->nreasons];
+	r->repairs[r->nreasons++] = repair;
+	/* the text cut where it must be, so that the mark always fits */
 	va_start(ap, fmt);
-	vsnprintf(r->reasons[r->nreasons++], HEALTH_REASON_LEN, fmt, ap);
+	vsnprintf(out, room, fmt, ap);
 	va_end(ap);
+	strcat(out, mark);
 }
 
 static int64_t interval_of(const struct health_facts *f, const struct health_config *cfg)
@@ -102,10 +153,25 @@ static int64_t interval_of(const struct health_facts *f, const struct health_con
 	return f->agent_interval_s > 0 ? f->agent_interval_s : cfg->agent_interval_s;
 }
 
+/* How long the node's boot may take: the configured time, or 5/4 of what the BMC says the
+ * last boot took when that is longer. */
+static int64_t boot_window(const struct health_facts *f, const struct health_config *cfg)
+{
+	int64_t w = cfg->boot_time_s, last = f->boot_last_s + f->boot_last_s / 4;
+
+	return last > w ? last : w;
+}
+
+/* A boot began and the agent has not reported since: the node is on its way up. */
+static int boot_pending(const struct health_facts *f)
+{
+	return f->power == 1 && f->boot_started > 0 && f->agent_last_seen < f->boot_started;
+}
+
 /* Silence counts from the later of the last report, the last moment kilnd itself could not
- * receive (its start, an ingest stall, a full listener) and a power-on (a node just powered
- * on gets its intervals too). */
-static int64_t silence_from(const struct health_facts *f)
+ * receive (its start, an ingest stall, a full listener), a power-on (a node just powered on
+ * gets its intervals too) and the moment a boot kiln saw begin should have ended. */
+static int64_t silence_from_cfg(const struct health_facts *f, const struct health_config *cfg)
 {
 	int64_t from = f->agent_last_seen;
 
@@ -113,7 +179,14 @@ static int64_t silence_from(const struct health_facts *f)
 		from = f->receive_gap;
 	if (f->power == 1 && f->power_on_since > from)
 		from = f->power_on_since;
+	if (cfg && boot_pending(f) && f->boot_started + boot_window(f, cfg) > from)
+		from = f->boot_started + boot_window(f, cfg);
 	return from;
+}
+
+static int64_t silence_from(const struct health_facts *f)
+{
+	return silence_from_cfg(f, NULL);
 }
 
 /* The agent has been silent for more than hung_intervals. */
@@ -121,7 +194,7 @@ static int agent_silent_long(const struct health_facts *f, const struct health_c
 {
 	if (f->agent_last_seen <= 0)
 		return 0;
-	return f->now - silence_from(f) > interval_of(f, cfg) * cfg->hung_intervals;
+	return f->now - silence_from_cfg(f, cfg) > interval_of(f, cfg) * cfg->hung_intervals;
 }
 
 /* Something of the node's agent seen at t (0: never), within hung_intervals report
@@ -337,23 +410,24 @@ static void rule_bmc(struct health_result *r, const struct health_facts *f)
 	if (!f->has_bmc)
 		return;
 	if (f->credentials_rejected) {
-		add(r, HEALTH_WARNING, "bmc: credentials rejected");
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE, "bmc: credentials rejected");
 		return;
 	}
 	if (f->bmc_config_error) {
-		add(r, HEALTH_WARNING, "bmc configuration error: %s", f->bmc_config_error);
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE,
+			   "bmc configuration error: %s", f->bmc_config_error);
 		return;
 	}
 	/* It answered, so it is there: busy (sessions full, a firmware job) is not down. */
 	if (f->bmc_reachable && f->bmc_busy) {
-		add(r, HEALTH_WARNING, "bmc busy: %s",
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE, "bmc busy: %s",
 		    f->bmc_busy_detail && f->bmc_busy_detail[0] ? f->bmc_busy_detail : "try again later");
 		return;
 	}
 	if (f->bmc_reachable)
 		return;
 	age_text(age, sizeof(age), f->bmc_down_since > 0 ? f->now - f->bmc_down_since : 0);
-	add(r, HEALTH_WARNING, "bmc unreachable for %s", age);
+	health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE, "bmc unreachable for %s", age);
 }
 
 /* A node being reinstalled goes off and comes back with its agent silent: shown as such
@@ -363,40 +437,79 @@ static void rule_reinstalling(struct health_result *r, const struct health_facts
 	if (!f->reinstalling)
 		return;
 	if (f->reinstall_step && f->reinstall_step[0])
-		add(r, HEALTH_WARNING, "reinstalling: step %s", f->reinstall_step);
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE,
+			   "reinstalling: step %s", f->reinstall_step);
 	else
-		add(r, HEALTH_WARNING, "reinstalling");
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE, "reinstalling");
+}
+
+/* A boot in progress while the agent is away: shown (no verdict), with when it will be
+ * judged. 1 when said. */
+static int boot_shown(struct health_result *r, const struct health_facts *f,
+		      const struct health_config *cfg)
+{
+	char age[32], window[32];
+	int64_t since = f->now - f->boot_started;
+
+	if (!boot_pending(f) || f->maintenance || f->reinstalling || since > boot_window(f, cfg) ||
+	    since <= interval_of(f, cfg))
+		return 0;
+	age_text(age, sizeof(age), since);
+	age_text(window, sizeof(window), boot_window(f, cfg));
+	if (f->boot_state && f->boot_state[0])
+		health_add(r, HEALTH_OK, HEALTH_REPAIR_NONE,
+			   "boot: began %s ago (BMC: %.64s), agent not back yet: not judged hung "
+			   "before %s", age, f->boot_state, window);
+	else
+		health_add(r, HEALTH_OK, HEALTH_REPAIR_NONE,
+			   "boot: began %s ago, agent not back yet: not judged hung before %s", age,
+			   window);
+	return 1;
 }
 
 static void rule_hung(struct health_result *r, const struct health_facts *f,
 		      const struct health_config *cfg)
 {
-	char age[32];
+	char age[32], boot[120] = "";
 
 	age_text(age, sizeof(age), f->now - f->agent_last_seen);
 	if (!health_is_hung(f, cfg)) {
+		if (f->power == 1 && boot_shown(r, f, cfg))
+			return;
 		/* Silent, and kiln cannot say this node alone is at fault: shown, never acted on. */
 		if (f->power == 2 || f->maintenance || f->reinstalling || !agent_silent_long(f, cfg))
 			return;
 		if (f->power == 0 || !power_fresh(f, cfg))
-			add(r, HEALTH_WARNING, "agent silent for %s, power unknown: not judged hung",
+			health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE,
+				   "agent silent for %s, power unknown: not judged hung",
 			    age);
 		else if (f->fleet_silence)
-			add(r, HEALTH_WARNING,
+			health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE,
 			    "agent silent for %s during a fleet-wide agent silence: not judged hung",
 			    age);
 		else if (fleet_grace(f, cfg))
-			add(r, HEALTH_WARNING,
+			health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE,
 			    "agent silent for %s: judged 2 intervals after the fleet-wide silence ended",
 			    age);
 		return;
 	}
 	r->hung = 1;
+	if (boot_pending(f)) {
+		char since[32];
+
+		/* a boot that never came up: where the BMC last saw it */
+		age_text(since, sizeof(since), f->now - f->boot_started);
+		snprintf(boot, sizeof(boot), "; boot began %s ago%s%.64s%s", since,
+			 f->boot_state ? " (BMC: " : "", f->boot_state ? f->boot_state : "",
+			 f->boot_state ? ")" : "");
+	}
 	if (f->console_line && f->console_line[0])
-		add(r, HEALTH_CRITICAL, "hung: powered on, agent silent for %s; console: %s", age,
-		    f->console_line);
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_REBOOT,
+			   "hung: powered on, agent silent for %s%s; console: %s", age, boot,
+			   f->console_line);
 	else
-		add(r, HEALTH_CRITICAL, "hung: powered on, agent silent for %s", age);
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_REBOOT,
+			   "hung: powered on, agent silent for %s%s", age, boot);
 }
 
 /* "02:10 UTC" today, "2026-11-30 02:10 UTC" further back. */
@@ -422,11 +535,14 @@ static void rule_power_off(struct health_result *r, const struct health_facts *f
 		return;
 	when_text(when, sizeof(when), f->power_off_time, f->now);
 	if (f->power_off_by[0])
-		add(r, HEALTH_OK, "off, by %s at %s", f->power_off_by, when);
+		health_add(r, HEALTH_OK, HEALTH_REPAIR_NONE,
+			   "off, by %s at %s", f->power_off_by, when);
 	else if (f->maintenance)
-		add(r, HEALTH_OK, "powered off outside kiln at %s (in maintenance)", when);
+		health_add(r, HEALTH_OK, HEALTH_REPAIR_NONE,
+			   "powered off outside kiln at %s (in maintenance)", when);
 	else
-		add(r, HEALTH_WARNING, "powered off outside kiln at %s", when);
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE,
+			   "powered off outside kiln at %s", when);
 }
 
 /* NVML answered and counted the GPUs: a status other than "ok" means no count was made. */
@@ -454,14 +570,17 @@ static void rule_identity(struct health_result *r, const struct health_facts *f,
 		int len = m ? (end ? (int)(end - m) : (int)strlen(m)) : 0;
 
 		if (len > 0)
-			add(r, HEALTH_CRITICAL, "agent identity mismatch: reports refused (kiln agent "
+			health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_NONE,
+				   "agent identity mismatch: reports refused (kiln agent "
 			    "accept-identity %s): %.*s", node, len, m);
 		else
-			add(r, HEALTH_CRITICAL, "agent identity mismatch: %s differs, reports "
+			health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_NONE,
+				   "agent identity mismatch: %s differs, reports "
 			    "refused (kiln agent accept-identity %s)", f->identity_field, node);
 	}
 	if (identity_elsewhere(f, cfg))
-		add(r, HEALTH_CRITICAL, "agent identity mismatch: this node's agent reports with "
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_NONE,
+			   "agent identity mismatch: this node's agent reports with "
 		    "node %s's token", f->identity_elsewhere);
 }
 
@@ -471,9 +590,11 @@ static void rule_refused(struct health_result *r, const struct health_facts *f,
 			 const struct health_config *cfg)
 {
 	if (reports_refused(f, cfg))
-		add(r, HEALTH_CRITICAL, "agent reports refused: %.300s", f->refused_reason);
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_NONE,
+			   "agent reports refused: %.300s", f->refused_reason);
 	if (f->rejected_fields)
-		add(r, HEALTH_WARNING, "agent reports fields kiln refused: %.300s",
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE,
+			   "agent reports fields kiln refused: %.300s",
 		    f->rejected_fields);
 }
 
@@ -482,10 +603,12 @@ static void rule_gpus(struct health_result *r, const struct health_facts *f)
 	if (f->gpus_seen < 0 || f->gpus_expected < 0 || f->gpus_seen >= f->gpus_expected)
 		return;
 	if (nvml_counted(f))
-		add(r, HEALTH_CRITICAL, "gpus: %lld of %lld seen", (long long)f->gpus_seen,
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_REBOOT,
+			   "gpus: %lld of %lld seen", (long long)f->gpus_seen,
 		    (long long)f->gpus_expected);
 	else if (!nvml_mismatch(f)) /* a mismatch is rule_driver's to say */
-		add(r, HEALTH_CRITICAL, "gpus: not counted (nvidia status %s), the node had %lld",
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_REBOOT,
+			   "gpus: not counted (nvidia status %s), the node had %lld",
 		    f->nvidia_status, (long long)f->gpus_expected);
 }
 
@@ -510,7 +633,7 @@ static void rule_xid(struct health_result *r, const struct health_facts *f)
 		found = 1;
 	}
 	if (found)
-		add(r, HEALTH_CRITICAL, "xid: critical Xid %s", list);
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_REBOOT, "xid: critical Xid %s", list);
 }
 
 static void rule_ecc(struct health_result *r, const struct health_facts *f)
@@ -519,21 +642,19 @@ static void rule_ecc(struct health_result *r, const struct health_facts *f)
 		return; /* rule_gpu_memory names the GPUs */
 	if (f->ecc_first < 0 || f->ecc_last < 0 || f->ecc_last <= f->ecc_first)
 		return;
-	add(r, HEALTH_WARNING, "ecc: uncorrected errors rising (%lld -> %lld)",
+	health_add(r, HEALTH_WARNING, HEALTH_REPAIR_REBOOT,
+		   "ecc: uncorrected errors rising (%lld -> %lld)",
 	    (long long)f->ecc_first, (long long)f->ecc_last);
 }
 
 static void rule_remap(struct health_result *r, const struct health_facts *f)
 {
 	if (f->remap_failure > 0 && f->ngpus == 0)
-		add(r, HEALTH_CRITICAL, "remap: a GPU's row remapping failed");
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_INSPECTION,
+			   "remap: a GPU's row remapping failed");
 }
 
-/* Appends ", " (unless first) and the formatted text to buf[len] at *used; bounded. */
-static void part(char *buf, size_t len, size_t *used, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void part(char *buf, size_t len, size_t *used, const char *fmt, ...)
+void health_part(char *buf, size_t len, size_t *used, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -566,17 +687,17 @@ static enum health_level gpu_ecc(char *buf, size_t len, size_t *used, const stru
 
 	if (g->ecc_volatile > 0) {
 		if (g->ecc_aggregate > g->ecc_volatile)
-			part(buf, len, used, "%lld uncorrected ECC error%s (%lld lifetime%s)",
+			health_part(buf, len, used, "%lld uncorrected ECC error%s (%lld lifetime%s)",
 			     (long long)g->ecc_volatile, plural(g->ecc_volatile),
 			     (long long)g->ecc_aggregate, rising ? ", rising" : "");
 		else
-			part(buf, len, used, "%lld uncorrected ECC error%s%s",
+			health_part(buf, len, used, "%lld uncorrected ECC error%s%s",
 			     (long long)g->ecc_volatile, plural(g->ecc_volatile),
 			     rising ? " (rising)" : "");
 		return HEALTH_CRITICAL;
 	}
 	if (g->ecc_aggregate > 0) {
-		part(buf, len, used, "%lld uncorrected ECC error%s in its lifetime%s",
+		health_part(buf, len, used, "%lld uncorrected ECC error%s in its lifetime%s",
 		     (long long)g->ecc_aggregate, plural(g->ecc_aggregate),
 		     rising ? " (rising)" : "");
 		return rising ? HEALTH_CRITICAL : HEALTH_WARNING;
@@ -586,7 +707,7 @@ static enum health_level gpu_ecc(char *buf, size_t len, size_t *used, const stru
 
 		/* rose, then the counter was reset (a reload) and no lifetime count is known */
 		age_text(age, sizeof(age), now - g->ecc_rose_at);
-		part(buf, len, used, "uncorrected ECC errors %s ago", age);
+		health_part(buf, len, used, "uncorrected ECC errors %s ago", age);
 		return HEALTH_CRITICAL;
 	}
 	return HEALTH_OK;
@@ -601,11 +722,11 @@ enum health_level health_gpu_verdict(char *out, size_t len, const struct health_
 	int retire = g->retired_pages_pending == 1, remap = g->remap_pending == 1;
 
 	if (g->remap_failure == 1) {
-		part(parts, sizeof(parts), &used, "row remap failed (service needed)");
+		health_part(parts, sizeof(parts), &used, "row remap failed (service needed)");
 		level = HEALTH_CRITICAL;
 	}
 	if (retire || remap) {
-		part(parts, sizeof(parts), &used, "%s pending (reset needed)",
+		health_part(parts, sizeof(parts), &used, "%s pending (reset needed)",
 		     retire && remap ? "page retirement and row remap"
 		     : retire	     ? "page retirement"
 				     : "row remap");
@@ -614,7 +735,7 @@ enum health_level health_gpu_verdict(char *out, size_t len, const struct health_
 	if (level == HEALTH_OK)
 		return level; /* rows remapped alone: a repair that worked */
 	if (g->remapped_rows > 0)
-		part(parts, sizeof(parts), &used, "%lld row%s remapped", (long long)g->remapped_rows,
+		health_part(parts, sizeof(parts), &used, "%lld row%s remapped", (long long)g->remapped_rows,
 		     plural(g->remapped_rows));
 	if (g->pci_bus_id && g->pci_bus_id[0])
 		snprintf(out, len, "gpu %lld (%s): %s", (long long)g->index, g->pci_bus_id, parts);
@@ -629,36 +750,47 @@ static void rule_gpu_memory(struct health_result *r, const struct health_facts *
 			    const struct health_config *cfg)
 {
 	enum health_level rest = HEALTH_OK;
+	enum health_repair rest_repair = HEALTH_REPAIR_NONE;
 	char reason[HEALTH_REASON_LEN];
 	size_t shown = 0, more = 0;
 
 	for (size_t i = 0; i < f->ngpus && i < HEALTH_GPUS_MAX; i++) {
 		enum health_level l = health_gpu_verdict(reason, sizeof(reason), &f->gpus[i],
 							 f->now, cfg);
+		enum health_repair c;
 
 		if (l == HEALTH_OK)
 			continue;
+		/* a failed remap needs the GPU serviced; errors and pending repairs want a
+		 * reset; repaired history alone is only watched */
+		c = f->gpus[i].remap_failure == 1 ? HEALTH_REPAIR_INSPECTION
+		    : l == HEALTH_CRITICAL	   ? HEALTH_REPAIR_REBOOT
+						   : HEALTH_REPAIR_NONE;
 		if (shown < HEALTH_GPU_REASONS_MAX) {
-			add(r, l, "%s", reason);
+			health_add(r, l, c, "%s", reason);
 			shown++;
 		} else {
 			more++;
 			if (l > rest)
 				rest = l;
+			if (c > rest_repair)
+				rest_repair = c;
 		}
 	}
 	if (more)
-		add(r, rest, "gpus: %zu more with memory errors", more);
+		health_add(r, rest, rest_repair, "gpus: %zu more with memory errors", more);
 }
 
 static void rule_temperature(struct health_result *r, const struct health_facts *f,
 			     const struct health_config *cfg)
 {
 	if (!isnan(f->hottest_gpu_c) && f->hottest_gpu_c > cfg->gpu_temp_max_c)
-		add(r, HEALTH_WARNING, "temperature: GPU at %.0f C (limit %.0f C)", f->hottest_gpu_c,
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_INSPECTION,
+			   "temperature: GPU at %.0f C (limit %.0f C)", f->hottest_gpu_c,
 		    cfg->gpu_temp_max_c);
 	if (!isnan(f->inlet_c) && f->inlet_c > cfg->inlet_temp_max_c)
-		add(r, HEALTH_WARNING, "temperature: inlet at %.0f C (limit %.0f C)", f->inlet_c,
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_INSPECTION,
+			   "temperature: inlet at %.0f C (limit %.0f C)", f->inlet_c,
 		    cfg->inlet_temp_max_c);
 }
 
@@ -668,19 +800,23 @@ static void rule_psu(struct health_result *r, const struct health_facts *f)
 	const char *set = f->psu_redundancy_name;
 
 	if (f->psu_failed > 0 && f->psu_failed_names[0])
-		add(r, HEALTH_WARNING, "psu: %s failed%s", f->psu_failed_names,
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_INSPECTION,
+			   "psu: %s failed%s", f->psu_failed_names,
 		    set[0] && !f->psu_redundancy_lost ? ", redundancy kept" : "");
 	else if (f->psu_failed > 0)
-		add(r, HEALTH_WARNING, "psu: %d failed", f->psu_failed);
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_INSPECTION,
+			   "psu: %d failed", f->psu_failed);
 	if (!f->psu_redundancy_lost)
 		return;
 	if (set[0] && f->psu_healthy >= 0 && f->psu_needed > 0)
-		add(r, HEALTH_WARNING, "psu: redundancy lost (%s: %d healthy, %d needed)", set,
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_INSPECTION,
+			   "psu: redundancy lost (%s: %d healthy, %d needed)", set,
 		    f->psu_healthy, f->psu_needed);
 	else if (set[0])
-		add(r, HEALTH_WARNING, "psu: redundancy lost (%s)", set);
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_INSPECTION,
+			   "psu: redundancy lost (%s)", set);
 	else
-		add(r, HEALTH_WARNING, "psu: redundancy lost");
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_INSPECTION, "psu: redundancy lost");
 }
 
 /* A critical entry the BMC logged since kilnd first read its log (a fatal bus error, a PSU
@@ -699,7 +835,8 @@ static void rule_bmc_log(struct health_result *r, const struct health_facts *f,
 			continue;
 		if (!gmtime_r(&t, &tm) || strftime(at, sizeof(at), "%Y-%m-%d %H:%M UTC", &tm) == 0)
 			snprintf(at, sizeof(at), "?");
-		add(r, HEALTH_CRITICAL, "bmc log: %.100s at %s", e->message, at);
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_INSPECTION,
+			   "bmc log: %.100s at %s", e->message, at);
 	}
 }
 
@@ -736,6 +873,15 @@ static const struct {
 	{ "driver: NVML/kernel module version mismatch", "driver_mismatch" },
 	{ "driver:", "reboot_pending" },
 	{ "starved:", "starved" },
+	{ "throttle:", "throttle" },
+	{ "pcie:", "pcie" },
+	{ "nvlink:", "nvlink" },
+	{ "kernel:", "kernel" },
+	{ "disk:", "disk" },
+	{ "fan:", "fan" },
+	{ "part:", "part" },
+	{ "bmc clock:", "bmc_clock" },
+	{ "boot:", "boot" },
 };
 
 const char *health_reason_kind(const char *reason)
@@ -756,6 +902,7 @@ const char *const *health_reason_kinds(void)
 		"hung", "agent_silent", "agent_identity", "bmc_credentials", "bmc_busy",
 		"bmc_unreachable", "bmc_log", "reinstalling", "power_off", "gpu_missing", "xid",
 		"ecc", "temperature", "psu", "driver_mismatch", "reboot_pending", "starved",
+		"throttle", "pcie", "nvlink", "kernel", "disk", "fan", "part", "bmc_clock", "boot",
 		"other", NULL,
 	};
 
@@ -769,14 +916,15 @@ static void rule_driver(struct health_result *r, const struct health_facts *f)
 	if (nvml_mismatch(f)) {
 		/* NVML cannot talk to the loaded module: no GPU is usable or counted until the
 		 * reboot, and none is known missing */
-		add(r, HEALTH_CRITICAL,
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_REBOOT,
 		    "driver: NVML/kernel module version mismatch (library %s, kernel module %s):"
 		    " GPUs not counted, reboot pending",
 		    lib && lib[0] ? lib : "?", mod && mod[0] ? mod : "?");
 		return;
 	}
 	if (health_reboot_pending(f->nvidia_status, lib, mod))
-		add(r, HEALTH_WARNING, "driver: library %s, kernel module %s (reboot pending)",
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_REBOOT,
+			   "driver: library %s, kernel module %s (reboot pending)",
 		    lib && lib[0] ? lib : "?", mod && mod[0] ? mod : "?");
 }
 
@@ -788,7 +936,8 @@ static void rule_starved(struct health_result *r, const struct health_facts *f,
 	if (!f->starved_now || f->starved_since <= 0 || f->now - f->starved_since < cfg->starved_s)
 		return;
 	age_text(age, sizeof(age), f->now - f->starved_since);
-	add(r, HEALTH_WARNING, "starved: GPUs idle with memory held and high iowait for %s", age);
+	health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE,
+		   "starved: GPUs idle with memory held and high iowait for %s", age);
 }
 
 void health_evaluate(struct health_result *out, const struct health_facts *f,
@@ -811,4 +960,8 @@ void health_evaluate(struct health_result *out, const struct health_facts *f,
 	rule_bmc_log(out, f, cfg);
 	rule_driver(out, f);
 	rule_starved(out, f, cfg);
+	health_rules_gpu(out, f, cfg);
+	health_rules_host(out, f, cfg);
+	health_rules_parts(out, f, cfg);
+	health_escalate_returned(out, f);
 }

@@ -7,7 +7,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "health/gpu_facts.h"
+#include "health/host_facts.h"
+#include "health/parts_facts.h"
+
 enum health_level { HEALTH_OK = 0, HEALTH_WARNING = 1, HEALTH_CRITICAL = 2 };
+
+/* What will fix what a reason names, as gpud and NVIDIA's health validation class it: nothing
+ * on the node (a state, or kiln's or the operator's to mend: the reason says what), a
+ * reboot (a GPU reset, a hung kernel), or a person at the machine (a failed part, a fan, a
+ * row-remap failure, a fault that came back after a reboot). Remediation never power-cycles
+ * a node that has a reason of class inspection. */
+enum health_repair {
+	HEALTH_REPAIR_NONE = 0,
+	HEALTH_REPAIR_REBOOT = 1,
+	HEALTH_REPAIR_INSPECTION = 2,
+};
+
+/* The class's mark at the end of a reason's text, which carries it wherever the reason goes
+ * (stored state, events, the CLI): " [reboot may clear it]", " [needs hardware inspection]";
+ * "" for none. */
+const char *health_repair_mark(enum health_repair c);
+/* "none", "reboot", "inspection": the JSON value (`repair` of kiln status -o json). */
+const char *health_repair_name(enum health_repair c);
+/* A reason's class, from its mark. */
+enum health_repair health_reason_repair(const char *reason);
 
 /* Thresholds (server/config.c's [health] section). */
 struct health_config {
@@ -24,14 +48,27 @@ struct health_config {
 	double fleet_silence_pct;   /* this share of the reporting agents silent together ... */
 	int fleet_silence_min;      /* ... and at least this many: kilnd's or the network's fault */
 	int64_t bmc_log_window_s;   /* a critical BMC log entry that arrived this recently counts */
+	int64_t fault_return_window_s; /* a reboot-class fault back after a reboot within this
+					* long of it needs inspection */
+	int64_t boot_time_s;        /* a boot may take this long before the hung window opens (or
+				     * longer: 5/4 of the BMC's LastBootTimeSeconds) */
+	int64_t kernel_window_s;    /* a kernel alarm (soft lockup, machine check...) this recent
+				     * counts */
+	double disk_warn_pct;       /* a filesystem (space or inodes) used above this: a warning */
+	double disk_full_pct;       /* ... at or above this, or nothing left: critical */
+	double throttle_busy_min_pct; /* a GPU held down by a trouble reason this busy: a warning */
+	int throttle_reports;       /* ... in this many reports in a row */
+	int64_t link_error_window_s; /* a PCIe/NVLink error counter that rose this recently counts */
+	int64_t bmc_clock_skew_max_s; /* the BMC's clock further off kilnd's than this: a warning */
 };
 
-/* The defaults: 30 s, 3 intervals, 1 h, 1 h, 90 C, 40 C, 10 min, 10 %, 20 %, 50 %, 4, 1 h. */
+/* The defaults: 30 s, 3 intervals, 1 h, 1 h, 90 C, 40 C, 10 min, 10 %, 20 %, 50 %, 4, 1 h,
+ * boot 10 min. */
 void health_config_defaults(struct health_config *cfg);
 
 #define HEALTH_XIDS_MAX 32
-#define HEALTH_REASONS_MAX 16
-#define HEALTH_REASON_LEN 240
+#define HEALTH_REASONS_MAX 24
+#define HEALTH_REASON_LEN 280
 #define HEALTH_BMC_LOGS_MAX 4
 #define HEALTH_NAME_LEN 64
 
@@ -40,8 +77,6 @@ struct health_bmc_log {
 	int64_t time;               /* when kilnd read it */
 	char message[HEALTH_REASON_LEN];
 };
-
-#define HEALTH_REASON_LEN 240
 
 #define HEALTH_GPUS_MAX 64      /* as many as a report may carry (INGEST_GPUS_MAX) */
 #define HEALTH_GPU_REASONS_MAX 8 /* GPUs given a reason each; the rest summed up in one */
@@ -70,6 +105,15 @@ struct health_facts {
 				       * has 2 systems (...); choose one with --bmc-system"), or NULL */
 	int power;                  /* enum bmc_power: 0 unknown, 1 on, 2 off */
 	int64_t power_on_since;     /* when it was seen turning on (0: not seen) */
+	int64_t boot_started;       /* when kiln saw its last boot begin (0: never): power seen
+				     * going on, an on/cycle/reset that went through, the BMC's
+				     * BootProgress entering a booting state */
+	const char *boot_state;     /* the BMC's BootProgress.LastState, or NULL */
+	const char *boot_id;        /* the agent's boot id in its latest report, or NULL */
+	const char *returned_kinds; /* reason kinds of class reboot seen in the boot before this
+				     * one, within fault_return_window_s ("xid,hung"), or NULL:
+				     * seen again, they need inspection */
+	int64_t boot_last_s;        /* the BMC's LastBootTimeSeconds (0: not said) */
 	int64_t power_time;         /* when power was last read (0: never) */
 	int maintenance;
 	int reinstalling;           /* a reinstall job is queued or running */
@@ -133,14 +177,43 @@ struct health_facts {
 	int psu_needed;             /* PSUs the set needs to be redundant; -1 unknown */
 	struct health_bmc_log bmc_logs[HEALTH_BMC_LOGS_MAX]; /* newest first */
 	size_t nbmc_logs;
+	/* The facts of the rules kept in their own files (rules.h). */
+	struct health_gpu_facts gpu;     /* gpu_rules.c, from the report's health cut */
+	struct health_host_facts host;   /* host_rules.c, from the cut and kernel events */
+	struct health_parts_facts parts; /* parts_rules.c, from the BMC's readings */
 };
 
 struct health_result {
 	enum health_level level;
+	enum health_repair repair;  /* the strongest class of the reasons */
 	int hung;
 	size_t nreasons;
-	char reasons[HEALTH_REASONS_MAX][HEALTH_REASON_LEN]; /* "hung: ..." */
+	char reasons[HEALTH_REASONS_MAX][HEALTH_REASON_LEN]; /* "hung: ... [reboot may clear it]" */
+	enum health_repair repairs[HEALTH_REASONS_MAX];      /* each reason's class */
 };
+
+/*
+ * Faults back after a reboot (returned.c): the kinds (health_reason_kind) of a node's
+ * reboot-class reasons, kept per boot of its agent, stored with the node's poller state.
+ */
+#define HEALTH_RETURNED_TEXT " (back after a reboot)"
+#define HEALTH_KINDS_LEN 160
+struct health_boot_faults {
+	char boot_id[64];                  /* the boot kinds were seen in ("": none known) */
+	char kinds[HEALTH_KINDS_LEN];      /* "xid,hung" */
+	char prev_kinds[HEALTH_KINDS_LEN]; /* those of the boot before it */
+	int64_t prev_end;                  /* when kiln saw that boot end */
+};
+
+/* From its stored JSON (NULL or bad: all empty), and back (to free; NULL: out of memory). */
+void health_boot_faults_load(struct health_boot_faults *b, const char *json);
+char *health_boot_faults_dump(const struct health_boot_faults *b);
+/* The node's agent reports boot_id (NULL: unknown): a new one moves kinds to prev_kinds.
+ * 1 when changed. */
+int health_boot_faults_rotate(struct health_boot_faults *b, const char *boot_id, int64_t now);
+/* Notes the kinds of r's reboot-class reasons (and of those escalated for coming back) as
+ * seen in the current boot. 1 when changed. */
+int health_boot_faults_note(struct health_boot_faults *b, const struct health_result *r);
 
 /* Facts with every field unknown (numbers -1 / NAN, flags 0) at time now. */
 void health_facts_init(struct health_facts *f, int64_t now);

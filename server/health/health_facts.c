@@ -6,7 +6,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "health/health_cut.h"
 #include "health/health_facts.h"
+#include "health/rules.h"
 #include "kiln/error.h"
 
 void health_sources_clear(struct health_sources *src)
@@ -17,6 +19,7 @@ void health_sources_clear(struct health_sources *src)
 		agent_state_clear(&src->agent);
 	agent_gpu_list_free(src->gpus, src->ngpus);
 	json_decref(src->report);
+	json_decref(src->cut);
 	agent_identity_clear(&src->identity);
 	agent_refusal_clear(&src->refusal);
 	memset(src, 0, sizeof(*src));
@@ -137,6 +140,7 @@ void health_sensor_facts(struct health_facts *f, const char *sensors_json)
 			f->psu_redundancy_lost = 1;
 		}
 	}
+	health_parts_sensor_facts(f, root);
 	json_decref(root);
 }
 
@@ -297,6 +301,9 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 		f->power_time = state->power_time;
 		if (f->power == 1)
 			f->power_on_since = state->power_changed;
+		f->boot_started = state->boot_started;
+		f->boot_state = state->boot_state;
+		f->boot_last_s = state->boot_last_s;
 		f->starved_since = state->starved_since;
 		f->power_off_by = state->power_off_by;
 		f->power_off_time = state->power_off_time;
@@ -348,6 +355,8 @@ int health_facts_gather(struct health_facts *f, struct health_sources *src, stru
 		iv = json_object_get(json_object_get(src->report, "host"), "cpu_iowait_pct");
 		src->agent.cpu_iowait_pct = json_is_number(iv) ? json_number_value(iv) : NAN;
 	}
+	health_cut_facts(f, src->agent.health_cut, &src->cut);
+	f->boot_id = src->agent.boot_id;
 	f->gpus_seen = src->agent.gpu_count;
 	f->gpus_expected = src->agent.gpu_count_max;
 	f->nvidia_status = src->agent.nvidia_status;

@@ -18,6 +18,7 @@ struct health_sources {
 	struct agent_gpu *gpus;
 	size_t ngpus;
 	json_t *report;
+	json_t *cut;                /* the parsed health cut (health_cut.h) */
 	struct agent_identity identity;
 	struct agent_refusal refusal;
 };

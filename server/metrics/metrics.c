@@ -18,7 +18,7 @@
 /* Every family a node gives, in the order written. */
 enum fam {
 	F_NODES, F_POWER_ON, F_POWER_UNKNOWN, F_POWER_AGE, F_BMC_REACHABLE, F_BMC_LAST_OK,
-	F_HEALTH, F_REASON, F_HUNG, F_MAINT, F_REINSTALL, F_AGENT_AGE, F_AGENT_SILENT,
+	F_HEALTH, F_REASON, F_REPAIR, F_HUNG, F_MAINT, F_REINSTALL, F_AGENT_AGE, F_AGENT_SILENT,
 	F_BMC_INFO, F_INLET, F_SYS_POWER, F_PSU_FAILED, F_PSU_RED_LOST, F_FANS_FAILED,
 	F_SENSOR, F_SENSOR_OK,
 	F_GPUS_SEEN, F_GPUS_EXPECTED, F_DRIVER_INFO, F_OS_INFO, F_CUDNN_INFO, F_TOOLKIT_INFO,
@@ -50,6 +50,9 @@ static const struct {
 		       "kilnd's health verdict: 0 ok, 1 warning, 2 critical." },
 	[F_REASON] = { "kiln_node_health_reason", EXPO_GAUGE,
 		       "1 for each kind of reason behind the node's health verdict." },
+	[F_REPAIR] = { "kiln_node_repair", EXPO_GAUGE,
+		       "1 for what will fix the node's reasons, the strongest class: repair=\"reboot\""
+		       " (a reboot may clear it) or \"inspection\" (needs hardware inspection)." },
 	[F_HUNG] = { "kiln_node_hung", EXPO_GAUGE,
 		     "1 while kilnd judges the node hung (on, agent silent)." },
 	[F_MAINT] = { "kiln_node_maintenance", EXPO_GAUGE, "1 while the node is in maintenance." },
@@ -198,11 +201,13 @@ static int health_code(const char *h)
 	return strcmp(h, "warning") == 0 ? 1 : 0;
 }
 
-/* One kiln_node_health_reason series per kind present (a kind once). */
+/* One kiln_node_health_reason series per kind present (a kind once), and kiln_node_repair
+ * for the strongest repair class of the reasons. */
 static int reasons_write(struct ctx *x, const struct metrics_row *r, const char *node_labels[])
 {
 	json_t *arr = r->reasons ? json_loads(r->reasons, 0, NULL) : NULL, *v;
 	const char *seen[HEALTH_REASONS_MAX + 1];
+	enum health_repair most = HEALTH_REPAIR_NONE;
 	size_t i, n = 0;
 	int rc = 0;
 
@@ -219,6 +224,18 @@ static int reasons_write(struct ctx *x, const struct metrics_row *r, const char 
 		seen[n++] = kind;
 		if ((rc = put(x, F_REASON, l, 1)) < 0)
 			break;
+	}
+	json_array_foreach(arr, i, v) {
+		enum health_repair c = health_reason_repair(json_string_value(v));
+
+		if (c > most)
+			most = c;
+	}
+	if (rc == 0 && most != HEALTH_REPAIR_NONE) {
+		const char *l[] = { "node", node_labels[1], "rack", node_labels[3], "repair",
+				    health_repair_name(most), NULL };
+
+		rc = put(x, F_REPAIR, l, 1);
 	}
 	json_decref(arr);
 	return rc;

@@ -52,6 +52,7 @@ void agent_state_clear(struct agent_state *s)
 	free(s->report);
 	free(s->audit_facts);
 	free(s->rejected_fields);
+	free(s->health_cut);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -83,7 +84,7 @@ static const struct sql_stmt STATE_GET = {
 	STMT_AGENT_STATE_GET, "reading agent state",
 	"SELECT " STATE_COLUMNS ", a.report, a.health_facts, a.interval_s,"
 	" a.cpu_iowait_pct, m.gpu_hottest_c, m.gpu_power_w,"
-	" m.gpu_utilization_avg_pct, a.rejected_fields FROM node_agent_state a"
+	" m.gpu_utilization_avg_pct, a.rejected_fields, a.health_cut FROM node_agent_state a"
 	" JOIN nodes n ON n.id = a.node_id"
 	" LEFT JOIN node_agent_summary m ON m.node_id = a.node_id"
 	" WHERE a.node_id = ?1",
@@ -97,9 +98,9 @@ static const struct sql_stmt STATE_PUT = {
 	" report_time, boot_id, hostname, machine_id, os, kernel, dmi_serial,"
 	" agent_version, nvidia_status, driver_version, kernel_module_version,"
 	" cuda_driver_version, nvml_version, gpu_count, gpu_count_max, report,"
-	" audit_facts, health_facts, interval_s, cpu_iowait_pct, rejected_fields)"
+	" audit_facts, health_facts, interval_s, cpu_iowait_pct, rejected_fields, health_cut)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-	" ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
+	" ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)"
 	" ON CONFLICT (node_id) DO UPDATE SET report_id = excluded.report_id,"
 	" last_seen = excluded.last_seen, report_time = excluded.report_time,"
 	" boot_id = excluded.boot_id, hostname = excluded.hostname,"
@@ -112,7 +113,7 @@ static const struct sql_stmt STATE_PUT = {
 	" gpu_count_max = excluded.gpu_count_max, report = excluded.report,"
 	" audit_facts = excluded.audit_facts, health_facts = excluded.health_facts,"
 	" interval_s = excluded.interval_s, cpu_iowait_pct = excluded.cpu_iowait_pct,"
-	" rejected_fields = excluded.rejected_fields",
+	" rejected_fields = excluded.rejected_fields, health_cut = excluded.health_cut",
 	NULL};
 
 /* The narrow row `kiln status` and `kiln audit` read for every node; every column written. */
@@ -181,7 +182,9 @@ static int state_get_read(const struct sql_row *r, void *ctx)
 	g->o.gpu_hottest_c = sql_col_real(r, 23);
 	g->o.gpu_power_w = sql_col_real(r, 24);
 	g->o.gpu_utilization_avg_pct = sql_col_real(r, 25);
-	return sql_col_strdup(r, 26, &g->o.rejected_fields);
+	if ((ret = sql_col_strdup(r, 26, &g->o.rejected_fields)) < 0)
+		return ret;
+	return sql_col_strdup(r, 27, &g->o.health_cut);
 }
 
 struct word {
@@ -256,7 +259,7 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 				SQL_TEXT(a->report), SQL_NULL, SQL_BOOL(a->health_facts),
 				SQL_INT_KNOWN(a->health_facts ? a->interval_s : -1),
 				SQL_REAL(a->health_facts ? a->cpu_iowait_pct : NAN),
-				SQL_TEXT(a->rejected_fields)));
+				SQL_TEXT(a->rejected_fields), SQL_TEXT(a->health_cut)));
 	if (ret == KILN_ENOTFOUND)
 		return kiln_fail(KILN_ENOTFOUND, "store: agent state for node id %lld: no such node",
 				 (long long)a->node_id);

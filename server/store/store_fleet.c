@@ -14,7 +14,8 @@
 	"b.node_id, n.name, b.power, b.power_time, b.power_changed, b.power_error, b.reachable,"  \
 	" b.failures, b.down_since, b.circuit_open, b.next_try, b.last_ok, b.sensors,"             \
 	" b.sensors_time, b.sel_cursor, b.health, b.reasons, b.health_time, b.hung_since,"         \
-	" b.starved_since, b.remediated_at, b.power_off_by, b.power_off_time"
+	" b.starved_since, b.remediated_at, b.power_off_by, b.power_off_time, b.boot_started,"    \
+	" b.boot_state, b.boot_last_s, b.boot_faults"
 
 void fleet_state_init(struct fleet_state *s, int64_t node_id)
 {
@@ -34,7 +35,10 @@ void fleet_state_clear(struct fleet_state *s)
 	free(s->sensors);
 	free(s->reasons);
 	free(s->power_off_by);
+	free(s->boot_state);
+	free(s->boot_faults);
 	s->node = s->power_error = s->sensors = s->reasons = s->power_off_by = NULL;
+	s->boot_state = s->boot_faults = NULL;
 }
 
 void fleet_state_list_free(struct fleet_state *list, size_t count)
@@ -60,9 +64,9 @@ static const struct sql_stmt STATE_PUT = {
 	"INSERT INTO node_bmc_state (node_id, power, power_time, power_changed, power_error,"
 	" reachable, failures, down_since, circuit_open, next_try, last_ok, sensors, sensors_time,"
 	" sel_cursor, health, reasons, health_time, hung_since, starved_since, remediated_at,"
-	" power_off_by, power_off_time)"
+	" power_off_by, power_off_time, boot_started, boot_state, boot_last_s, boot_faults)"
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-	" ?19, ?20, ?21, ?22)"
+	" ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"
 	" ON CONFLICT (node_id) DO UPDATE SET power = excluded.power,"
 	" power_time = excluded.power_time, power_changed = excluded.power_changed,"
 	" power_error = excluded.power_error, reachable = excluded.reachable,"
@@ -73,7 +77,9 @@ static const struct sql_stmt STATE_PUT = {
 	" health = excluded.health, reasons = excluded.reasons,"
 	" health_time = excluded.health_time, hung_since = excluded.hung_since,"
 	" starved_since = excluded.starved_since, remediated_at = excluded.remediated_at,"
-	" power_off_by = excluded.power_off_by, power_off_time = excluded.power_off_time",
+	" power_off_by = excluded.power_off_by, power_off_time = excluded.power_off_time,"
+	" boot_started = excluded.boot_started, boot_state = excluded.boot_state,"
+	" boot_last_s = excluded.boot_last_s, boot_faults = excluded.boot_faults",
 	NULL};
 
 static const struct sql_stmt STATE_LIST = {
@@ -213,7 +219,11 @@ static int state_read(const struct sql_row *r, void *elem)
 	v->starved_since = sql_col_int(r, 19);
 	v->remediated_at = sql_col_int(r, 20);
 	v->power_off_time = sql_col_int(r, 22);
+	v->boot_started = sql_col_int(r, 23);
+	v->boot_last_s = sql_col_int(r, 25);
 	if ((ret = sql_col_strdup(r, 1, &v->node)) < 0 ||
+	    (ret = sql_col_strdup(r, 24, &v->boot_state)) < 0 ||
+	    (ret = sql_col_strdup(r, 26, &v->boot_faults)) < 0 ||
 	    (ret = sql_col_strdup(r, 21, &v->power_off_by)) < 0 ||
 	    (ret = sql_col_strdup(r, 5, &v->power_error)) < 0 ||
 	    (ret = sql_col_strdup(r, 12, &v->sensors)) < 0 ||
@@ -254,7 +264,9 @@ int store_fleet_state_put(struct store *st, const struct fleet_state *v)
 			 SQL_INT(v->sensors_time), SQL_INT(v->sel_cursor), SQL_TEXT(v->health),
 			 SQL_TEXT(v->reasons), SQL_INT(v->health_time), SQL_INT(v->hung_since),
 			 SQL_INT(v->starved_since), SQL_INT(v->remediated_at),
-			 SQL_TEXT(v->power_off_by), SQL_INT(v->power_off_time)));
+			 SQL_TEXT(v->power_off_by), SQL_INT(v->power_off_time),
+			 SQL_INT(v->boot_started), SQL_TEXT(v->boot_state), SQL_INT(v->boot_last_s),
+			 SQL_TEXT(v->boot_faults)));
 
 	return no_such_node(ret, "BMC state for", v->node_id);
 }

@@ -7,7 +7,8 @@
  * return NOT_SUPPORTED, the second FUNCTION_NOT_FOUND). Per GPU: gpu.N.FIELD, with gpu.*.FIELD
  * as the default for every GPU; "{i}" in a value becomes the GPU's index. A field left out
  * makes its call return NOT_SUPPORTED. Built with FAKE_NVML_OLD, the library exports only the
- * unversioned symbols of an old driver.
+ * unversioned symbols of an old driver. NVLink error counters: gpu.N.nvlink_errors.L =
+ * "replay,recovery,crc_flit,crc_data" for link L (no key: NOT_SUPPORTED).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -632,6 +633,50 @@ nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link, int *ou
 		i++;
 	}
 	return NVML_ERROR_INVALID_ARGUMENT;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, int type, unsigned int *out);
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t d, int type, unsigned int *out)
+{
+	ENTER(d);
+	if (type == 1)
+		return get_uint(out, d->index, "clock_sm_max_mhz");
+	if (type == 2)
+		return get_uint(out, d->index, "clock_mem_max_mhz");
+	return NVML_ERROR_NOT_SUPPORTED;
+}
+
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned int *out);
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned int *out)
+{
+	ENTER(d);
+	return get_uint(out, d->index, "pcie_replay_count");
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned int link, int counter,
+					     unsigned long long *out);
+nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned int link, int counter,
+					     unsigned long long *out)
+{
+	char field[48];
+	const char *v;
+	int i;
+
+	ENTER(d);
+	if (counter < 0 || counter > 3 || !out)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	/* nvlink_errors.L = "replay,recovery,crc_flit,crc_data" */
+	snprintf(field, sizeof field, "nvlink_errors.%u", link);
+	v = gpu_cfg(d->index, field);
+	if (!v)
+		return NVML_ERROR_NOT_SUPPORTED;
+	for (i = 0; i < counter && v; i++)
+		if ((v = strchr(v, ',')))
+			v++;
+	if (!v)
+		return NVML_ERROR_NOT_SUPPORTED;
+	*out = strtoull(v, NULL, 0);
+	return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t d, unsigned int *out);

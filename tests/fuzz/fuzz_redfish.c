@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rf_sensors_from_sensor(out, j);
 	{
 		struct rf_log_ids ids = { json_object(), json_object(), seen,
-					  { "/redfish/v1/Systems/1", NULL } };
+					  { "/redfish/v1/Systems/1", NULL }, NULL, 0, 0, NULL };
 		size_t dups = 0;
 		long xid;
 		int sxid;

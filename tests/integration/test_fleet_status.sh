@@ -151,7 +151,7 @@ sleep 2
 same "gpu02 (maintenance) is not hung" "$(field gpu02 hung)" false
 same "gpu03 (powered off) is not hung" "$(field gpu03 hung)" false
 same "gpu03 (powered off) is critical for its Xids alone" \
-	"$(field gpu03 health)/$(field gpu03 'reasons | join(";")')" "critical/xid: critical Xid 48,79"
+	"$(field gpu03 health)/$(field gpu03 'reasons | join(";")')" "critical/xid: critical Xid 48,79 [reboot may clear it]"
 kiln_api GET /hung >/dev/null
 same "GET /hung names exactly gpu01" "$(jq -c .nodes "$KILN_BODY_FILE")" '["gpu01"]'
 same "GET /hung gives it as a range" "$(jq -r .range "$KILN_BODY_FILE")" gpu01

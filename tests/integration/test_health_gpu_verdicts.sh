@@ -50,10 +50,12 @@ reasons_have() { field "$1" 'reasons[]' | grep -qxF -- "$2"; }
 
 # --- a first report with a sick GPU ------------------------------------------------------
 report gpu01 "$CONFS/ecc-remap.conf"
-WANT='gpu 2 (00000000:47:00.0): 2 uncorrected ECC errors (5 lifetime), page retirement and row remap pending (reset needed), 1 row remapped'
+WANT='gpu 2 (00000000:47:00.0): 2 uncorrected ECC errors (5 lifetime), page retirement and row remap pending (reset needed), 1 row remapped [reboot may clear it]'
 wait_for "gpu01's first report judged" 20 reasons_have gpu01 "$WANT"
 same "gpu01 is critical at its first report" "$(field gpu01 health)" critical
 same "its one reason names GPU 2, its bus id and its counts" "$(field gpu01 'reasons | join(";")')" "$WANT"
+same "its repair class, for the node and the reason: a reset (reboot) may clear it" \
+	"$(field gpu01 repair)/$(field gpu01 'repairs | join(",")')" reboot/reboot
 kiln_api GET "/status?range=gpu01" >/dev/null
 same "the API's object form says the same" \
 	"$(jq -r '.nodes[0] | "\(.health)|\(.reasons | join(";"))"' "$KILN_BODY_FILE")" "critical|$WANT"
@@ -67,7 +69,7 @@ report gpu02 "$T/h100-clean.conf"
 eight() { [ "$(field gpu02 gpus_seen)/$(field gpu02 gpus_expected)/$(field gpu02 health)" = 8/8/ok ]; }
 wait_for "gpu02 reported 8 healthy GPUs" 20 eight
 report gpu02 "$CONFS/mismatch.conf"
-MISMATCH='driver: NVML/kernel module version mismatch (library ?, kernel module 550.54.15): GPUs not counted, reboot pending'
+MISMATCH='driver: NVML/kernel module version mismatch (library ?, kernel module 550.54.15): GPUs not counted, reboot pending [reboot may clear it]'
 wait_for "gpu02's mismatch judged" 20 reasons_have gpu02 "$MISMATCH"
 same "gpu02 is critical for the mismatch alone" \
 	"$(field gpu02 health)/$(field gpu02 'reasons | join(";")')" "critical/$MISMATCH"

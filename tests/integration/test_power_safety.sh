@@ -188,6 +188,7 @@ health_every = 1s
 [health]
 agent_interval = ${INTERVAL}s
 hung_intervals = 3
+boot_time = 10s
 EOF
 bmcsim_start "$T/sim-hung" "$FIX/generic" --count 3 --power-delay-ms 200 || exit 1
 PORTS=("${BMCSIM_PORTS[@]}")
@@ -263,7 +264,8 @@ same "  ... audited as the caller" \
 	"admin:gpu01:ok"
 
 # Automatic remediation: kilnd restarted with it on (grace 1 s, at most 1 an hour). gpu01 is
-# still hung (its agent stays down); kilnd cycles it once, never gpu02 (maintenance).
+# still hung once the boot the cycle above began should have ended ([health] boot_time 10 s)
+# (its agent stays down); kilnd cycles it once, never gpu02 (maintenance).
 kiln_test_stop_kilnd || fail "kilnd exited non-zero (sanitizers?): $(tail -20 "$KILND_LOG")"
 cat "$T/hung.conf" >"$T/remedy.conf"
 cat >>"$T/remedy.conf" <<EOF

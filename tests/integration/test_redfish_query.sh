@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# Redfish query parameters. $select: kilnd's power reads ask ?$select=PowerState only where the
-# service root advertises SelectQuery (and fall back for good on a refusal), and kiln-bmcsim's
+# Redfish query parameters. $select: kilnd's power reads ask
+# ?$select=PowerState,BootProgress only where the service root advertises SelectQuery (and
+# fall back for good on a refusal), and kiln-bmcsim's
 # $select answers hold what DSP0266 asks (the @odata annotations plus the selected
 # properties), checked on its records. $expand: a first contact asks Systems?$expand=. where
 # the root advertises ExpandQuery.NoLinks and takes the system from it (one request less); a
@@ -29,15 +30,15 @@ start_sim() {
 }
 stop_sim() { kiln_test_stop_bmcsim; }
 # power_reads [simulator options...]: 4 power reads through kilnd's engine, the first one a
-# first contact; sets OUT, GETS (the system GETs' "path status"), ALL_GETS (every GET's),
+# first contact; sets OUT, GETS (the system GETs' "path status", ";" between), ALL_GETS (every GET's),
 # SELECTED and EXPANDED (the simulator's counts)
 power_reads() {
 	start_sim "$@"
 	OUT=$("$RF" --url "redfish+http://127.0.0.1:$PORT" --timeout-ms 3000 --repeat 4 power-get \
 		2>>"$WORK/rf.err")
 	ALL_GETS=$(curl -s "$CTL/requests" |
-		jq -r '[.[] | select(.method == "GET") | "\(.path) \(.status)"] | join(",")')
-	GETS=$(echo "$ALL_GETS" | tr , '\n' | grep 'Systems/sys0' | paste -sd, -)
+		jq -r '[.[] | select(.method == "GET") | "\(.path) \(.status)"] | join(";")')
+	GETS=$(echo "$ALL_GETS" | tr ';' '\n' | grep 'Systems/sys0' | paste -sd';' -)
 	SELECTED=$(curl -s "$CTL/state" | jq -r .requests.selected)
 	EXPANDED=$(curl -s "$CTL/state" | jq -r .requests.expanded)
 	stop_sim
@@ -46,22 +47,23 @@ all_on() { [ "$(echo "$OUT" | jq -r '[.[] | .power] | unique | join(",")')" = on
 R=/redfish/v1/ C=/redfish/v1/Systems S=/redfish/v1/Systems/sys0
 
 # 1. The root advertises SelectQuery: discovery reads the system once, then every read asks
-# for PowerState only.
+# for PowerState and BootProgress only.
 power_reads --select-query on
-check "advertised: the steady reads ask \$select=PowerState" \
-	$([ "$GETS" = "$S 200,$S?\$select=PowerState 200,$S?\$select=PowerState 200,$S?\$select=PowerState 200" ] &&
+P='$select=PowerState,BootProgress'
+check "advertised: the steady reads ask \$select=PowerState,BootProgress" \
+	$([ "$GETS" = "$S 200;$S?$P 200;$S?$P 200;$S?$P 200" ] &&
 	  [ "$SELECTED" = 3 ] && all_on && echo 0 || echo 1) "GETs '$GETS', selected $SELECTED, out $OUT"
 
 # 2. Not advertised (the generic tree as it is, DMTF-like): plain GETs, never a $select.
 power_reads
 check "not advertised: plain GETs only" \
-	$([ "$GETS" = "$S 200,$S 200,$S 200,$S 200" ] && [ "$SELECTED" = 0 ] && all_on && echo 0 || echo 1) \
+	$([ "$GETS" = "$S 200;$S 200;$S 200;$S 200" ] && [ "$SELECTED" = 0 ] && all_on && echo 0 || echo 1) \
 	"GETs '$GETS', selected $SELECTED, out $OUT"
 
 # 3. Advertised but refused with 400: one $select, then plain GETs for that BMC from then on.
 power_reads --select-query on --select-quirk 400
 check "advertised but 400: one try, then plain GETs, reads still answered" \
-	$([ "$GETS" = "$S 200,$S?\$select=PowerState 400,$S 200,$S 200,$S 200" ] && all_on && echo 0 || echo 1) \
+	$([ "$GETS" = "$S 200;$S?$P 400;$S 200;$S 200;$S 200" ] && all_on && echo 0 || echo 1) \
 	"GETs '$GETS', out $OUT"
 
 # 4. Advertised but ignored (the whole resource comes back): PowerState is in it, kept using it.
@@ -129,32 +131,32 @@ stop_sim
 # 7. $expand advertised: root, the expanded collection, and no GET of the system at first contact.
 power_reads --expand-query on
 check "advertised: the first contact reads the system from Systems?\$expand=." \
-	$([ "$ALL_GETS" = "$R 200,$C?\$expand=. 200,$S 200,$S 200,$S 200" ] && [ "$EXPANDED" = 1 ] && all_on &&
+	$([ "$ALL_GETS" = "$R 200;$C?\$expand=. 200;$S 200;$S 200;$S 200" ] && [ "$EXPANDED" = 1 ] && all_on &&
 	  echo 0 || echo 1) "GETs '$ALL_GETS', expanded $EXPANDED, out $OUT"
 
 # 8. $expand not advertised (the generic tree as it is): the collection, then the system.
 power_reads
 check "not advertised: Systems, then the system" \
-	$([ "$ALL_GETS" = "$R 200,$C 200,$S 200,$S 200,$S 200,$S 200" ] && [ "$EXPANDED" = 0 ] && all_on &&
+	$([ "$ALL_GETS" = "$R 200;$C 200;$S 200;$S 200;$S 200;$S 200" ] && [ "$EXPANDED" = 0 ] && all_on &&
 	  echo 0 || echo 1) "GETs '$ALL_GETS', expanded $EXPANDED, out $OUT"
 
 # 9. $expand advertised but refused with 400: the plain collection and system, the reads answered.
 power_reads --expand-query on --expand-quirk 400
 check "advertised but 400: the plain GETs, reads still answered" \
-	$([ "$ALL_GETS" = "$R 200,$C?\$expand=. 400,$C 200,$S 200,$S 200,$S 200,$S 200" ] && all_on &&
+	$([ "$ALL_GETS" = "$R 200;$C?\$expand=. 400;$C 200;$S 200;$S 200;$S 200;$S 200" ] && all_on &&
 	  echo 0 || echo 1) "GETs '$ALL_GETS', out $OUT"
 
 # 10. $expand advertised but ignored (members stay links): the member is fetched.
 power_reads --expand-query on --expand-quirk ignore
 check "advertised but ignored: the member link is followed" \
-	$([ "$ALL_GETS" = "$R 200,$C?\$expand=. 200,$S 200,$S 200,$S 200,$S 200" ] && all_on && echo 0 || echo 1) \
+	$([ "$ALL_GETS" = "$R 200;$C?\$expand=. 200;$S 200;$S 200;$S 200;$S 200" ] && all_on && echo 0 || echo 1) \
 	"GETs '$ALL_GETS', out $OUT"
 
 # 11. $expand with $select (as iDRAC 9 and iLO advertise both): the expanded first contact, then
 # the selected reads.
 power_reads --expand-query on --select-query on
-check "with \$select: expanded first contact, then \$select=PowerState" \
-	$([ "$ALL_GETS" = "$R 200,$C?\$expand=. 200,$S?\$select=PowerState 200,$S?\$select=PowerState 200,$S?\$select=PowerState 200" ] &&
+check "with \$select: expanded first contact, then \$select=PowerState,BootProgress" \
+	$([ "$ALL_GETS" = "$R 200;$C?\$expand=. 200;$S?$P 200;$S?$P 200;$S?$P 200" ] &&
 	  all_on && echo 0 || echo 1) "GETs '$ALL_GETS', out $OUT"
 
 # 12. The simulator's $expand answers.

@@ -95,7 +95,7 @@ for ((i = 0; i < 60; i++)); do
 done
 hung || fail "con1 not flagged hung: $(field reasons)"
 reason=$(field 'reasons[]' | grep '^hung:')
-echo "$reason" | grep -qxE 'hung: powered on, agent silent for [0-9]+s; console: Kernel panic - not syncing: Fatal exception in interrupt' ||
+echo "$reason" | grep -qxE 'hung: powered on, agent silent for [0-9]+s; console: Kernel panic - not syncing: Fatal exception in interrupt \[reboot may clear it\]' ||
 	fail "the hung reason does not carry the console's panic line: $reason"
 "$KILN" events con1 --since 1h -o json |
 	jq -e 'any(.[]; .kind == "hung" and (.message | test("console: Kernel panic")))' > /dev/null ||

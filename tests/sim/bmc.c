@@ -381,12 +381,22 @@ int bmc_medium_set(struct bmc *b, int idx, bool inserted, const char *image, con
 	return 0;
 }
 
-static void time_iso(char *out, size_t outlen)
+void bmc_clock_iso(const struct bmc *b, char *out, size_t outlen, const char *offset)
 {
-	time_t now = time(NULL);
+	int sign = 1, hh = 0, mm = 0;
+	time_t now = time(NULL) + (b->cfg ? b->cfg->clock_skew_s : 0);
 	struct tm tm;
+
+	if (offset && (offset[0] == '+' || offset[0] == '-') &&
+	    sscanf(offset + 1, "%2d:%2d", &hh, &mm) == 2 && hh < 24 && mm < 60)
+		sign = offset[0] == '-' ? -1 : 1;
+	else
+		hh = mm = 0;
+	now += sign * (hh * 3600 + mm * 60);
 	gmtime_r(&now, &tm);
-	strftime(out, outlen, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+	size_t n = strftime(out, outlen, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (n > 0 && n < outlen)
+		snprintf(out + n, outlen - n, "%c%02d:%02d", sign < 0 ? '-' : '+', hh, mm);
 }
 
 int bmc_log_inject(struct bmc *b, json_t *spec, const char **err)
@@ -434,7 +444,7 @@ int bmc_log_inject(struct bmc *b, json_t *spec, const char **err)
 	if (when)
 		snprintf(created, sizeof(created), "%s", when);
 	else
-		time_iso(created, sizeof(created));
+		bmc_clock_iso(b, created, sizeof(created), NULL);
 	json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "@odata.id", path,
 			      "@odata.type", "#LogEntry.v1_6_0.LogEntry", "Id", ids, "Name", name,
 			      "EntryType", "Event", "Severity", sev ? sev : "Warning", "Message", msg,
@@ -563,9 +573,27 @@ int bmc_sensor_set(struct bmc *b, const char *name, const double *reading, const
 		o->has_reading = true;
 		o->reading = *reading;
 	}
-	if (health)
+	if (health) {
 		kiln_strlcpy(o->health, health, sizeof(o->health));
+		/* the systems' HealthRollup shows it: render them again */
+		for (size_t i = 0; i < b->tree->nsystems; i++)
+			b->systems[i].etag_gen++;
+	}
 	return 0;
+}
+
+/* The worst Status.Health injected (0 none or OK, 1 Warning, 2 Critical). */
+int bmc_injected_health(const struct bmc *b)
+{
+	int worst = 0;
+
+	for (size_t i = 0; i < b->nsensors; i++) {
+		if (strcasecmp(b->sensors[i].health, "Critical") == 0)
+			worst = 2;
+		else if (strcasecmp(b->sensors[i].health, "Warning") == 0 && worst < 1)
+			worst = 1;
+	}
+	return worst;
 }
 
 /* One swing every DRIFT_PERIOD_MS: slow enough to look like a machine warming and cooling,

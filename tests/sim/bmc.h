@@ -43,6 +43,7 @@ struct bmc_system {
 	uint32_t gen;
 	uint32_t etag_gen;
 	char boot_target[32], boot_enabled[16], boot_mode[16];
+	char boot_progress[64];     /* BootProgress.LastState injected ("": the tree's) */
 	/* the system's last answer, kept while nothing it shows changed: its power, or its
 	 * etag generation (which every boot setting's change moves) */
 	char *rendered;
@@ -177,6 +178,12 @@ int bmc_sensor_set(struct bmc *b, const char *name, const double *reading, const
 void bmc_sensors_drift(const struct bmc *b, json_t *doc, uint64_t now_ms);
 /* Applies the overrides to a copy of a sensor document. */
 void bmc_sensors_apply(const struct bmc *b, json_t *doc);
+/* The worst Status.Health injected: 0 none or OK, 1 Warning, 2 Critical (a system's
+ * Status.HealthRollup shows it, as a BMC rolls its parts up). */
+int bmc_injected_health(const struct bmc *b);
+/* The BMC's clock now (the host's plus --clock-skew) as ISO 8601 in offset ("-05:00";
+ * NULL: UTC, "+00:00"). */
+void bmc_clock_iso(const struct bmc *b, char *out, size_t outlen, const char *offset);
 
 struct bmc_task *bmc_task_create(struct bmc *b, const char *action, uint64_t now, int64_t min_ms);
 struct bmc_task *bmc_task_find(struct bmc *b, unsigned id);

@@ -25,7 +25,7 @@ static const char usage[] =
 	"         [--power-delay-ms MS] [--settle-ms MS] [--session-cap N] [--session-timeout S]\n"
 	"         [--session-login standard|no-location|bare|refused]\n"
 	"         [--async] [--task-ms MS] [--require-etag] [--record-max N] [--hang-ms MS]\n"
-	"         [--slow-ms MS] [--drift PCT] [--ports-file FILE] [--log-level LEVEL]\n"
+	"         [--slow-ms MS] [--drift PCT] [--clock-skew S] [--ports-file FILE] [--log-level LEVEL]\n"
 	"         [--select-query on|off] [--select-quirk ignore|400]\n"
 	"         [--expand-query on|off] [--expand-quirk ignore|400] [--unique-serials]\n"
 	"         [--boot-quirk continuous]\n"
@@ -52,7 +52,7 @@ enum {
 	OPT_MOCKUP = 1000, OPT_LISTEN, OPT_COUNT, OPT_LATENCY, OPT_JITTER, OPT_TLS, OPT_CERT_OUT, OPT_USER,
 	OPT_PASSWORD, OPT_PASSWORD_FILE, OPT_PROFILE, OPT_FAULT, OPT_HOOK, OPT_POWER_DELAY, OPT_SETTLE,
 	OPT_SESSION_CAP, OPT_SESSION_TIMEOUT, OPT_ASYNC, OPT_TASK_MS, OPT_REQUIRE_ETAG, OPT_RECORD_MAX,
-	OPT_HANG_MS, OPT_SLOW_MS, OPT_DRIFT, OPT_PORTS_FILE, OPT_LOG_LEVEL, OPT_HELP, OPT_SELECT_QUERY,
+	OPT_HANG_MS, OPT_SLOW_MS, OPT_DRIFT, OPT_CLOCK_SKEW, OPT_PORTS_FILE, OPT_LOG_LEVEL, OPT_HELP, OPT_SELECT_QUERY,
 	OPT_SELECT_QUIRK, OPT_EXPAND_QUERY, OPT_EXPAND_QUIRK, OPT_VERSION, OPT_UNIQUE_SERIALS,
 	OPT_BOOT_QUIRK, OPT_SESSION_LOGIN,
 };
@@ -82,6 +82,7 @@ static const struct option options[] = {
 	{ "hang-ms", required_argument, NULL, OPT_HANG_MS },
 	{ "slow-ms", required_argument, NULL, OPT_SLOW_MS },
 	{ "drift", required_argument, NULL, OPT_DRIFT },
+	{ "clock-skew", required_argument, NULL, OPT_CLOCK_SKEW },
 	{ "ports-file", required_argument, NULL, OPT_PORTS_FILE },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -212,6 +213,9 @@ int main(int argc, char **argv)
 		case OPT_HANG_MS: rc = kiln_parse_int(&cfg.hang_ms, optarg, 1, 86400000); break;
 		case OPT_SLOW_MS: rc = kiln_parse_int(&cfg.slow_ms, optarg, 1, 600000); break;
 		case OPT_DRIFT: rc = kiln_parse_int(&cfg.drift_pct, optarg, 0, 50); break;
+		case OPT_CLOCK_SKEW:
+			rc = kiln_parse_int(&cfg.clock_skew_s, optarg, -3650 * 86400, 3650 * 86400);
+			break;
 		case OPT_PORTS_FILE: so.ports_file = optarg; break;
 		case OPT_LOG_LEVEL:
 			rc = kiln_log_level_parse(&level, optarg);

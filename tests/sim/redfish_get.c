@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kiln/error.h"
 #include "kiln/parse.h"
@@ -37,6 +38,12 @@ static json_t *system_serial(const struct bmc *b, const struct tree_res *r)
 	return json_string(buf);
 }
 
+/* An injected BootProgress: its LastState alone, as iDRAC 9 fills it. */
+static json_t *system_boot_progress(const struct bmc_system *s)
+{
+	return json_pack("{s:s}", "LastState", s->boot_progress);
+}
+
 static json_t *render_system(struct bmc *b, const struct tree_res *r)
 {
 	const struct bmc_system *s = &b->systems[r->index];
@@ -46,8 +53,17 @@ static json_t *render_system(struct bmc *b, const struct tree_res *r)
 	json_object_set_new(doc, "PowerState", json_string(bmc_power_name(s->power)));
 	json_object_set_new(doc, "@odata.etag", json_string(etag));
 	json_object_set_new(doc, "Boot", system_boot(b, r));
+	if (s->boot_progress[0])
+		json_object_set_new(doc, "BootProgress", system_boot_progress(s));
 	if (json_object_get(doc, "SerialNumber"))
 		json_object_set_new(doc, "SerialNumber", system_serial(b, r));
+	/* an injected part's health rolls up into the system's, as a BMC's does */
+	int worst = bmc_injected_health(b);
+	json_t *status = json_object_get(doc, "Status");
+	const char *had = json_string_value(json_object_get(status, "HealthRollup"));
+	if (worst > 0 && json_is_object(status) &&
+	    !(had && strcasecmp(had, "Critical") == 0) && !(worst == 1 && had && strcasecmp(had, "Warning") == 0))
+		json_object_set_new(status, "HealthRollup", json_string(worst == 2 ? "Critical" : "Warning"));
 	return doc;
 }
 
@@ -118,6 +134,8 @@ static json_t *system_member(void *ctx, const char *name)
 	}
 	if (strcmp(name, "Boot") == 0)
 		return system_boot(sc->b, sc->r);
+	if (strcmp(name, "BootProgress") == 0 && sc->b->systems[sc->r->index].boot_progress[0])
+		return system_boot_progress(&sc->b->systems[sc->r->index]);
 	if (strcmp(name, "SerialNumber") == 0)
 		return system_serial(sc->b, sc->r);
 	return json_incref(json_object_get(sc->r->json, name));
@@ -393,6 +411,15 @@ bool redfish_get(struct sim_reply *out, struct bmc *b, const struct sim_request 
 			bmc_sensors_apply(b, doc); /* an injected reading stays as injected */
 		}
 		break;
+	case RES_CLOCK: {
+		char now[48];
+
+		doc = json_deep_copy(r->json);
+		bmc_clock_iso(b, now, sizeof(now),
+			      json_string_value(json_object_get(doc, "DateTimeLocalOffset")));
+		json_object_set_new(doc, "DateTime", json_string(now));
+		break;
+	}
 	case RES_ERROR:
 		out->status = r->status;
 		out->text = r->text;

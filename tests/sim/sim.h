@@ -41,6 +41,8 @@ struct sim_config {
 	int hang_ms;              /* a hung request is dropped after this long */
 	int slow_ms;              /* pause between chunks of a slow body */
 	int drift_pct;            /* sensor readings swing by up to this share (0: as in the tree) */
+	int clock_skew_s;         /* the BMC's clock less the host's: a manager's DateTime, the
+				   * Created of an injected log entry */
 	bool unique_serials;      /* each BMC's systems report the tree's serial + "-<n>" */
 	bool boot_continuous;     /* a boot override PATCH is kept as Continuous whatever it
 				   * asked (sushy-tools' libvirt driver) */

@@ -37,6 +37,26 @@ static int inject_power(struct bmc *b, json_t *v, uint64_t now, const char **err
 	return 0;
 }
 
+/* {"boot_progress":"MemoryInitializationStarted"}: the first system's BootProgress.LastState
+ * from now on (a host rebooting by itself); "" serves the tree's again. */
+static int inject_boot_progress(struct bmc *b, json_t *v, const char **err)
+{
+	const char *p = json_string_value(v);
+	struct bmc_system *s;
+	if (!p || strlen(p) >= sizeof(b->systems[0].boot_progress)) {
+		*err = "boot_progress: expected a BootProgress LastState string";
+		return KILN_EINVAL;
+	}
+	if (b->tree->nsystems == 0) {
+		*err = "boot_progress: the tree has no system";
+		return KILN_ENOTFOUND;
+	}
+	s = &b->systems[0];
+	snprintf(s->boot_progress, sizeof(s->boot_progress), "%s", p);
+	s->etag_gen++; /* its answer is rendered again */
+	return 0;
+}
+
 static int inject_fault(struct bmc *b, json_t *v, const char **err)
 {
 	static char msg[256];
@@ -99,9 +119,11 @@ static void inject(struct sim_reply *out, struct bmc *b, const char *body, size_
 	}
 	json_object_foreach(doc, k, v) {
 		if (strcmp(k, "log") != 0 && strcmp(k, "sensor") != 0 && strcmp(k, "fault") != 0 &&
-		    strcmp(k, "power") != 0 && strcmp(k, "sessions") != 0) {
+		    strcmp(k, "power") != 0 && strcmp(k, "sessions") != 0 &&
+		    strcmp(k, "boot_progress") != 0) {
 			json_decref(doc);
-			fail(out, 400, "inject: unknown key (log, sensor, fault, power, sessions)");
+			fail(out, 400, "inject: unknown key (log, sensor, fault, power, sessions, "
+			     "boot_progress)");
 			return;
 		}
 	}
@@ -114,6 +136,8 @@ static void inject(struct sim_reply *out, struct bmc *b, const char *body, size_
 			rc = inject_fault(b, v, &err);
 		else if (strcmp(k, "power") == 0)
 			rc = inject_power(b, v, now, &err);
+		else if (strcmp(k, "boot_progress") == 0)
+			rc = inject_boot_progress(b, v, &err);
 		else if (json_is_string(v) && strcmp(json_string_value(v), "expire") == 0)
 			bmc_sessions_clear(b);
 		else {

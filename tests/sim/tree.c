@@ -112,7 +112,9 @@ static bool is_sensorish(json_t *doc)
 {
 	static const char *const types[] = { "#Thermal.", "#Power.", "#Sensor.", "#SensorCollection.",
 		"#ThermalMetrics.", "#EnvironmentMetrics.", "#PowerSupply.", "#Fan.",
-		"#ThermalSubsystem.", "#PowerSubsystem.", "#PowerSupplyMetrics.", NULL };
+		"#ThermalSubsystem.", "#PowerSubsystem.", "#PowerSupplyMetrics.",
+		/* parts whose Status.Health may be injected */
+		"#Memory.", "#Processor.", "#Drive.", NULL };
 	for (size_t i = 0; types[i]; i++)
 		if (type_has(doc, types[i]))
 			return true;
@@ -207,6 +209,9 @@ static int load_one(struct tree *t, const char *file, const char *url, bool xml)
 				r->kind = RES_SESSIONS;
 			else if (is_sensorish(doc))
 				r->kind = RES_SENSORS;
+			else if (type_has(doc, "#Manager.") && !type_has(doc, "#ManagerCollection") &&
+				 json_is_string(json_object_get(doc, "DateTime")))
+				r->kind = RES_CLOCK;
 			r->json = doc; /* dropped after indexing unless dynamic */
 			doc = NULL;
 		}

@@ -17,6 +17,7 @@ enum tree_kind {
 	RES_SESSIONS,  /* SessionCollection: members are the live sessions */
 	RES_SENSORS,   /* Thermal, Power, Sensor, ...: readings may be overridden */
 	RES_ERROR,     /* a captured Redfish error body: served with its status */
+	RES_CLOCK,     /* a Manager with a DateTime: served with the BMC's clock (--clock-skew) */
 };
 
 struct tree_res {

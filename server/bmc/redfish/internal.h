@@ -96,6 +96,14 @@ struct redfish_bmc {
 						* in the order read: later reads GET only these
 						* (logs.c); NULL: crawl the LogServices again */
 	json_t *pcie_links;                    /* the system's PCIeDevices link array, or NULL */
+	uint64_t *log_seen;                    /* the entries the poller's last log read listed
+						* (rf_log_entry_hash), sorted: what is not among
+						* them is new, whatever its time says (logs.c) */
+	size_t nlog_seen;
+	int log_seen_known;                    /* a poller's read made log_seen */
+	int clock_known;                       /* the manager's DateTime was read (parts.c) */
+	int64_t clock_skew_s;                  /* its clock less kilnd's */
+	int64_t clock_read_ms;                 /* when (rf_now_ms) */
 	char *bmc_firmware, *bmc_model;
 	struct rf_chassis *chassis;
 	size_t nchassis;
@@ -327,6 +335,9 @@ const char *rf_link(const json_t *obj, const char *key);
 int rf_power_start(struct rf_op *op);
 /* A power read answered by a system resource (op->data: power, power_state). */
 void rf_power_read_system(struct rf_op *op, const json_t *sys);
+/* The system's BootProgress (sys: a ComputerSystem) into data: "boot_progress" (its
+ * LastState, unless "None"), "last_boot_s" (LastBootTimeSeconds). */
+void rf_boot_progress_read(json_t *data, const json_t *sys);
 int rf_boot_start(struct rf_op *op);
 int rf_media_start(struct rf_op *op);
 int rf_sensors_start(struct rf_op *op);
@@ -354,7 +365,20 @@ struct rf_log_ids {
 	json_t *taken;                         /* {label: true} */
 	json_t *seen;                          /* {entry id, "@" entry path key: true}: listed */
 	const char *host[2];                   /* the system and its manager (or NULL) */
+	/* By arrival (the poller's reads, once one read made them): an entry is new when the
+	 * last read did not list it, whatever its Created says (a BMC clock hours off neither
+	 * hides new entries nor replays old ones); since is not compared then. */
+	const uint64_t *before;                /* sorted rf_log_entry_hash of the last read */
+	size_t nbefore;
+	int by_arrival;                        /* 1: before decides, not since */
+	json_t *kept;                          /* {hash as text: true}: the entries this read
+						* returned or before held (may be NULL) */
 };
+/* An entry's identity across reads: its id ("LABEL/Id") and Created as the BMC wrote it
+ * (an id reused after a clear is another entry). */
+uint64_t rf_log_entry_hash(const char *id, const char *created);
+/* The sorted hash list of kept's keys (NULL when empty or out of memory; *n its length). */
+uint64_t *rf_log_kept_list(const json_t *kept, size_t *n);
 /* The label of the log service at service_path ("/redfish/v1/Managers/1/LogServices/Log1"),
  * the first part of its entries' ids. A service of the system's or its manager's (ids->host:
  * where kiln has always read logs) is its last segment ("Log1", as kiln always named it)
@@ -390,6 +414,23 @@ void rf_inventory_from_chassis(json_t *inv, const json_t *chassis);
 int rf_device_is_gpu(const json_t *dev);
 /* The same from a PCIeFunction's DeviceClass or ClassCode. */
 int rf_function_is_gpu(const json_t *fn);
+/* Parts (parts.c): the system's HealthRollup into rollups ([{"name","health"}]); returns
+ * which members to read (RF_PARTS_* bits): those under a rollup that is not OK. */
+enum { RF_PARTS_MEMORY = 1, RF_PARTS_PROCESSORS = 2, RF_PARTS_STORAGE = 4 };
+int rf_parts_from_system(json_t *rollups, const json_t *sys);
+/* A Memory, Processor or Drive resource (type "memory", "processor", "drive", "storage"):
+ * appends a sensor row {"name","kind":"part","part","id","location","health"} when the BMC
+ * rates it Warning or Critical (never an absent one); a Processor of ProcessorType GPU is
+ * "gpu". Returns 1 when it added one. */
+int rf_part_from_member(json_t *out, const char *type, const json_t *member);
+/* The manager's DateTime (and DateTimeLocalOffset where DateTime has none) as unix seconds,
+ * 0 when it states none. */
+int64_t rf_manager_clock(const json_t *manager);
+/* Pushes the parts' and the clock's reads of a sensors read (op->scratch "sensors",
+ * "skipped", "rollups"). */
+void rf_parts_start(struct rf_op *op);
+/* Adds "rollups" and "bmc_clock" to a sensors read's data. */
+void rf_parts_finish(struct rf_op *op, json_t *data);
 /* Appends the normalised reading of one Sensor resource (Chassis/X/Sensors/Y). */
 void rf_sensors_from_sensor(json_t *out, const json_t *sensor);
 /* The readings the parsers above appended, each physical reading once (the rule is in

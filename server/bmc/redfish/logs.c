@@ -275,6 +275,71 @@ static void xid_tie(json_t *o, const json_t *e, const char *listed_in)
 				    json_string(dev));
 }
 
+uint64_t rf_log_entry_hash(const char *id, const char *created)
+{
+	uint64_t h = 14695981039346656037ULL; /* FNV-1a */
+
+	for (const char *p = id ? id : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	h = (h ^ '\n') * 1099511628211ULL;
+	for (const char *p = created ? created : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return h;
+}
+
+static int hash_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint64_t *rf_log_kept_list(const json_t *kept, size_t *n)
+{
+	size_t count = json_object_size(kept), i = 0;
+	uint64_t *list;
+	const char *k;
+	json_t *v;
+
+	*n = 0;
+	if (count == 0 || !(list = malloc(count * sizeof(*list))))
+		return NULL;
+	json_object_foreach((json_t *)kept, k, v)
+		list[i++] = strtoull(k, NULL, 16);
+	qsort(list, i, sizeof(*list), hash_cmp);
+	*n = i;
+	return list;
+}
+
+static void kept_mark(json_t *kept, uint64_t h)
+{
+	char key[20];
+
+	if (!kept)
+		return;
+	snprintf(key, sizeof(key), "%016llx", (unsigned long long)h);
+	json_object_set_new(kept, key, json_true());
+}
+
+/* Whether the last read listed the entry (by arrival), or its time is before since. */
+static int entry_old(struct rf_log_ids *ids, const char *id, const char *created, int64_t ts,
+		     int64_t since)
+{
+	uint64_t h = rf_log_entry_hash(id, created);
+
+	if (ids->by_arrival) {
+		kept_mark(ids->kept, h);
+		return ids->nbefore > 0 &&
+		       bsearch(&h, ids->before, ids->nbefore, sizeof(h), hash_cmp) != NULL;
+	}
+	/* the first read of this process (after a restart): by time, as the poller's cursor
+	 * says. What it lists is the next read's "before" all the same: an entry older than
+	 * the cursor is not asked for again (an old log service kiln did not store) */
+	kept_mark(ids->kept, h);
+	/* an entry without a time cannot be told old: the caller's dedup decides */
+	return since > 0 && ts > 0 && ts < since;
+}
+
 size_t rf_log_entries_append(json_t *out, json_t *out_meta, struct rf_log_ids *ids,
 			     const json_t *coll, const char *service_path, int64_t since,
 			     size_t *out_dups)
@@ -316,8 +381,7 @@ size_t rf_log_entries_append(json_t *out, json_t *out_meta, struct rf_log_ids *i
 		json_t *newest = json_object_get(out_meta, "newest");
 		if (ts > json_integer_value(newest))
 			json_object_set_new(out_meta, "newest", json_integer(ts));
-		/* an entry without a time cannot be told old: the caller's dedup decides */
-		if (since > 0 && ts > 0 && ts < since)
+		if (entry_old(ids, id, created, ts, since))
 			continue;
 		const char *msg = json_string_value(json_object_get(e, "Message"));
 		if (!msg)
@@ -347,10 +411,43 @@ size_t rf_log_entries_append(json_t *out, json_t *out_meta, struct rf_log_ids *i
  */
 static struct rf_log_ids log_ids(struct rf_op *op)
 {
+	struct redfish_bmc *b = op->bmc;
+	int poller = op->op.background != 0;
+
 	return (struct rf_log_ids){ json_object_get(op->scratch, "labels"),
 				    json_object_get(op->scratch, "taken"),
 				    json_object_get(op->scratch, "seen"),
-				    { op->bmc->system, op->bmc->manager } };
+				    { b->system, b->manager },
+				    b->log_seen, b->nlog_seen, poller && b->log_seen_known,
+				    poller ? json_object_get(op->scratch, "kept") : NULL };
+}
+
+/* After the poller's read: what it listed is what the next one tells new entries from. A
+ * read that missed a service keeps what the last one knew as well (the missed service's
+ * entries are not new next time). */
+static void log_seen_keep(struct rf_op *op, int complete)
+{
+	struct redfish_bmc *b = op->bmc;
+	json_t *kept = json_object_get(op->scratch, "kept");
+	char key[20];
+	size_t n = 0;
+	uint64_t *list;
+
+	if (!op->op.background)
+		return;
+	if (!complete) {
+		for (size_t i = 0; i < b->nlog_seen; i++) {
+			snprintf(key, sizeof(key), "%016llx", (unsigned long long)b->log_seen[i]);
+			json_object_set_new(kept, key, json_true());
+		}
+	}
+	list = rf_log_kept_list(kept, &n);
+	if (!list && json_object_size(kept) > 0)
+		return; /* out of memory: the old list stays */
+	free(b->log_seen);
+	b->log_seen = list;
+	b->nlog_seen = n;
+	b->log_seen_known = 1;
 }
 
 static json_t *skipped(struct rf_op *op)
@@ -520,6 +617,7 @@ static int logs_finish(struct rf_op *op)
 				    json_string(op->op.sel_since > 0
 							? "no event log entries in that time"
 							: "the BMC's event logs are empty"));
+	log_seen_keep(op, !json_is_true(json_object_get(op->scratch, "broken")));
 	if (json_array_size(skipped(op)) == 0)
 		json_object_del(op->data, "skipped");
 	/* the Entries collections of a read that found them all: the next read asks only
@@ -546,8 +644,8 @@ int rf_logs_start(struct rf_op *op)
 	op->finish = logs_finish;
 	op->data = json_pack("{s:[], s:[], s:[], s:I, s:I}", "entries", "services", "skipped",
 			     "count", (json_int_t)0, "newest", (json_int_t)0);
-	op->scratch = json_pack("{s:{}, s:{}, s:{}, s:{}, s:{}, s:[]}", "seen", "labels", "taken",
-				"asked", "pages", "order");
+	op->scratch = json_pack("{s:{}, s:{}, s:{}, s:{}, s:{}, s:[], s:{}}", "seen", "labels",
+				"taken", "asked", "pages", "order", "kept");
 	if (!op->data || !op->scratch)
 		return kiln_fail(KILN_ERROR, "out of memory");
 	if (json_array_size(b->log_entries) > 0) {

@@ -200,6 +200,26 @@ void rf_power_read_system(struct rf_op *op, const json_t *sys)
 	op->data = json_object();
 	json_object_set_new(op->data, "power", json_string(bmc_power_name(rf_power_parse(raw))));
 	json_object_set_new(op->data, "power_state", raw ? json_string(raw) : json_null());
+	rf_boot_progress_read(op->data, sys);
+}
+
+/* BootProgress as vendors fill it: LastState alone (iDRAC 9), with LastBootTimeSeconds (iLO
+ * 6), with LastStateTime too (DMTF's servers), "None" at an epoch time (OpenBMC before the
+ * host reports). The state goes into data as "boot_progress" (not "None", nor an OEM one
+ * without its OemLastState), the seconds as "last_boot_s". */
+void rf_boot_progress_read(json_t *data, const json_t *sys)
+{
+	const json_t *bp = json_object_get(sys, "BootProgress");
+	const char *state = json_string_value(json_object_get(bp, "LastState"));
+	const json_t *secs = json_object_get(bp, "LastBootTimeSeconds");
+
+	if (state && strcmp(state, "OEM") == 0)
+		state = json_string_value(json_object_get(bp, "OemLastState"));
+	if (state && state[0] && strlen(state) < 64 && strcmp(state, "None") != 0)
+		json_object_set_new(data, "boot_progress", json_string(state));
+	if (json_is_integer(secs) && json_integer_value(secs) > 0 &&
+	    json_integer_value(secs) < 24 * 3600)
+		json_object_set_new(data, "last_boot_s", json_integer(json_integer_value(secs)));
 }
 
 static int on_initial(struct rf_op *op, const struct rf_reply *r)
@@ -280,7 +300,7 @@ int rf_power_start(struct rf_op *op)
 		/* "$" and "," are legal in a query (RFC 3986 sub-delims): written as DSP0266's
 		 * examples write them */
 		char path[1024];
-		int n = snprintf(path, sizeof(path), "%s%c$select=PowerState", b->system,
+		int n = snprintf(path, sizeof(path), "%s%c$select=PowerState,BootProgress", b->system,
 				 strchr(b->system, '?') ? '&' : '?');
 		if (n > 0 && (size_t)n < sizeof(path)) {
 			rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, on_selected);

@@ -371,6 +371,7 @@ static void bmc_free(struct redfish_bmc *b)
 	free(b->want_system);
 	rf_session_forget(b);
 	rf_bmc_forget_discovery(b);
+	free(b->log_seen);
 	free(b);
 }
 

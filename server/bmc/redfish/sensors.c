@@ -137,6 +137,25 @@ static const char *name_of(const json_t *obj, const char *fallback_key)
 	return n;
 }
 
+/* What names a fan in a verdict: its Id (a legacy member's MemberId), where it sits, and
+ * its State (an empty slot some BMCs list at 0 RPM says so there). */
+static void fan_ident(json_t *s, const json_t *fan)
+{
+	const char *id = json_string_value(json_object_get(fan, "Id"));
+	const char *loc = json_string_value(json_object_get(
+		json_object_get(json_object_get(fan, "Location"), "PartLocation"), "ServiceLabel"));
+	const char *state = json_string_value(json_object_get(json_object_get(fan, "Status"), "State"));
+
+	if (!id)
+		id = json_string_value(json_object_get(fan, "MemberId"));
+	if (s && id)
+		json_object_set_new(s, "id", json_string(id));
+	if (s && loc && *loc)
+		json_object_set_new(s, "location", json_string(loc));
+	if (s && state)
+		json_object_set_new(s, "state", json_string(state));
+}
+
 static const char *fan_unit(const char *units)
 {
 	if (units && strcmp(units, "Percent") == 0)
@@ -154,11 +173,14 @@ void rf_sensors_from_thermal(json_t *out, const json_t *thermal)
 						   json_object_get(t, "ReadingCelsius"), "C", t), t);
 	}
 	json_array_foreach(json_object_get(thermal, "Fans"), i, t) {
-		if (!absent(t))
-			identity_legacy(sensor_add(out, name_of(t, "FanName"), "fan",
-						   json_object_get(t, "Reading"),
-						   fan_unit(json_string_value(json_object_get(t, "ReadingUnits"))),
-						   t), t);
+		json_t *s;
+
+		if (absent(t))
+			continue;
+		s = sensor_add(out, name_of(t, "FanName"), "fan", json_object_get(t, "Reading"),
+			       fan_unit(json_string_value(json_object_get(t, "ReadingUnits"))), t);
+		fan_ident(s, t);
+		identity_legacy(s, t);
 	}
 }
 
@@ -216,6 +238,7 @@ void rf_sensors_from_fan(json_t *out, const json_t *fan)
 	else
 		s = sensor_add(out, name_of(fan, NULL), "fan", json_object_get(speed, "Reading"), "%",
 			       fan);
+	fan_ident(s, fan);
 	identity_set(s, json_string_value(json_object_get(speed, "DataSourceUri")),
 		     json_string_value(json_object_get(fan, "Id")), NULL);
 }
@@ -281,8 +304,11 @@ void rf_sensors_from_sensor(json_t *out, const json_t *sensor)
 		kind = "fan";
 		unit = "%";
 	}
-	identity_set(sensor_add(out, name_of(sensor, "Id"), kind, json_object_get(sensor, "Reading"),
-				unit, sensor),
+	json_t *s = sensor_add(out, name_of(sensor, "Id"), kind, json_object_get(sensor, "Reading"),
+			       unit, sensor);
+	if (strcmp(kind, "fan") == 0)
+		fan_ident(s, sensor);
+	identity_set(s,
 		     json_string_value(json_object_get(sensor, "@odata.id")),
 		     json_string_value(json_object_get(sensor, "Id")),
 		     json_string_value(json_object_get(sensor, "Name")));
@@ -454,6 +480,8 @@ static int sensors_finish(struct rf_op *op)
 	json_array_foreach(chassis, i, line)
 		json_array_insert(skip, i, line);
 	op->data = json_pack("{s:o}", "sensors", list);
+	if (op->data)
+		rf_parts_finish(op, op->data);
 	if (op->data && json_array_size(skip) > 0)
 		json_object_set(op->data, "skipped", skip);
 	return op->data ? 0 : kiln_fail(KILN_ERROR, "out of memory");
@@ -469,6 +497,7 @@ int rf_sensors_start(struct rf_op *op)
 	op->scratch = json_pack("{s:[], s:[]}", "sensors", "skipped");
 	if (!op->scratch)
 		return kiln_fail(KILN_ERROR, "out of memory");
+	rf_parts_start(op); /* the system's rollup (and its parts), the manager's clock */
 	for (size_t i = 0; i < op->bmc->nchassis; i++) {
 		const struct rf_chassis *c = &op->bmc->chassis[i];
 		if (c->thermal)

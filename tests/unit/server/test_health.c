@@ -11,29 +11,7 @@
 #include <string.h>
 
 #include "health/health.h"
-
-#define NOW 1700000000
-
-/* A healthy powered-on node with a BMC and an agent that reported 10 s ago. */
-static void healthy(struct health_facts *f)
-{
-	health_facts_init(f, NOW);
-	f->has_bmc = 1;
-	f->bmc_reachable = 1;
-	f->power = 1;
-	f->power_time = NOW - 5;
-	f->agent_last_seen = NOW - 10;
-	f->agent_interval_s = 30;
-	f->gpus_seen = 8;
-	f->gpus_expected = 8;
-	f->hottest_gpu_c = 60;
-	f->inlet_c = 24;
-	f->ecc_first = 0;
-	f->ecc_last = 0;
-	f->nvidia_status = "ok";
-	f->driver_version = "550.54.15";
-	f->kernel_module_version = "550.54.15";
-}
+#include "health_fixture.h"
 
 static void set_silent(struct health_facts *f) { f->agent_last_seen = NOW - 91; }
 static void set_silent_edge(struct health_facts *f) { f->agent_last_seen = NOW - 90; }
@@ -605,6 +583,10 @@ static void test_gpu_rules(void **state)
 		struct health_result res;
 
 		judge(&res, r->set, &cfg);
+		/* the text before its repair mark (test_repair_classes checks the marks) */
+		if (res.nreasons)
+			res.reasons[0][strlen(res.reasons[0]) -
+				       strlen(health_repair_mark(res.repairs[0]))] = '\0';
 		if (res.level != r->level || res.hung || res.nreasons != r->nreasons ||
 		    (r->reason && strcmp(res.reasons[0], r->reason) != 0)) {
 			print_error("%s: got %s hung=%d reasons=%zu first='%s'\n", r->name,
@@ -614,6 +596,62 @@ static void test_gpu_rules(void **state)
 		}
 	}
 	assert_int_equal(failed, 0);
+}
+
+/* What will fix it: each rule's first reason and its class, carried by the reason's text. */
+static const struct {
+	const char *name;
+	void (*set)(struct health_facts *f);
+	enum health_repair repair;
+} repair_rows[] = {
+	{ "hung", set_silent, HEALTH_REPAIR_REBOOT },
+	{ "hung, panic on the console", set_hung_panic, HEALTH_REPAIR_REBOOT },
+	{ "silent, power unknown: a state", set_silent_unknown, HEALTH_REPAIR_NONE },
+	{ "bmc unreachable: not the node's", set_bmc_down, HEALTH_REPAIR_NONE },
+	{ "credentials: the operator's", set_creds, HEALTH_REPAIR_NONE },
+	{ "off by alice", set_off_by_alice, HEALTH_REPAIR_NONE },
+	{ "a GPU lost", set_gpu_lost, HEALTH_REPAIR_REBOOT },
+	{ "Xid 79", set_xid79, HEALTH_REPAIR_REBOOT },
+	{ "ECC rising", set_ecc_up, HEALTH_REPAIR_REBOOT },
+	{ "remap failure", set_remap, HEALTH_REPAIR_INSPECTION },
+	{ "a GPU's remap failed", set_gpu_remap_failed, HEALTH_REPAIR_INSPECTION },
+	{ "a GPU's page retirement pending", set_gpu_retire, HEALTH_REPAIR_REBOOT },
+	{ "a GPU's lifetime errors alone", set_gpu_lifetime, HEALTH_REPAIR_NONE },
+	{ "GPU hot", set_gpu_hot, HEALTH_REPAIR_INSPECTION },
+	{ "inlet hot", set_inlet_hot, HEALTH_REPAIR_INSPECTION },
+	{ "PSU failed", set_psu_failed, HEALTH_REPAIR_INSPECTION },
+	{ "critical BMC log entry", set_bmc_log, HEALTH_REPAIR_INSPECTION },
+	{ "driver mismatch", set_mismatch_status, HEALTH_REPAIR_REBOOT },
+	{ "starved: the job's I/O", set_starved, HEALTH_REPAIR_NONE },
+	{ "identity refused: the operator's", set_identity, HEALTH_REPAIR_NONE },
+};
+
+static void test_repair_classes(void **state)
+{
+	struct health_config cfg;
+	struct health_result res;
+	int failed = 0;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	for (size_t i = 0; i < sizeof(repair_rows) / sizeof(repair_rows[0]); i++) {
+		judge(&res, repair_rows[i].set, &cfg);
+		if (res.nreasons == 0 || res.repairs[0] != repair_rows[i].repair ||
+		    health_reason_repair(res.reasons[0]) != repair_rows[i].repair ||
+		    res.repair < repair_rows[i].repair) {
+			print_error("%s: got %zu reasons, first '%s' (%s)\n", repair_rows[i].name,
+				    res.nreasons, res.nreasons ? res.reasons[0] : "",
+				    health_repair_name(res.nreasons ? res.repairs[0] : 0));
+			failed++;
+		}
+	}
+	assert_int_equal(failed, 0);
+	/* the mark survives a text cut short, and a hung node's class is the strongest */
+	assert_int_equal(health_reason_repair("x [needs hardware inspection]"),
+			 HEALTH_REPAIR_INSPECTION);
+	assert_int_equal(health_reason_repair("x [reboot may clear it] "), HEALTH_REPAIR_NONE);
+	assert_int_equal(health_reason_repair(NULL), HEALTH_REPAIR_NONE);
+	assert_string_equal(health_repair_name(HEALTH_REPAIR_REBOOT), "reboot");
 }
 
 static void test_hung_threshold_from_config(void **state)
@@ -713,7 +751,7 @@ static void test_gpu_reasons_capped(void **state)
 	assert_string_equal(res.reasons[0],
 			    "gpu 0 (0000:10:00.0): 1 uncorrected ECC error in its lifetime");
 	assert_string_equal(res.reasons[HEALTH_GPU_REASONS_MAX],
-			    "gpus: 4 more with memory errors");
+			    "gpus: 4 more with memory errors [reboot may clear it]");
 }
 
 /* Every finding at once with a long bus id and big counts: cut at the reason's length. */
@@ -735,6 +773,18 @@ static void test_gpu_reason_bounded(void **state)
 	assert_int_equal(health_gpu_verdict(out, sizeof(out), &g, NOW, &cfg), HEALTH_CRITICAL);
 	assert_int_equal(strlen(out), HEALTH_REASON_LEN - 1);
 	assert_int_equal(strncmp(out, "gpu 63 (00000000:1B:00.0-", 25), 0);
+	/* as a reason, cut shorter so that its repair mark still ends it */
+	{
+		struct health_facts f;
+		struct health_result res;
+
+		healthy(&f);
+		f.gpus[0] = g;
+		f.ngpus = 1;
+		health_evaluate(&res, &f, &cfg);
+		assert_int_equal(strlen(res.reasons[0]), HEALTH_REASON_LEN - 1);
+		assert_int_equal(health_reason_repair(res.reasons[0]), HEALTH_REPAIR_INSPECTION);
+	}
 }
 
 /* A reinstall's silence is not a hang: nothing in the result would let the poller's
@@ -753,9 +803,10 @@ static void test_psu_reasons(void **state)
 	set_psu_named_lost(&f);
 	health_evaluate(&res, &f, &cfg);
 	assert_int_equal(res.nreasons, 2);
-	assert_string_equal(res.reasons[0], "psu: PS2 Status (Critical) failed");
-	assert_string_equal(res.reasons[1],
-			    "psu: redundancy lost (PS Redundancy: 1 healthy, 2 needed)");
+	assert_string_equal(res.reasons[0],
+			    "psu: PS2 Status (Critical) failed [needs hardware inspection]");
+	assert_string_equal(res.reasons[1], "psu: redundancy lost (PS Redundancy: 1 healthy, 2 "
+			    "needed) [needs hardware inspection]");
 }
 
 /* Busy beside a silent agent: not hung (so never remediated), the silence shown as such. */
@@ -807,78 +858,6 @@ static void test_reinstalling_never_hung(void **state)
 	health_evaluate(&res, &f, &cfg);
 	assert_int_equal(res.level, HEALTH_CRITICAL);
 	assert_true(res.hung);
-}
-
-/* Which agents count: reporting, fallen silent lately, or not at all. */
-static void test_fleet_part(void **state)
-{
-	struct health_config cfg;
-	struct health_facts f;
-
-	(void)state;
-	health_config_defaults(&cfg);
-	healthy(&f);
-	assert_int_equal(health_fleet_part(&f, &cfg), 1);
-	f.agent_last_seen = NOW - 45; /* 1.5 intervals (hung_intervals - 1.5): not yet */
-	assert_int_equal(health_fleet_part(&f, &cfg), 1);
-	f.agent_last_seen = NOW - 46;
-	assert_int_equal(health_fleet_part(&f, &cfg), 2);
-	f.agent_last_seen = NOW - 150; /* 5 intervals: the edge of "lately" */
-	assert_int_equal(health_fleet_part(&f, &cfg), 2);
-	f.agent_last_seen = NOW - 151; /* silent since well before: its own trouble */
-	assert_int_equal(health_fleet_part(&f, &cfg), 0);
-	f.agent_last_seen = NOW - 90;
-	f.receive_gap = NOW - 10; /* kilnd could not receive: not silent */
-	assert_int_equal(health_fleet_part(&f, &cfg), 1);
-	f.receive_gap = 0;
-	f.power = 2;
-	assert_int_equal(health_fleet_part(&f, &cfg), 0);
-	f.power = 0; /* a switch took the BMC too: still counted */
-	assert_int_equal(health_fleet_part(&f, &cfg), 2);
-	f.maintenance = 1;
-	assert_int_equal(health_fleet_part(&f, &cfg), 0);
-	healthy(&f);
-	cfg.hung_intervals = 2; /* at least one interval */
-	f.agent_last_seen = NOW - 30;
-	assert_int_equal(health_fleet_part(&f, &cfg), 1);
-	f.agent_last_seen = NOW - 31;
-	assert_int_equal(health_fleet_part(&f, &cfg), 2);
-	f.agent_last_seen = 0;
-	assert_int_equal(health_fleet_part(&f, &cfg), 0);
-}
-
-static void test_console_evidence(void **state)
-{
-	static const struct {
-		const char *name, *text, *want;
-	} lines[] = {
-		{ "panic wins over what follows",
-		  "[  101.000001] BUG: unable to handle page fault\n"
-		  "[  101.000200] Kernel panic - not syncing: Fatal exception\n"
-		  "[  101.000300] ---[ end Kernel panic - not syncing: Fatal exception ]---\n",
-		  "Kernel panic - not syncing: Fatal exception" },
-		{ "the last alarm", "ok\nwatchdog: BUG: soft lockup - CPU#3 stuck for 22s!\nfoo\n",
-		  "watchdog: BUG: soft lockup - CPU#3 stuck for 22s!" },
-		{ "else the last line", "Debian GNU/Linux 12 gpu03 ttyS0\n\ngpu03 login: \n\n",
-		  "gpu03 login:" },
-		{ "escapes and CR removed", "\x1b[0;31mINFO: task python:812 blocked for more than "
-					    "120 seconds.\x1b[0m\r\n",
-		  "INFO: task python:812 blocked for more than 120 seconds." },
-		{ "blank only", "\n  \r\n", NULL },
-		{ "empty", "", NULL },
-	};
-	char out[HEALTH_REASON_LEN];
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-		int found = health_console_evidence(out, sizeof(out), lines[i].text,
-						    strlen(lines[i].text));
-
-		if (found != (lines[i].want != NULL) || (lines[i].want && strcmp(out, lines[i].want)))
-			fail_msg("%s: found %d '%s'", lines[i].name, found, out);
-	}
-	assert_int_equal(health_console_evidence(out, 8, "Kernel panic - x\n", 17), 1);
-	assert_string_equal(out, "Kernel"); /* cut to fit, trailing blank trimmed */
 }
 
 /* The reason kinds the metrics label reasons with: each reason the rules write has its
@@ -936,9 +915,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rules),
-		cmocka_unit_test(test_fleet_part),
-		cmocka_unit_test(test_console_evidence),
 		cmocka_unit_test(test_gpu_rules),
+		cmocka_unit_test(test_repair_classes),
 		cmocka_unit_test(test_hung_threshold_from_config),
 		cmocka_unit_test(test_starved_sample),
 		cmocka_unit_test(test_xid_table),

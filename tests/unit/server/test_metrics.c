@@ -63,7 +63,8 @@ static void fleet_fill(struct store *st)
 	fs.last_ok = NOW - 5;
 	fs.sensors = (char *)sensors;
 	snprintf(fs.health, sizeof(fs.health), "critical");
-	fs.reasons = "[\"hung: powered on, agent silent for 2m\",\"xid: critical Xid 79\","
+	fs.reasons = "[\"hung: powered on, agent silent for 2m [reboot may clear it]\","
+		     "\"xid: critical Xid 79 [reboot may clear it]\","
 		     "\"psu: PS2 Status (Critical) failed\",\"psu: redundancy lost\"]";
 	fs.health_time = NOW - 1;
 	fs.hung_since = NOW - 60;
@@ -146,6 +147,7 @@ static void test_node_series(void **state)
 	has(t, "kiln_node_hung{node=\"g1\",rack=\"r01\"} 1");
 	has(t, "kiln_node_health_reason{node=\"g1\",rack=\"r01\",kind=\"hung\"} 1");
 	has(t, "kiln_node_health_reason{node=\"g1\",rack=\"r01\",kind=\"xid\"} 1");
+	has(t, "kiln_node_repair{node=\"g1\",rack=\"r01\",repair=\"reboot\"} 1");
 	/* two psu reasons, one series */
 	has(t, "kiln_node_health_reason{node=\"g1\",rack=\"r01\",kind=\"psu\"} 1");
 	/* nothing known of g3: power unknown, no health verdict */

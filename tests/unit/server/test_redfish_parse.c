@@ -218,7 +218,7 @@ static void test_logs(void **state)
 	json_t *out = json_array();
 	json_t *seen = json_object();
 	json_t *meta = json_object();
-	struct rf_log_ids ids = { json_object(), json_object(), seen, { NULL, NULL } };
+	struct rf_log_ids ids = { json_object(), json_object(), seen, { NULL, NULL }, NULL, 0, 0, NULL };
 	static const char log1[] = "/redfish/v1/Systems/1/LogServices/Log1";
 	ids.host[0] = "/redfish/v1/Systems/1";
 	assert_int_equal(rf_log_entries_append(out, meta, &ids, coll, log1, 0, NULL), 2);
@@ -234,7 +234,7 @@ static void test_logs(void **state)
 	assert_int_equal(dups, 2);
 	json_t *out2 = json_array();
 	json_t *seen2 = json_object();
-	struct rf_log_ids ids2 = { json_object(), json_object(), seen2, { NULL, NULL } };
+	struct rf_log_ids ids2 = { json_object(), json_object(), seen2, { NULL, NULL }, NULL, 0, 0, NULL };
 	assert_int_equal(rf_log_entries_append(out2, meta, &ids2, coll, log1, 1500000000, NULL), 1);
 	json_decref(coll);
 	json_decref(out);
@@ -267,7 +267,7 @@ static void test_log_labels(void **state)
 		{ "/redfish/v1/Chassis/DGX/LogServices/Logs", "Chassis/DGX/Logs" },
 	};
 	struct rf_log_ids ids = { json_object(), json_object(), json_object(),
-				  { "/redfish/v1/Systems/1", "/redfish/v1/Managers/1" } };
+				  { "/redfish/v1/Systems/1", "/redfish/v1/Managers/1" }, NULL, 0, 0, NULL };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
@@ -325,7 +325,7 @@ static void test_log_xid(void **state)
 		"Id", "470", "Message", "The health of resource 'GPU_SXM_5' has changed to Critical.");
 	json_t *out = json_array(), *meta = json_object();
 	struct rf_log_ids ids = { json_object(), json_object(), json_object(),
-				  { "/redfish/v1/Systems/DGX", "/redfish/v1/Managers/BMC" } };
+				  { "/redfish/v1/Systems/DGX", "/redfish/v1/Managers/BMC" }, NULL, 0, 0, NULL };
 	size_t dups = 0;
 
 	assert_int_equal(rf_log_entries_append(out, meta, &ids, xids, xid5, 0, &dups), 1);
