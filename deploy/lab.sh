@@ -269,6 +269,10 @@ add_node() {
 		grep -Ev 'xid_events|^gpu\.[0-9]+\.(ecc|remap)_|^gpu\.0\.processes' \
 			"$REPO/tests/fake-nvml/configs/$nvml.conf"
 	fi >"$LAB/nodes/$name.nvml.conf"
+	# gpu02's GPU 3 is held down by heat while busy (NVML's hw_thermal_slowdown, 0x40): a
+	# warning that wants its cooling looked at
+	[ "$name" = gpu02 ] && printf '%s\n' 'gpu.3.clock_event_reasons = 0x40' \
+		'gpu.3.clock_sm_mhz = 1005' 'gpu.3.temperature_c = 88' >>"$LAB/nodes/$name.nvml.conf"
 	echo "$LAB/nodes/$name.nvml.conf" >"$LAB/nodes/$name.nvml"
 	echo "$BUILD/lib/$lib/libnvidia-ml.so.1" >"$LAB/nodes/$name.lib"
 }
@@ -356,6 +360,11 @@ lab_up() {
 		fi
 		agent_start "$name"
 	done
+
+	# gpu06's BMC rates a fan failed: what a dead fan looks like (a part to replace)
+	curl -fsS -X POST -d '{"sensor":{"name":"Fan1","reading":0,"health":"Critical"}}' \
+		"http://127.0.0.1:$(cat "$LAB/nodes/gpu06.port")/_sim/inject" >/dev/null ||
+		die "could not fail gpu06's fan on its simulated BMC"
 
 	say "waiting for the first reports and BMC polls"
 	for _ in $(seq 1 60); do

@@ -43,6 +43,16 @@ eval "$(grep '^export KILN_' "$KILN_TEST_TMP/up.out")"
 kinds=$("$KILN" node list -o json | jq -r '[.[].bmc | split(":")[0]] | unique | join(",")')
 same "Redfish and IPMI BMCs in the lab" "$kinds" "ipmi,redfish+http"
 
+# the lab's two hardware faults, each with what will fix it in kiln status
+reason_of() { "$KILN" status "$1" -o json | jq -r --arg p "$2" '.[0].reasons[] | select(startswith($p))'; }
+throttled() { reason_of gpu02 "throttle: gpu 3 " | grep -q 'hw_thermal_slowdown: SM 1005 of 1980 MHz.*\[needs hardware inspection\]$'; }
+wait_for "gpu02 shows its GPU 3 held down by heat, to inspect" 60 throttled
+fan_failed() { reason_of gpu06 "fan: " | grep -q 'Critical.*\[needs hardware inspection\]$'; }
+wait_for "gpu06 shows its failed fan, to inspect" 60 fan_failed
+"$KILN" status gpu02,gpu06 >"$KILN_TEST_TMP/faults.txt" 2>&1
+grep -q 'needs hardware inspection' "$KILN_TEST_TMP/faults.txt"
+check "kiln status (the table) shows the repair class" $? "$(cat "$KILN_TEST_TMP/faults.txt")"
+
 boot_id() { "$KILN" node show gpu01 -o json | jq -r '.agent.boot_id // empty'; }
 has_boot() { [ -n "$(boot_id)" ]; }
 wait_for "gpu01's agent reported" 60 has_boot
