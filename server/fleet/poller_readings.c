@@ -50,7 +50,8 @@ static int log_cleared(const struct bmc_log_state *last, int64_t count, int64_t 
  * or as new, which is a "sel" event with the BMC's time beside kiln's. A critical new one
  * gets a second event, "bmc_log", that counts in the node's health for [health]
  * bmc_log_window (health_facts.c reads those). */
-static void sel_entry(struct poller *p, struct slot *s, const json_t *e, int history)
+static void sel_entry(struct poller *p, struct slot *s, const json_t *e, int history,
+		      int64_t now)
 {
 	json_t *idv = json_object_get(e, "id"), *tv = json_object_get(e, "timestamp");
 	const char *msg = json_string_value(json_object_get(e, "message"));
@@ -76,6 +77,11 @@ static void sel_entry(struct poller *p, struct slot *s, const json_t *e, int his
 		s->st.sel_cursor = t;
 	if (!inserted || history)
 		return;
+	if (health_boot_log_line(msg)) { /* a reboot the power readings may not show */
+		s->st.boot_started = now;
+		poller_event_add(p, s, SEV_INFO, "bmc", "boot", NULL, "boot began (BMC log: %.200s)",
+				 msg);
+	}
 	if (poller_sel_event_add(p, s, sel_severity(sev), "sel", key, t, text) &&
 	    sel_severity(sev) == SEV_CRITICAL) {
 		snprintf(key, sizeof(key), "bmc_log:%s:%lld", id, (long long)t);
@@ -156,7 +162,7 @@ static void sel_entries(struct poller *p, struct slot *s, json_t *data, int64_t 
 	json_array_foreach(entries, i, e) {
 		const char *service = json_string_value(json_object_get(e, "service"));
 
-		sel_entry(p, s, e, history || (service && json_object_get(fresh, service)));
+		sel_entry(p, s, e, history || (service && json_object_get(fresh, service)), now);
 	}
 	json_decref(fresh);
 	if (s->log_reread)
@@ -248,23 +254,6 @@ static void power_off_seen(struct poller *p, struct slot *s, int64_t now)
 			  "power on -> off outside kiln (no kiln action turned it off)");
 }
 
-/* BootProgress states that mean the host's firmware or its OS loader runs: a boot is on.
- * ("OSRunning" ends it; "None" and OEM states the BMC does not explain say nothing.) */
-static int boot_state_booting(const char *state)
-{
-	static const char *const booting[] = {
-		"PrimaryProcessorInitializationStarted", "BusInitializationStarted",
-		"MemoryInitializationStarted", "SecondaryProcessorInitializationStarted",
-		"PCIResourceConfigStarted", "SystemHardwareInitializationComplete", "SetupEntered",
-		"OSBootStarted",
-	};
-
-	for (size_t i = 0; state && i < sizeof(booting) / sizeof(booting[0]); i++)
-		if (strcmp(state, booting[i]) == 0)
-			return 1;
-	return 0;
-}
-
 /* A boot kiln sees in a power reading: an on, cycle or reset that went through
  * ("boot_began", poller_observe), or the BMC's BootProgress entering a booting state (a
  * node that rebooted by itself, its power never off). */
@@ -277,7 +266,7 @@ static void boot_seen(struct poller *p, struct slot *s, const json_t *data, int6
 		s->st.boot_started = now;
 	if (json_is_integer(secs))
 		s->st.boot_last_s = json_integer_value(secs);
-	if (boot_state_booting(state) && !boot_state_booting(s->st.boot_state)) {
+	if (health_boot_state_booting(state) && !health_boot_state_booting(s->st.boot_state)) {
 		s->st.boot_started = now;
 		poller_event_add(p, s, SEV_INFO, "bmc", "boot", NULL, "boot began (BMC: %.64s)", state);
 	}

@@ -47,11 +47,22 @@ struct health_gpu_rise {
 	int64_t rose_at;
 };
 
+/* A GPU whose NVLinks are fewer active than the most it ever had active (a link down: jobs
+ * fall back to PCIe, or NCCL fails), in low_reports reports in a row. */
+struct health_gpu_links {
+	int64_t index;
+	const char *pci_bus_id;  /* may be NULL; points into the cut */
+	int64_t active, most;
+	int64_t low_reports;
+};
+
 struct health_gpu_facts {
 	struct health_gpu_clock clocks[HEALTH_GPU_CLOCKS_MAX];
 	size_t nclocks;
 	struct health_gpu_rise rises[HEALTH_GPU_RISES_MAX]; /* every counter that ever rose */
 	size_t nrises;
+	struct health_gpu_links links_down[HEALTH_GPU_CLOCKS_MAX]; /* GPUs with links down */
+	size_t nlinks_down;
 };
 
 #endif

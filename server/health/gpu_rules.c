@@ -14,7 +14,7 @@
 /* ---- the cut ---------------------------------------------------------------------------
  *
  * {"gpus":[{"index":3,"bus":"00000000:1B:00.0","util":97,"sm":1005,"sm_max":1980,
- *           "reasons":64,"held":2,"held_since":T,
+ *           "reasons":64,"held":2,"held_since":T,"nvl_act":16,"nvl_most":18,"nvl_low":2,
  *           "c":{"pcie_replay":[V,B,AT],...},"nvl":1,"nvlink":{"3":{"crc":[V,B,AT],...}}}]}
  *
  * Each counter is [value, value before its last rise, when it last rose (0: never seen
@@ -166,6 +166,23 @@ static void cut_nvlinks(json_t *e, json_t *g, json_t *pg, int64_t now)
 		json_decref(links);
 }
 
+/* Active NVLinks against the most the GPU ever had active (kept across reports; the reboot
+ * of a node whose links come up later is no drop: a link counts once it was seen active),
+ * and for how many reports in a row they were fewer. */
+static void cut_nvlink_active(json_t *e, json_t *g, json_t *pg)
+{
+	int64_t act = get_count(g, "nvlink_active"), most = get_count(pg, "nvl_most");
+	int64_t low = get_count(pg, "nvl_low");
+
+	if (act < 0)
+		return;
+	if (act > most)
+		most = act;
+	set_count(e, "nvl_act", act);
+	set_count(e, "nvl_most", most);
+	set_count(e, "nvl_low", act < most ? (low > 0 ? low : 0) + 1 : 0);
+}
+
 json_t *health_gpu_cut(json_t *report, json_t *prev, int64_t now)
 {
 	json_t *gpus = json_object_get(report, "gpus"), *out, *arr, *g;
@@ -196,6 +213,7 @@ json_t *health_gpu_cut(json_t *report, json_t *prev, int64_t now)
 		cut_clocks(e, g, pg, now);
 		cut_counters(e, g, pg, now);
 		cut_nvlinks(e, g, pg, now);
+		cut_nvlink_active(e, g, pg);
 		json_array_append_new(arr, e);
 	}
 	json_object_set_new(out, "gpus", arr);
@@ -248,6 +266,14 @@ void health_gpu_cut_facts(struct health_facts *f, json_t *cut)
 			h->held_reports = get_count(g, "held") > 0 ? get_count(g, "held") : 0;
 			h->held_since = get_count(g, "held_since") > 0 ? get_count(g, "held_since") : 0;
 		}
+		if (get_count(g, "nvl_low") > 0 && gf->nlinks_down < HEALTH_GPU_CLOCKS_MAX)
+			gf->links_down[gf->nlinks_down++] = (struct health_gpu_links){
+				.index = index,
+				.pci_bus_id = bus,
+				.active = get_count(g, "nvl_act"),
+				.most = get_count(g, "nvl_most"),
+				.low_reports = get_count(g, "nvl_low"),
+			};
 		for (k = 0; k < sizeof pcie_keys / sizeof pcie_keys[0]; k++)
 			add_rise(gf, index, bus, (enum health_gpu_counter)(HEALTH_PCIE_REPLAY + k), -1,
 				 json_object_get(c, pcie_keys[k]));
@@ -432,10 +458,39 @@ static void rule_links(struct health_result *r, const struct health_facts *f, in
 			   topic, more, more == 1 ? "" : "s", nvlink ? "NVLink" : "PCIe");
 }
 
+/* NVLinks down: fewer active than the GPU ever had, in 2 reports in a row (a link retraining
+ * is seen once). Critical: NCCL falls back or fails; a reset or reboot may retrain it, and
+ * a link down again after a reboot needs inspection (returned.c). */
+static void rule_links_down(struct health_result *r, const struct health_gpu_facts *gf)
+{
+	char who[64];
+	size_t shown = 0, more = 0;
+
+	for (size_t i = 0; i < gf->nlinks_down && i < HEALTH_GPU_CLOCKS_MAX; i++) {
+		const struct health_gpu_links *l = &gf->links_down[i];
+
+		if (l->low_reports < 2)
+			continue;
+		if (shown >= SHOWN_MAX) {
+			more++;
+			continue;
+		}
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_REBOOT,
+			   "nvlink: %s %lld of %lld links active",
+			   gpu_name(who, sizeof who, l->index, l->pci_bus_id), (long long)l->active,
+			   (long long)l->most);
+		shown++;
+	}
+	if (more)
+		health_add(r, HEALTH_CRITICAL, HEALTH_REPAIR_REBOOT,
+			   "nvlink: %zu more GPU%s with links down", more, more == 1 ? "" : "s");
+}
+
 void health_rules_gpu(struct health_result *r, const struct health_facts *f,
 		      const struct health_config *cfg)
 {
 	rule_throttle(r, &f->gpu, cfg);
 	rule_links(r, f, 0, cfg);
 	rule_links(r, f, 1, cfg);
+	rule_links_down(r, &f->gpu);
 }

@@ -278,6 +278,13 @@ int health_console_evidence(char *out, size_t outlen, const char *text, size_t l
 enum health_level health_gpu_verdict(char *out, size_t len, const struct health_gpu *g,
 				     int64_t now, const struct health_config *cfg);
 
+/* boot.c: a BootProgress.LastState that means the host's firmware or its OS loader runs
+ * ("PrimaryProcessorInitializationStarted" ... "OSBootStarted"; not "OSRunning", "None" nor
+ * an OEM state); a BMC log line that says a boot began ("System Boot Initiated", iDRAC's
+ * "System CPU Resetting.", iLO's "Server reset."...). */
+int health_boot_state_booting(const char *state);
+int health_boot_log_line(const char *message);
+
 /* Xids that mean the GPU or the node needs attention now: 48, 62, 64, 74, 79, 94, 95, 119,
  * 120. */
 int health_xid_critical(int xid);

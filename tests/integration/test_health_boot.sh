@@ -6,7 +6,8 @@
 # (a kilnd before this judged it hung 10 s into the silence and cycled it in mid-boot); its
 # agent comes back with a new boot id and n1 is ok. Then a boot that never ends: still in
 # POST 30 s after it began, n1 is hung 2 intervals later (the reason says where the BMC saw
-# the boot) and kilnd's remediation cycles it.
+# the boot) and kilnd's remediation cycles it. A reset the BMC only logs (iDRAC's "System CPU
+# Resetting.") begins a boot as well.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=${KILN_SRC:-$(cd "$HERE/../.." && pwd)}
@@ -20,7 +21,7 @@ KILN_LIB=${KILN_LIB:?"KILN_LIB must name the build's lib/ folder"}
 FAILS=0
 T=$KILN_TEST_TMP
 # reports every 5 s, hung after 10 s of silence, the BMC read every 5 s
-printf '%s\n' '[poller]' 'interval = 5s' 'health_every = 1s' '[health]' 'agent_interval = 5s' \
+printf '%s\n' '[poller]' 'interval = 5s' 'health_every = 1s' 'sel_every = 1' '[health]' 'agent_interval = 5s' \
 	'hung_intervals = 2' 'boot_time = 30s' '[remediation]' 'enabled = yes' 'grace = 0s' \
 	'max_per_hour = 10' '[work]' 'report_fresh = 1s' >"$T/kilnd.conf"
 on_exit() {
@@ -67,6 +68,24 @@ FLEET_AGENT_INTERVAL=5 fleet_agent_start n1
 ok() { [ "$(field health)" = ok ] && [ "$(field 'reasons | length')" = 0 ]; }
 wait_for "n1 is ok once its agent is back" 30 ok
 same "still nothing reached the BMC" "$(resets)" 0
+
+# 1b. a BMC that says nothing of BootProgress but logs the reset (iDRAC's SYS1003): the
+# log's line begins the boot as well
+fleet_agent_stop n1
+curl -s -X POST -d '{"log":{"message":"System CPU Resetting.","severity":"OK"}}' "$SIM/_sim/inject" >/dev/null
+hung_seen=0 boot_said=0
+for _ in $(seq 1 30); do # 15 s
+	r=$(field 'reasons | join(";")')
+	case $r in *hung:*) hung_seen=1 ;; esac
+	case $r in *"boot: began "*", agent not back yet"*) boot_said=1 ;; esac
+	sleep 0.5
+done
+same "n1, its reset in the BMC's log, was never judged hung" "$hung_seen" 0
+same "its status said the boot was on" "$boot_said" 1
+same "nothing reached the BMC" "$(resets)" 0
+cat /proc/sys/kernel/random/uuid >"$T/roots/n1/proc/sys/kernel/random/boot_id"
+FLEET_AGENT_INTERVAL=5 fleet_agent_start n1
+wait_for "n1 is ok once its agent is back again" 30 ok
 
 # 2. a boot that never ends: hung once the boot should have ended, and cycled
 fleet_agent_stop n1

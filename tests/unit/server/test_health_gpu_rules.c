@@ -354,6 +354,51 @@ static void test_nvlink(void **state)
 	}
 }
 
+/* An HGX H100 GPU's 18 NVLinks: one goes down (NCCL falls back or fails). Seen in one report
+ * only (a link retraining) it is no verdict; in two in a row it is critical, reboot class;
+ * links that come up after a reboot count once seen; all back up clears it. */
+static void test_nvlinks_down(void **state)
+{
+	struct health_config cfg;
+	struct health_result r;
+	const char *got[HEALTH_REASONS_MAX];
+	const char *full = "[{\"index\":2,\"pci_bus_id\":\"00000000:3A:00.0\",\"nvlink_links\":18,"
+			   "\"nvlink_active\":18}]";
+	const char *down = "[{\"index\":2,\"pci_bus_id\":\"00000000:3A:00.0\",\"nvlink_links\":18,"
+			   "\"nvlink_active\":17}]";
+	const char *none = "[{\"index\":2,\"pci_bus_id\":\"00000000:3A:00.0\",\"nvlink_links\":18,"
+			   "\"nvlink_active\":0}]";
+	char *cut;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	{
+		const char *once[] = { full, down }, *twice[] = { full, down, down },
+			   *back[] = { full, down, down, full }, *rising[] = { none, full };
+
+		cut = cuts_of(once, 2, NOW);
+		judge(&r, cut, NOW, &cfg);
+		assert_int_equal(ours(&r, got, HEALTH_REASONS_MAX), 0);
+		free(cut);
+		cut = cuts_of(twice, 3, NOW);
+		judge(&r, cut, NOW, &cfg);
+		assert_int_equal(ours(&r, got, HEALTH_REASONS_MAX), 1);
+		assert_string_equal(got[0], "nvlink: gpu 2 (00000000:3A:00.0) 17 of 18 links active "
+				    "[reboot may clear it]");
+		assert_int_equal(r.level, HEALTH_CRITICAL);
+		assert_int_equal(r.repair, HEALTH_REPAIR_REBOOT);
+		free(cut);
+		cut = cuts_of(back, 4, NOW);
+		judge(&r, cut, NOW, &cfg);
+		assert_int_equal(ours(&r, got, HEALTH_REASONS_MAX), 0);
+		free(cut);
+		cut = cuts_of(rising, 2, NOW);
+		judge(&r, cut, NOW, &cfg);
+		assert_int_equal(ours(&r, got, HEALTH_REASONS_MAX), 0);
+		free(cut);
+	}
+}
+
 /* A cut is made of what a report has: a lost GPU, a report without GPUs, garbage. */
 static void test_cut_edges(void **state)
 {
@@ -446,6 +491,7 @@ int main(void)
 		cmocka_unit_test(test_throttle_many),
 		cmocka_unit_test(test_pcie),
 		cmocka_unit_test(test_nvlink),
+		cmocka_unit_test(test_nvlinks_down),
 		cmocka_unit_test(test_cut_edges),
 		cmocka_unit_test(test_report_fields),
 	};

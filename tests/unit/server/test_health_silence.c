@@ -197,6 +197,38 @@ static void test_fault_back_after_reboot(void **state)
 	assert_int_equal(health_boot_faults_rotate(&b, NULL, NOW), 0);
 }
 
+/* What says a boot began, as vendors word it; what does not. */
+static void test_boot_signs(void **state)
+{
+	static const char *const begun[] = {
+		"System Boot Initiated: Initiated by warm reset", /* FreeIPMI's SEL wording */
+		"System Boot Initiated ; Initiated by power up",
+		"System CPU Resetting.",                          /* iDRAC SYS1003 */
+		"System is turning on.",                          /* iDRAC SYS1000 */
+		"The OS run-time software initiated a warm reset.",
+		"Server reset.",                                  /* iLO IML/IEL */
+		"Host server reset by: Administrator.",
+		"Server power restored.",
+	};
+	static const char *const not_begun[] = {
+		"Server power removed.", "The server could not be powered on.",
+		"OS Boot: C: boot completed", "Power Supply 2 failed", NULL,
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(begun) / sizeof(begun[0]); i++)
+		if (!health_boot_log_line(begun[i]))
+			fail_msg("not seen as a boot: %s", begun[i]);
+	for (size_t i = 0; i < sizeof(not_begun) / sizeof(not_begun[0]); i++)
+		if (health_boot_log_line(not_begun[i]))
+			fail_msg("seen as a boot: %s", not_begun[i]);
+	assert_true(health_boot_state_booting("MemoryInitializationStarted"));
+	assert_true(health_boot_state_booting("OSBootStarted"));
+	assert_false(health_boot_state_booting("OSRunning"));
+	assert_false(health_boot_state_booting("None"));
+	assert_false(health_boot_state_booting(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -204,6 +236,7 @@ int main(void)
 		cmocka_unit_test(test_fleet_part),
 		cmocka_unit_test(test_console_evidence),
 		cmocka_unit_test(test_fault_back_after_reboot),
+		cmocka_unit_test(test_boot_signs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
