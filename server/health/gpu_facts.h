@@ -56,6 +56,14 @@ struct health_gpu_links {
 	int64_t low_reports;
 };
 
+/* A GPU's ECC and MIG modes, current and pending (NVML applies a change at the next GPU
+ * reset). -1: not reported (a GPU without ECC or MIG). */
+struct health_gpu_mode {
+	int64_t index;
+	const char *pci_bus_id;  /* may be NULL; points into the cut */
+	int ecc, ecc_pending, mig, mig_pending;
+};
+
 struct health_gpu_facts {
 	struct health_gpu_clock clocks[HEALTH_GPU_CLOCKS_MAX];
 	size_t nclocks;
@@ -63,6 +71,8 @@ struct health_gpu_facts {
 	size_t nrises;
 	struct health_gpu_links links_down[HEALTH_GPU_CLOCKS_MAX]; /* GPUs with links down */
 	size_t nlinks_down;
+	struct health_gpu_mode modes[HEALTH_GPU_CLOCKS_MAX]; /* GPUs whose modes want a word */
+	size_t nmodes;
 };
 
 #endif

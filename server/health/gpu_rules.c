@@ -15,6 +15,7 @@
  *
  * {"gpus":[{"index":3,"bus":"00000000:1B:00.0","util":97,"sm":1005,"sm_max":1980,
  *           "reasons":64,"held":2,"held_since":T,"nvl_act":16,"nvl_most":18,"nvl_low":2,
+ *           "ecc":[1,1],"mig":[0,1],
  *           "c":{"pcie_replay":[V,B,AT],...},"nvl":1,"nvlink":{"3":{"crc":[V,B,AT],...}}}]}
  *
  * Each counter is [value, value before its last rise, when it last rose (0: never seen
@@ -183,6 +184,23 @@ static void cut_nvlink_active(json_t *e, json_t *g, json_t *pg)
 	set_count(e, "nvl_low", act < most ? (low > 0 ? low : 0) + 1 : 0);
 }
 
+/* ECC and MIG: [current, pending] when the GPU reports the mode. */
+static void cut_modes(json_t *e, json_t *g)
+{
+	static const char *const keys[][3] = { { "ecc", "ecc_enabled", "ecc_pending_enabled" },
+					       { "mig", "mig_mode", "mig_mode_pending" } };
+
+	for (size_t i = 0; i < 2; i++) {
+		json_t *cur = json_object_get(g, keys[i][1]), *pend = json_object_get(g, keys[i][2]);
+
+		if (json_is_boolean(cur))
+			json_object_set_new(e, keys[i][0],
+					    json_pack("[i,i]", json_is_true(cur),
+						      json_is_boolean(pend) ? json_is_true(pend)
+									    : json_is_true(cur)));
+	}
+}
+
 json_t *health_gpu_cut(json_t *report, json_t *prev, int64_t now)
 {
 	json_t *gpus = json_object_get(report, "gpus"), *out, *arr, *g;
@@ -214,6 +232,7 @@ json_t *health_gpu_cut(json_t *report, json_t *prev, int64_t now)
 		cut_counters(e, g, pg, now);
 		cut_nvlinks(e, g, pg, now);
 		cut_nvlink_active(e, g, pg);
+		cut_modes(e, g);
 		json_array_append_new(arr, e);
 	}
 	json_object_set_new(out, "gpus", arr);
@@ -238,6 +257,14 @@ static void add_rise(struct health_gpu_facts *gf, int64_t index, const char *bus
 	r->value = json_integer_value(json_array_get(c, 0));
 	r->before = json_integer_value(json_array_get(c, 1));
 	r->rose_at = json_integer_value(json_array_get(c, 2));
+}
+
+/* A mode of the cut's [current, pending] pair: 0 or 1; -1 when not there. */
+static int mode_of(json_t *pair, size_t i)
+{
+	json_t *v = json_array_get(pair, i);
+
+	return json_is_integer(v) ? json_integer_value(v) != 0 : -1;
 }
 
 void health_gpu_cut_facts(struct health_facts *f, json_t *cut)
@@ -265,6 +292,19 @@ void health_gpu_cut_facts(struct health_facts *f, json_t *cut)
 			h->reasons = (uint64_t)get_count(g, "reasons");
 			h->held_reports = get_count(g, "held") > 0 ? get_count(g, "held") : 0;
 			h->held_since = get_count(g, "held_since") > 0 ? get_count(g, "held_since") : 0;
+		}
+		if ((json_object_get(g, "ecc") || json_object_get(g, "mig")) &&
+		    gf->nmodes < HEALTH_GPU_CLOCKS_MAX) {
+			json_t *ecc = json_object_get(g, "ecc"), *mig = json_object_get(g, "mig");
+
+			gf->modes[gf->nmodes++] = (struct health_gpu_mode){
+				.index = index,
+				.pci_bus_id = bus,
+				.ecc = mode_of(ecc, 0),
+				.ecc_pending = mode_of(ecc, 1),
+				.mig = mode_of(mig, 0),
+				.mig_pending = mode_of(mig, 1),
+			};
 		}
 		if (get_count(g, "nvl_low") > 0 && gf->nlinks_down < HEALTH_GPU_CLOCKS_MAX)
 			gf->links_down[gf->nlinks_down++] = (struct health_gpu_links){
@@ -486,9 +526,50 @@ static void rule_links_down(struct health_result *r, const struct health_gpu_fac
 			   "nvlink: %zu more GPU%s with links down", more, more == 1 ? "" : "s");
 }
 
+/* A mode change waiting for a GPU reset (ECC or MIG turned on or off by an admin: the node
+ * does not yet run as configured), and ECC off on a GPU that has it (uncorrected memory
+ * errors go undetected and silently corrupt a run). */
+static void rule_modes(struct health_result *r, const struct health_gpu_facts *gf)
+{
+	char who[64], what[96];
+	size_t shown = 0, more = 0;
+
+	for (size_t i = 0; i < gf->nmodes && i < HEALTH_GPU_CLOCKS_MAX; i++) {
+		const struct health_gpu_mode *m = &gf->modes[i];
+		size_t used = 0;
+		int pending = (m->ecc >= 0 && m->ecc != m->ecc_pending) ||
+			      (m->mig >= 0 && m->mig != m->mig_pending);
+
+		what[0] = '\0';
+		if (m->ecc >= 0 && m->ecc != m->ecc_pending)
+			health_part(what, sizeof what, &used, "ECC turns %s",
+				    m->ecc_pending ? "on" : "off");
+		if (m->mig >= 0 && m->mig != m->mig_pending)
+			health_part(what, sizeof what, &used, "MIG turns %s",
+				    m->mig_pending ? "on" : "off");
+		if (!pending && m->ecc != 0)
+			continue;
+		if (shown >= SHOWN_MAX) {
+			more++;
+			continue;
+		}
+		gpu_name(who, sizeof who, m->index, m->pci_bus_id);
+		if (pending)
+			health_add(r, HEALTH_WARNING, HEALTH_REPAIR_REBOOT,
+				   "mode: %s %s at the next GPU reset", who, what);
+		else
+			health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE,
+				   "mode: %s ECC off (uncorrected memory errors go undetected)", who);
+		shown++;
+	}
+	if (more)
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE, "mode: %zu more GPUs", more);
+}
+
 void health_rules_gpu(struct health_result *r, const struct health_facts *f,
 		      const struct health_config *cfg)
 {
+	rule_modes(r, &f->gpu);
 	rule_throttle(r, &f->gpu, cfg);
 	rule_links(r, f, 0, cfg);
 	rule_links(r, f, 1, cfg);

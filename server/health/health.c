@@ -882,6 +882,7 @@ static const struct {
 	{ "part:", "part" },
 	{ "bmc clock:", "bmc_clock" },
 	{ "boot:", "boot" },
+	{ "mode:", "gpu_mode" },
 };
 
 const char *health_reason_kind(const char *reason)
@@ -903,6 +904,7 @@ const char *const *health_reason_kinds(void)
 		"bmc_unreachable", "bmc_log", "reinstalling", "power_off", "gpu_missing", "xid",
 		"ecc", "temperature", "psu", "driver_mismatch", "reboot_pending", "starved",
 		"throttle", "pcie", "nvlink", "kernel", "disk", "fan", "part", "bmc_clock", "boot",
+		"gpu_mode",
 		"other", NULL,
 	};
 

@@ -36,6 +36,8 @@ struct health_host_facts {
 	size_t nalarms;
 	struct health_filesystem fs[HEALTH_FILESYSTEMS_MAX];
 	size_t nfs;
+	const char *kmsg_error;  /* why the agent cannot read the kernel log (its latest report's
+				  * agent.kmsg_error), or NULL: it reads it */
 };
 
 #endif

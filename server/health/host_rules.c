@@ -191,6 +191,22 @@ json_t *health_host_cut(json_t *report, json_t *prev, int64_t now)
 	json_array_foreach(json_object_get(report, "kernel_events"), i, a)
 		alarm_take(kept, report, a, boot, now);
 	json_object_set_new(cut, "boot", json_string(boot));
+	if ((a = json_object_get(json_object_get(report, "agent"), "kmsg_error")) &&
+	    json_is_string(a)) { /* the agent's words, kept short */
+		char why[160];
+		size_t n;
+
+		snprintf(why, sizeof(why), "%s", json_string_value(a));
+		n = strlen(why);
+		if (n == sizeof(why) - 1) { /* cut: not inside a UTF-8 sequence */
+			while (n > 0 && ((unsigned char)why[n - 1] & 0xC0) == 0x80)
+				n--;
+			if (n > 0 && (unsigned char)why[n - 1] >= 0xC0)
+				n--;
+			why[n] = '\0';
+		}
+		json_object_set_new(cut, "kmsg_error", json_string(why));
+	}
 	json_object_set_new(cut, "kernel", kept);
 	json_object_set_new(cut, "fs", fs);
 	return cut;
@@ -215,6 +231,7 @@ void health_host_cut_facts(struct health_facts *f, json_t *cut)
 		k->this_boot = strcmp(get_str(a, "boot") ? get_str(a, "boot") : "", boot ? boot : "") == 0;
 		k->prior_boot_at = get_int(a, "prior_at", 0);
 	}
+	h->kmsg_error = get_str(cut, "kmsg_error");
 	json_array_foreach(json_object_get(cut, "fs"), i, a) {
 		struct health_filesystem *s;
 
@@ -335,9 +352,21 @@ static void rule_disk(struct health_result *r, const struct health_facts *f,
 		health_add(r, rest, HEALTH_REPAIR_NONE, "disk: %zu more filesystems filling up", more);
 }
 
+/* An agent that cannot read the kernel log sees no Xid and no kernel alarm: the node may look
+ * healthy while it is not, which the operator must know (the agent's permissions, a kernel
+ * without /dev/kmsg). */
+static void rule_kmsg_blind(struct health_result *r, const struct health_facts *f)
+{
+	if (f->host.kmsg_error && f->host.kmsg_error[0])
+		health_add(r, HEALTH_WARNING, HEALTH_REPAIR_NONE,
+			   "kernel: the agent cannot read the kernel log (%.120s): Xids and kernel "
+			   "alarms go unseen", f->host.kmsg_error);
+}
+
 void health_rules_host(struct health_result *r, const struct health_facts *f,
 		       const struct health_config *cfg)
 {
 	rule_kernel(r, f, cfg);
+	rule_kmsg_blind(r, f);
 	rule_disk(r, f, cfg);
 }

@@ -399,6 +399,53 @@ static void test_nvlinks_down(void **state)
 	}
 }
 
+/* ECC or MIG turned on or off by an admin waits for a GPU reset (reboot class); ECC off on a
+ * GPU that has it is said (no class: the operator's setting); a GPU without either says
+ * nothing. */
+static void test_modes(void **state)
+{
+	static const struct {
+		const char *gpu, *want;
+		enum health_repair repair;
+	} rows[] = {
+		{ "\"ecc_enabled\":true,\"ecc_pending_enabled\":true,\"mig_mode\":false,"
+		  "\"mig_mode_pending\":false", NULL, 0 },
+		{ "\"ecc_enabled\":false,\"ecc_pending_enabled\":true",
+		  "mode: gpu 1 (00000000:18:00.0) ECC turns on at the next GPU reset [reboot may clear it]",
+		  HEALTH_REPAIR_REBOOT },
+		{ "\"ecc_enabled\":true,\"ecc_pending_enabled\":true,\"mig_mode\":false,"
+		  "\"mig_mode_pending\":true",
+		  "mode: gpu 1 (00000000:18:00.0) MIG turns on at the next GPU reset [reboot may clear it]",
+		  HEALTH_REPAIR_REBOOT },
+		{ "\"ecc_enabled\":false,\"ecc_pending_enabled\":false",
+		  "mode: gpu 1 (00000000:18:00.0) ECC off (uncorrected memory errors go undetected)",
+		  HEALTH_REPAIR_NONE },
+		{ "\"utilization_gpu_pct\":5", NULL, 0 }, /* a GeForce: no ECC, no MIG */
+	};
+	struct health_config cfg;
+	struct health_result r;
+	char gpus[512], *cut;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		const char *got = NULL;
+
+		snprintf(gpus, sizeof gpus,
+			 "[{\"index\":1,\"pci_bus_id\":\"00000000:18:00.0\",%s}]", rows[i].gpu);
+		cut = cut_of(gpus, NULL, NOW);
+		judge(&r, cut, NOW, &cfg);
+		for (size_t k = 0; k < r.nreasons; k++)
+			if (strncmp(r.reasons[k], "mode: ", 6) == 0)
+				got = r.reasons[k];
+		if (!rows[i].want ? got != NULL : !got || strcmp(got, rows[i].want) != 0)
+			fail_msg("row %zu: got '%s'", i, got ? got : "(none)");
+		if (got)
+			assert_int_equal(health_reason_repair(got), rows[i].repair);
+		free(cut);
+	}
+}
+
 /* A cut is made of what a report has: a lost GPU, a report without GPUs, garbage. */
 static void test_cut_edges(void **state)
 {
@@ -492,6 +539,7 @@ int main(void)
 		cmocka_unit_test(test_pcie),
 		cmocka_unit_test(test_nvlink),
 		cmocka_unit_test(test_nvlinks_down),
+		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_cut_edges),
 		cmocka_unit_test(test_report_fields),
 	};

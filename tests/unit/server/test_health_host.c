@@ -316,6 +316,34 @@ static void test_cut(void **state)
 
 /* A report without the fields (an older agent) and rejected (nulled) numbers: nothing made
  * up. */
+/* An agent that cannot read /dev/kmsg sees no Xid and no kernel alarm: said, until it can. */
+static void test_kmsg_blind(void **state)
+{
+	struct health_config cfg;
+	struct health_result res;
+	struct health_facts f;
+	json_t *keep = NULL, *r = report("boot-a", "[]", "[]");
+	char *cut = NULL;
+
+	(void)state;
+	health_config_defaults(&cfg);
+	json_object_set_new(r, "agent", json_pack("{s:s}", "kmsg_error",
+						  "/dev/kmsg: Permission denied"));
+	step(&cut, r, NOW, &f, &keep);
+	memset(&res, 0, sizeof(res));
+	health_rules_host(&res, &f, &cfg);
+	assert_int_equal(res.nreasons, 1);
+	assert_string_equal(res.reasons[0], "kernel: the agent cannot read the kernel log "
+			    "(/dev/kmsg: Permission denied): Xids and kernel alarms go unseen");
+	assert_int_equal(res.level, HEALTH_WARNING);
+	step(&cut, report("boot-a", "[]", "[]"), NOW + 60, &f, &keep);
+	memset(&res, 0, sizeof(res));
+	health_rules_host(&res, &f, &cfg);
+	assert_int_equal(res.nreasons, 0);
+	json_decref(keep);
+	free(cut);
+}
+
 static void test_cut_sparse(void **state)
 {
 	struct health_config cfg;
@@ -353,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_disk_many),
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_cut_sparse),
+		cmocka_unit_test(test_kmsg_blind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
