@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# Redfish query parameters. $select: kilnd's power reads ask
-# ?$select=PowerState,BootProgress only where the service root advertises SelectQuery (and
+# Redfish query parameters. $select: kilnd's power reads ask ?$select=PowerState,BootProgress
+# and the system's Status and summaries only where the service root advertises SelectQuery (and
 # fall back for good on a refusal), and kiln-bmcsim's
 # $select answers hold what DSP0266 asks (the @odata annotations plus the selected
 # properties), checked on its records. $expand: a first contact asks Systems?$expand=. where
@@ -47,10 +47,10 @@ all_on() { [ "$(echo "$OUT" | jq -r '[.[] | .power] | unique | join(",")')" = on
 R=/redfish/v1/ C=/redfish/v1/Systems S=/redfish/v1/Systems/sys0
 
 # 1. The root advertises SelectQuery: discovery reads the system once, then every read asks
-# for PowerState and BootProgress only.
+# for PowerState, BootProgress and what the parts' rollups need only.
 power_reads --select-query on
-P='$select=PowerState,BootProgress'
-check "advertised: the steady reads ask \$select=PowerState,BootProgress" \
+P='$select=PowerState,BootProgress,Status,MemorySummary,ProcessorSummary,Memory,Processors,Storage'
+check "advertised: the steady reads ask \$select=PowerState,BootProgress,..." \
 	$([ "$GETS" = "$S 200;$S?$P 200;$S?$P 200;$S?$P 200" ] &&
 	  [ "$SELECTED" = 3 ] && all_on && echo 0 || echo 1) "GETs '$GETS', selected $SELECTED, out $OUT"
 
@@ -155,7 +155,7 @@ check "advertised but ignored: the member link is followed" \
 # 11. $expand with $select (as iDRAC 9 and iLO advertise both): the expanded first contact, then
 # the selected reads.
 power_reads --expand-query on --select-query on
-check "with \$select: expanded first contact, then \$select=PowerState,BootProgress" \
+check "with \$select: expanded first contact, then \$select=PowerState,..." \
 	$([ "$ALL_GETS" = "$R 200;$C?\$expand=. 200;$S?$P 200;$S?$P 200;$S?$P 200" ] &&
 	  all_on && echo 0 || echo 1) "GETs '$ALL_GETS', out $OUT"
 

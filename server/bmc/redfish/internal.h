@@ -104,6 +104,10 @@ struct redfish_bmc {
 	int clock_known;                       /* the manager's DateTime was read (parts.c) */
 	int64_t clock_skew_s;                  /* its clock less kilnd's */
 	int64_t clock_read_ms;                 /* when (rf_now_ms) */
+	json_t *system_doc;                    /* the system as the last power read had it
+						* (Status, summaries, links: parts.c reads the
+						* rollups from it instead of a GET of its own) */
+	int64_t system_doc_ms;                 /* when (rf_now_ms) */
 	char *bmc_firmware, *bmc_model;
 	struct rf_chassis *chassis;
 	size_t nchassis;

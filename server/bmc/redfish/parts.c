@@ -265,19 +265,26 @@ static void push_collection(struct rf_op *op, const char *path, rf_handler h)
 		rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, h);
 }
 
+/* The system's rollups, and the members of what is not OK. */
+static void system_parts(struct rf_op *op, const json_t *sys)
+{
+	int want = rf_parts_from_system(json_object_get(op->scratch, "rollups"), sys);
+
+	if (want & RF_PARTS_MEMORY)
+		push_collection(op, rf_link(sys, "Memory"), on_memory_coll);
+	if (want & RF_PARTS_PROCESSORS)
+		push_collection(op, rf_link(sys, "Processors"), on_processor_coll);
+	if (want & RF_PARTS_STORAGE)
+		push_collection(op, rf_link(sys, "Storage"), on_storage_coll);
+}
+
 static int on_system(struct rf_op *op, const struct rf_reply *r)
 {
-	int ok = rf_reply_usable(r, skipped(op)), want;
+	int ok = rf_reply_usable(r, skipped(op));
 
 	if (ok <= 0)
 		return ok;
-	want = rf_parts_from_system(json_object_get(op->scratch, "rollups"), r->json);
-	if (want & RF_PARTS_MEMORY)
-		push_collection(op, rf_link(r->json, "Memory"), on_memory_coll);
-	if (want & RF_PARTS_PROCESSORS)
-		push_collection(op, rf_link(r->json, "Processors"), on_processor_coll);
-	if (want & RF_PARTS_STORAGE)
-		push_collection(op, rf_link(r->json, "Storage"), on_storage_coll);
+	system_parts(op, r->json);
 	return 0;
 }
 
@@ -298,12 +305,20 @@ static int on_manager(struct rf_op *op, const struct rf_reply *r)
 	return 0;
 }
 
+/* A power read this recent stands for the system's state (the poller's chain reads power,
+ * then sensors, within the same interval). */
+#define SYSTEM_DOC_FRESH_MS 60000
+
 void rf_parts_start(struct rf_op *op)
 {
 	struct redfish_bmc *b = op->bmc;
 
 	json_object_set_new(op->scratch, "rollups", json_array());
-	if (b->system)
+	/* the power read before this one (the poller's chain) had the system: no second GET */
+	if (b->system_doc && json_object_get(b->system_doc, "Status") &&
+	    rf_now_ms() - b->system_doc_ms < SYSTEM_DOC_FRESH_MS)
+		system_parts(op, b->system_doc);
+	else if (b->system)
 		rf_push(op, "GET", b->system, NULL, RF_ALLOW_ERROR, on_system);
 	if (b->manager && (b->clock_read_ms == 0 || rf_now_ms() - b->clock_read_ms >= CLOCK_EVERY_MS))
 		rf_push(op, "GET", b->manager, NULL, RF_ALLOW_ERROR, on_manager);

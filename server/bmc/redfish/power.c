@@ -201,6 +201,10 @@ void rf_power_read_system(struct rf_op *op, const json_t *sys)
 	json_object_set_new(op->data, "power", json_string(bmc_power_name(rf_power_parse(raw))));
 	json_object_set_new(op->data, "power_state", raw ? json_string(raw) : json_null());
 	rf_boot_progress_read(op->data, sys);
+	/* kept for the sensors read that follows: its parts' rollups need no GET of their own */
+	json_decref(op->bmc->system_doc);
+	op->bmc->system_doc = json_deep_copy(sys);
+	op->bmc->system_doc_ms = rf_now_ms();
 }
 
 /* BootProgress as vendors fill it: LastState alone (iDRAC 9), with LastBootTimeSeconds (iLO
@@ -300,7 +304,9 @@ int rf_power_start(struct rf_op *op)
 		/* "$" and "," are legal in a query (RFC 3986 sub-delims): written as DSP0266's
 		 * examples write them */
 		char path[1024];
-		int n = snprintf(path, sizeof(path), "%s%c$select=PowerState,BootProgress", b->system,
+		int n = snprintf(path, sizeof(path),
+				 "%s%c$select=PowerState,BootProgress,Status,MemorySummary,"
+				 "ProcessorSummary,Memory,Processors,Storage", b->system,
 				 strchr(b->system, '?') ? '&' : '?');
 		if (n > 0 && (size_t)n < sizeof(path)) {
 			rf_push(op, "GET", path, NULL, RF_ALLOW_ERROR, on_selected);

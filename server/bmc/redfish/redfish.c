@@ -372,6 +372,7 @@ static void bmc_free(struct redfish_bmc *b)
 	rf_session_forget(b);
 	rf_bmc_forget_discovery(b);
 	free(b->log_seen);
+	json_decref(b->system_doc);
 	free(b);
 }
 
