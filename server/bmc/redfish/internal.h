@@ -104,9 +104,9 @@ struct redfish_bmc {
 	int clock_known;                       /* the manager's DateTime was read (parts.c) */
 	int64_t clock_skew_s;                  /* its clock less kilnd's */
 	int64_t clock_read_ms;                 /* when (rf_now_ms) */
-	json_t *system_doc;                    /* the system as the last power read had it
-						* (Status, summaries, links: parts.c reads the
-						* rollups from it instead of a GET of its own) */
+	json_t *system_doc;                    /* the last power read's system, digested
+						* (rf_system_digest: parts.c reads the rollups
+						* from it instead of a GET of its own) */
 	int64_t system_doc_ms;                 /* when (rf_now_ms) */
 	char *bmc_firmware, *bmc_model;
 	struct rf_chassis *chassis;
@@ -422,6 +422,9 @@ int rf_function_is_gpu(const json_t *fn);
  * which members to read (RF_PARTS_* bits): those under a rollup that is not OK. */
 enum { RF_PARTS_MEMORY = 1, RF_PARTS_PROCESSORS = 2, RF_PARTS_STORAGE = 4 };
 int rf_parts_from_system(json_t *rollups, const json_t *sys);
+/* What of a ComputerSystem the parts read needs, small whatever the BMC sent: Status and the
+ * summaries' (Health, HealthRollup) and the Memory, Processors and Storage links. */
+json_t *rf_system_digest(const json_t *sys);
 /* A Memory, Processor or Drive resource (type "memory", "processor", "drive", "storage"):
  * appends a sensor row {"name","kind":"part","part","id","location","health"} when the BMC
  * rates it Warning or Critical (never an absent one); a Processor of ProcessorType GPU is

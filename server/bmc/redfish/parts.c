@@ -34,6 +34,46 @@ static int summary_bad(const json_t *sys, const char *summary)
 	return not_ok(status_of(s, "HealthRollup")) || not_ok(status_of(s, "Health"));
 }
 
+/* A short string of obj[key] (a BMC's words, capped), else NULL. */
+static const char *short_str(const json_t *v)
+{
+	const char *s = json_string_value(v);
+
+	return s && strlen(s) < 256 ? s : NULL;
+}
+
+/* Status {Health, HealthRollup} of obj, as short strings only. */
+static json_t *status_digest(const json_t *obj)
+{
+	json_t *st = json_object_get(obj, "Status"), *out = json_object();
+	const char *keys[] = { "Health", "HealthRollup" };
+
+	for (size_t i = 0; out && i < 2; i++) {
+		const char *v = short_str(json_object_get(st, keys[i]));
+
+		if (v)
+			json_object_set_new(out, keys[i], json_string(v));
+	}
+	return json_pack("{s:o*}", "Status", out);
+}
+
+json_t *rf_system_digest(const json_t *sys)
+{
+	json_t *d = status_digest(sys);
+	const char *sums[] = { "MemorySummary", "ProcessorSummary" };
+	const char *links[] = { "Memory", "Processors", "Storage" };
+
+	for (size_t i = 0; d && i < 2; i++)
+		json_object_set_new(d, sums[i], status_digest(json_object_get(sys, sums[i])));
+	for (size_t i = 0; d && i < 3; i++) {
+		const char *l = rf_link(sys, links[i]);
+
+		if (l && strlen(l) < 512)
+			json_object_set_new(d, links[i], json_string(l));
+	}
+	return d;
+}
+
 int rf_parts_from_system(json_t *rollups, const json_t *sys)
 {
 	const char *rollup = status_of(sys, "HealthRollup");

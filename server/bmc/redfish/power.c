@@ -203,7 +203,7 @@ void rf_power_read_system(struct rf_op *op, const json_t *sys)
 	rf_boot_progress_read(op->data, sys);
 	/* kept for the sensors read that follows: its parts' rollups need no GET of their own */
 	json_decref(op->bmc->system_doc);
-	op->bmc->system_doc = json_deep_copy(sys);
+	op->bmc->system_doc = rf_system_digest(sys);
 	op->bmc->system_doc_ms = rf_now_ms();
 }
 
