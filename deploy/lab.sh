@@ -259,11 +259,11 @@ add_node() {
 	# A healthy lab: the fixture's NVML Xid events are left out, and but for gpu03 its GPU
 	# ECC errors and pending row remap (gpu03 keeps those and its kernel log's Xids so that
 	# the status shows what a GPU fallen off the bus and a failing GPU memory look like).
-	# Only gpu05 trains (its GPU compute processes refuse a power cycle without --drain or
+	# Only gpu08 trains (its GPU compute processes refuse a power cycle without --drain or
 	# --force); the other nodes are idle.
 	if [ "$name" = gpu03 ]; then
 		grep -Ev 'xid_events|^gpu\.0\.processes' "$REPO/tests/fake-nvml/configs/$nvml.conf"
-	elif [ "$name" = gpu05 ]; then
+	elif [ "$name" = gpu08 ]; then
 		grep -Ev 'xid_events|^gpu\.[0-9]+\.(ecc|remap)_' "$REPO/tests/fake-nvml/configs/$nvml.conf"
 	else
 		grep -Ev 'xid_events|^gpu\.[0-9]+\.(ecc|remap)_|^gpu\.0\.processes' \

@@ -43,6 +43,14 @@ eval "$(grep '^export KILN_' "$KILN_TEST_TMP/up.out")"
 kinds=$("$KILN" node list -o json | jq -r '[.[].bmc | split(":")[0]] | unique | join(",")')
 same "Redfish and IPMI BMCs in the lab" "$kinds" "ipmi,redfish+http"
 
+# the node the README says trains shows its work, and refuses a cycle for it
+works() { "$KILN" status gpu08 -o json | jq -r '.[0].work' | grep -qE '^[0-9]+ procs?$'; }
+wait_for "gpu08 shows its training process in WORK" 60 works
+"$KILN" power cycle gpu08 --yes >"$KILN_TEST_TMP/busy.out" 2>&1
+same "kiln power cycle gpu08 is refused for its work (exit 1)" "$?" 1
+grep -q 'gpu process' "$KILN_TEST_TMP/busy.out"
+check "the refusal names the process" $? "$(cat "$KILN_TEST_TMP/busy.out")"
+
 # the lab's two hardware faults, each with what will fix it in kiln status
 reason_of() { "$KILN" status "$1" -o json | jq -r --arg p "$2" '.[0].reasons[] | select(startswith($p))'; }
 throttled() { reason_of gpu02 "throttle: gpu 3 " | grep -q 'hw_thermal_slowdown: SM 1005 of 1980 MHz.*\[needs hardware inspection\]$'; }
