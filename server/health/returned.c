@@ -79,9 +79,12 @@ int health_boot_faults_note(struct health_boot_faults *b, const struct health_re
 		size_t len = strlen(b->kinds);
 
 		/* a reboot-class fault, or one escalated for coming back; not a reboot that a
-		 * driver update asks for, which every update asks again */
+		 * driver update asks for, which every update asks again; not a kernel alarm,
+		 * whose rule knows each alarm's kind and boot and says itself when the same one
+		 * is back (host_rules.c): "kernel" here would lump a hung task with a lockup */
 		if (r->repairs[i] == HEALTH_REPAIR_NONE || listed(b->kinds, kind) ||
 		    strcmp(kind, "driver_mismatch") == 0 || strcmp(kind, "reboot_pending") == 0 ||
+		    strcmp(kind, "kernel") == 0 ||
 		    (r->repairs[i] == HEALTH_REPAIR_INSPECTION && !strstr(r->reasons[i],
 									  HEALTH_RETURNED_TEXT)))
 			continue;

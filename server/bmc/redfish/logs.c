@@ -327,16 +327,15 @@ static int entry_old(struct rf_log_ids *ids, const char *id, const char *created
 {
 	uint64_t h = rf_log_entry_hash(id, created);
 
-	if (ids->by_arrival) {
-		kept_mark(ids->kept, h);
+	/* what this read lists is the next read's "before", whichever way it is told old */
+	kept_mark(ids->kept, h);
+	if (ids->by_arrival)
 		return ids->nbefore > 0 &&
 		       bsearch(&h, ids->before, ids->nbefore, sizeof(h), hash_cmp) != NULL;
-	}
 	/* the first read of this process (after a restart): by time, as the poller's cursor
-	 * says. What it lists is the next read's "before" all the same: an entry older than
-	 * the cursor is not asked for again (an old log service kiln did not store) */
-	kept_mark(ids->kept, h);
-	/* an entry without a time cannot be told old: the caller's dedup decides */
+	 * says (an entry older than the cursor is not asked for again: an old log service
+	 * kiln did not store); an entry without a time cannot be told old: the caller's
+	 * dedup decides */
 	return since > 0 && ts > 0 && ts < since;
 }
 

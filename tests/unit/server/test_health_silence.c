@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,6 +193,15 @@ static void test_fault_back_after_reboot(void **state)
 	f.xids[0] = 13;
 	health_evaluate(&res, &f, &cfg);
 	assert_int_equal(res.repair, HEALTH_REPAIR_REBOOT);
+	/* a kernel alarm is its rule's to escalate (per alarm kind): never noted here */
+	{
+		struct health_result k = { .nreasons = 1, .repairs = { HEALTH_REPAIR_REBOOT } };
+
+		snprintf(k.reasons[0], sizeof(k.reasons[0]), "kernel: hung task: INFO: task "
+			 "jbd2:512 blocked for more than 122 seconds. [reboot may clear it]");
+		assert_int_equal(health_boot_faults_note(&b, &k), 0);
+		assert_null(strstr(b.kinds, "kernel"));
+	}
 	/* the same boot id again is no reboot */
 	assert_int_equal(health_boot_faults_rotate(&b, "boot-b", NOW), 0);
 	assert_int_equal(health_boot_faults_rotate(&b, NULL, NOW), 0);
