@@ -8,6 +8,7 @@
 
 #include "agents/ingest_internal.h"
 #include "health/event_limit.h"
+#include "health/health.h"
 #include "kiln/error.h"
 
 /* --- events -------------------------------------------------------------------------- */
@@ -93,23 +94,8 @@ int ingest_xid_events(struct ingest_events *x, json_t *xids)
 	return 0;
 }
 
-/* The kernel's alarms (the agent's kernel_alarms.h kinds): what an operator reads, and how
- * bad (as host_rules.c judges them: the machine stalled or failed is critical). */
-static const struct {
-	const char *kind, *name;
-	enum event_severity sev;
-} kernel_kinds[] = {
-	{ "soft_lockup", "soft lockup", SEV_CRITICAL },
-	{ "hard_lockup", "hard lockup", SEV_CRITICAL },
-	{ "hung_task", "hung task", SEV_WARNING },
-	{ "rcu_stall", "RCU stall", SEV_CRITICAL },
-	{ "machine_check", "machine check", SEV_CRITICAL },
-	{ "oom_kill", "OOM kill", SEV_WARNING },
-	{ "panic", "panic", SEV_CRITICAL },
-	{ "oops", "oops", SEV_CRITICAL },
-	{ "fs_readonly", "filesystem read-only", SEV_CRITICAL },
-};
-
+/* The kernel's alarms (the agent's kernel_alarms.h kinds), named and graded as the health
+ * rule names and grades them (host_rules.c). */
 int ingest_kernel_events(struct ingest_events *x, json_t *alarms)
 {
 	size_t i;
@@ -120,17 +106,13 @@ int ingest_kernel_events(struct ingest_events *x, json_t *alarms)
 		const char *kind = json_string_value(json_object_get(o, "kind"));
 		const char *msg = json_string_value(json_object_get(o, "message"));
 		json_t *seq = json_object_get(o, "seq"), *tus = json_object_get(o, "time_us");
-		enum event_severity sev = SEV_WARNING;
-		const char *name = kind;
+		enum health_level level;
+		const char *name;
 		char key[256];
 
 		if (!kind || !msg)
 			continue;
-		for (size_t k = 0; k < sizeof(kernel_kinds) / sizeof(kernel_kinds[0]); k++)
-			if (strcmp(kernel_kinds[k].kind, kind) == 0) {
-				name = kernel_kinds[k].name;
-				sev = kernel_kinds[k].sev;
-			}
+		name = health_kernel_alarm_name(kind, &level);
 		/* one event per kernel log line: its sequence number within this boot (a report
 		 * sent again, or read again by a restarted agent, is the same line) */
 		if (json_is_integer(seq))
@@ -140,7 +122,8 @@ int ingest_kernel_events(struct ingest_events *x, json_t *alarms)
 			snprintf(key, sizeof(key), "kernel:%s:%" JSON_INTEGER_FORMAT ":%016llx", x->boot,
 				 json_is_integer(tus) ? json_integer_value(tus) : -1,
 				 (unsigned long long)ingest_fnv1a(msg));
-		rc = ingest_emit(x, sev, "kernel", key, "%s: %.400s", name, msg);
+		rc = ingest_emit(x, level == HEALTH_CRITICAL ? SEV_CRITICAL : SEV_WARNING, "kernel",
+				 key, "%s: %.400s", name, msg);
 		if (rc < 0)
 			return rc;
 	}

@@ -283,6 +283,10 @@ enum health_level health_gpu_verdict(char *out, size_t len, const struct health_
  * an OEM state); a BMC log line that says a boot began ("System Boot Initiated", iDRAC's
  * "System CPU Resetting.", iLO's "Server reset."...). */
 int health_boot_state_booting(const char *state);
+
+/* host_rules.c: a kernel alarm kind of the agent's ("soft_lockup") as the reasons word it
+ * ("soft lockup"; an unknown kind as it is), and its level (*level, may be NULL). */
+const char *health_kernel_alarm_name(const char *kind, enum health_level *level);
 int health_boot_log_line(const char *message);
 
 /* Xids that mean the GPU or the node needs attention now: 48, 62, 64, 74, 79, 94, 95, 119,

@@ -43,10 +43,19 @@ static const struct kernel_kind unknown_kind = { NULL, NULL, HEALTH_WARNING, HEA
 
 static const struct kernel_kind *kind_of(const char *kind)
 {
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+	for (size_t i = 0; kind && i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (strcmp(kinds[i].kind, kind) == 0)
 			return &kinds[i];
 	return &unknown_kind;
+}
+
+const char *health_kernel_alarm_name(const char *kind, enum health_level *level)
+{
+	const struct kernel_kind *k = kind_of(kind);
+
+	if (level)
+		*level = k->level;
+	return k->name ? k->name : kind;
 }
 
 /* ---- the cut ---------------------------------------------------------------------------
