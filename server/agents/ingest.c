@@ -610,11 +610,22 @@ static enum metrics_ingest item_result(const struct ingest_item *it)
 	return it->duplicate ? METRICS_INGEST_DUPLICATE : METRICS_INGEST_STORED;
 }
 
-/* ingest_batch, with the writer's cache (or none): the entries of the committed reports
- * replace the nodes' old ones after the commit; a failed commit drops them. */
-static int batch_run(struct store *st, struct prev_cache *cache, struct ingest_item **items,
-		     size_t n)
+/* The nodes of a batch, for their locks (store_begin_nodes); NULL when out of memory. */
+static int64_t *batch_nodes(struct ingest_item **items, size_t n)
 {
+	int64_t *ids = malloc((n ? n : 1) * sizeof(*ids));
+
+	for (size_t i = 0; ids && i < n; i++)
+		ids[i] = items[i]->node_id;
+	return ids;
+}
+
+/* One try of batch_run: in one transaction of the batch's nodes (nodes_only), or of every
+ * writer (store_begin), which tells which report a failure belongs to. */
+static int batch_try(struct store *st, struct prev_cache *cache, struct ingest_item **items,
+		     size_t n, int nodes_only)
+{
+	int64_t *ids = NULL;
 	size_t i;
 	int rc;
 
@@ -624,7 +635,11 @@ static int batch_run(struct store *st, struct prev_cache *cache, struct ingest_i
 		items[i]->error[0] = '\0';
 		items[i]->field[0] = '\0';
 	}
-	if ((rc = store_begin(st)) < 0)
+	if (nodes_only && !(ids = batch_nodes(items, n)))
+		nodes_only = 0;
+	rc = nodes_only ? store_begin_nodes(st, ids, n) : store_begin(st);
+	free(ids);
+	if (rc < 0)
 		goto fail;
 	for (i = 0; i < n; i++) {
 		kiln_error_clear();
@@ -656,6 +671,22 @@ fail:
 		}
 	}
 	return rc;
+}
+
+/*
+ * ingest_batch, with the writer's cache (or none): the entries of the committed reports
+ * replace the nodes' old ones after the commit; a failed commit drops them. First in a
+ * transaction of the batch's nodes alone (on PostgreSQL: no wait on other kilnd writing
+ * other nodes, writes pipelined); when that fails as a whole (a pipelined write failed, and
+ * with it the rest), once more in an ordinary one, where each report's failure is its own.
+ */
+static int batch_run(struct store *st, struct prev_cache *cache, struct ingest_item **items,
+		     size_t n)
+{
+	if (batch_try(st, cache, items, n, 1) == 0)
+		return 0;
+	kiln_error_clear();
+	return batch_try(st, cache, items, n, 0);
 }
 
 int ingest_batch(struct store *st, struct ingest_item **items, size_t n)
@@ -742,6 +773,7 @@ static void *writer_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&writer.lock);
 	for (;;) {
+		int64_t trips;
 		size_t n = 0;
 
 		while (!writer.head && !writer.stopping)
@@ -762,8 +794,10 @@ static void *writer_main(void *arg)
 		/* A batch that waits long on the store, or fails, is kilnd not receiving: no
 		 * agent's silence meanwhile is its own (receive_gap.h). */
 		receive_gap_ingest_busy(time(NULL), 0);
+		trips = store_round_trips(st);
 		if (batch_run(st, &writer.prev, batch, n) < 0)
 			receive_gap_mark(time(NULL));
+		metrics_ingest_round_trips_add(store_round_trips(st) - trips);
 		receive_gap_ingest_busy(0, time(NULL));
 		/* Each answer goes out only now: the commit (or its failure) is final. */
 		for (size_t i = 0; i < n; i++) {

@@ -30,6 +30,7 @@ static struct {
 	atomic_uint_fast64_t ingest[METRICS_INGEST_KINDS];
 	atomic_uint_fast64_t remediation[METRICS_REMEDIATION_KINDS];
 	atomic_int_fast64_t ingest_queue;
+	atomic_uint_fast64_t ingest_round_trips;
 } counters;
 
 static int error_kind(int rc)
@@ -72,6 +73,13 @@ void metrics_remediation_count(enum metrics_remediation what)
 {
 	if ((unsigned)what < METRICS_REMEDIATION_KINDS)
 		atomic_fetch_add_explicit(&counters.remediation[what], 1, memory_order_relaxed);
+}
+
+void metrics_ingest_round_trips_add(int64_t n)
+{
+	if (n > 0)
+		atomic_fetch_add_explicit(&counters.ingest_round_trips, (uint_fast64_t)n,
+					  memory_order_relaxed);
 }
 
 void metrics_ingest_queue_set(int64_t depth)
@@ -138,6 +146,11 @@ int metrics_counters_write(struct expo *e)
 		if ((rc = expo_sample(f, NULL, l, (double)load(&counters.ingest[k]))) < 0)
 			return rc;
 	}
+	if ((rc = expo_family(e, &f, "kiln_ingest_store_round_trips_total", EXPO_COUNTER,
+			      "Round trips to the database server the ingest writer made (0 on "
+			      "SQLite, which runs in kilnd).")) < 0 ||
+	    (rc = expo_sample(f, NULL, NULL, (double)load(&counters.ingest_round_trips))) < 0)
+		return rc;
 	if ((rc = expo_family(e, &f, "kiln_ingest_queue_reports", EXPO_GAUGE,
 			      "Agent reports waiting for the ingest writer.")) < 0 ||
 	    (rc = expo_sample(f, NULL, NULL,

@@ -23,6 +23,8 @@ enum metrics_remediation { METRICS_REMEDIATION_STARTED = 0, METRICS_REMEDIATION_
 void metrics_poll_observe(enum metrics_protocol proto, double seconds, int rc);
 void metrics_ingest_count(enum metrics_ingest result);
 void metrics_remediation_count(enum metrics_remediation what);
+/* Round trips to the database server the ingest writer made (store_round_trips()). */
+void metrics_ingest_round_trips_add(int64_t n);
 /* The ingest writer's queue: reports waiting now. */
 void metrics_ingest_queue_set(int64_t depth);
 

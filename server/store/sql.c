@@ -101,6 +101,16 @@ int64_t sql_exec(struct store *st, const struct sql_stmt *q, const struct sql_ar
 	return ret < 0 ? ret : changes;
 }
 
+int sql_write(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n)
+{
+	int64_t ret;
+
+	if (st->be->write)
+		return st->be->write(st, q, args, n);
+	ret = sql_exec(st, q, args, n);
+	return ret < 0 ? (int)ret : 0;
+}
+
 /* The first row's callback, then a stop. */
 struct first {
 	sql_row_fn fn;

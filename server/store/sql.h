@@ -113,6 +113,10 @@ int sql_run(struct store *st, const struct sql_stmt *q, const struct sql_arg *ar
 /* A write: the number of rows it changed, or an error. */
 int64_t sql_exec(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
 		 size_t n);
+/* A write whose count the caller does not need: 0 or an error. Inside store_begin_nodes()
+ * on PostgreSQL it is sent without waiting, and a failure shows at a later statement or at
+ * the commit (store.h). */
+int sql_write(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n);
 /* The first row only (fn called once): 1 when there was one, 0 when none, or an error. */
 int sql_one(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n,
 	    sql_row_fn fn, void *ctx);

@@ -101,6 +101,13 @@ int store_begin(struct store *st)
 	return st->be->begin(st);
 }
 
+int store_begin_nodes(struct store *st, const int64_t *node_ids, size_t n)
+{
+	if (!st->be->begin_nodes)
+		return st->be->begin(st);
+	return st->be->begin_nodes(st, node_ids, n);
+}
+
 int store_commit(struct store *st)
 {
 	return st->be->commit(st);
@@ -129,6 +136,11 @@ void store_rollback_to(struct store *st)
 	snprintf(msg, sizeof(msg), "%s", kiln_error_last());
 	st->be->rollback_to(st);
 	kiln_fail(KILN_ERROR, "%s", msg);
+}
+
+int64_t store_round_trips(struct store *st)
+{
+	return st->be->round_trips ? st->be->round_trips(st) : 0;
 }
 
 int store_wal_checkpoint(struct store *st)

@@ -830,6 +830,21 @@ int store_console_capture_list(struct store *st, char ***out, size_t *out_count)
  * transaction (multi-statement writes use savepoints, so they nest). */
 
 int store_begin(struct store *st);
+/*
+ * A write transaction that writes only the given nodes' own rows (their agents' reports):
+ * on SQLite, store_begin(). On PostgreSQL it does not queue on the writers' lock: it holds it
+ * shared (a store_begin() transaction still runs alone) and locks each node, so that two
+ * kilnd writing different nodes do not wait on each other and two writing one node take
+ * turns; and its writes whose count nobody reads (sql_write()) are pipelined: sent without
+ * waiting, their answers read with the next statement that waits or at the commit. A
+ * pipelined write that fails fails every later statement and the commit, which rolls back
+ * (its message names the write): redo the work in a store_begin() transaction to know
+ * which part failed.
+ */
+int store_begin_nodes(struct store *st, const int64_t *node_ids, size_t n);
+/* The round trips this handle made to the database server so far: each statement waited
+ * for, and each pipeline sync (0 on SQLite, which runs in kilnd). */
+int64_t store_round_trips(struct store *st);
 int store_commit(struct store *st);
 int store_rollback(struct store *st);
 

@@ -242,12 +242,12 @@ int store_agent_state_get(struct store *st, struct agent_state *out, int64_t nod
 
 int store_agent_state_put(struct store *st, const struct agent_state *a)
 {
-	int64_t ret;
+	int ret;
 
 	if (!a->report_id || !a->report)
 		return kiln_fail(KILN_EINVAL, "store: agent state without report id or report");
 	/* The version facts live in node_agent_summary (below): audit_facts (?20) is NULL. */
-	ret = sql_exec(st, &STATE_PUT,
+	ret = sql_write(st, &STATE_PUT,
 		       SQL_ARGS(SQL_INT(a->node_id), SQL_TEXT(a->report_id), SQL_INT(a->last_seen),
 				SQL_INT(a->report_time), SQL_TEXT(a->boot_id), SQL_TEXT(a->hostname),
 				SQL_TEXT(a->machine_id), SQL_TEXT(a->os), SQL_TEXT(a->kernel),
@@ -264,13 +264,13 @@ int store_agent_state_put(struct store *st, const struct agent_state *a)
 		return kiln_fail(KILN_ENOTFOUND, "store: agent state for node id %lld: no such node",
 				 (long long)a->node_id);
 	if (ret < 0)
-		return (int)ret;
-	ret = sql_exec(st, &SUMMARY_PUT,
+		return ret;
+	ret = sql_write(st, &SUMMARY_PUT,
 		       SQL_ARGS(SQL_INT(a->node_id), SQL_INT(a->gpu_count_max),
 				SQL_REAL(a->gpu_hottest_c), SQL_REAL(a->gpu_power_w),
 				SQL_TEXT(a->audit_facts ? a->audit_facts : a->report),
 				SQL_REAL(a->gpu_utilization_avg_pct), SQL_TEXT(a->gpu_processes)));
-	return ret < 0 ? (int)ret : 0;
+	return ret;
 }
 
 int store_agent_state_list(struct store *st, struct agent_state **out, size_t *out_count)
@@ -373,8 +373,11 @@ int store_agent_gpus_get(struct store *st, struct agent_gpu **out, size_t *out_c
 /* Writes one GPU row: a new one, or (update) the stored row of its index, which must exist. */
 static int gpu_write(struct store *st, int64_t node_id, const struct agent_gpu *g, int update)
 {
-	int64_t n = sql_exec(st, update ? &GPU_UPDATE : &GPU_INSERT, GPU_ARGS(node_id, g));
+	int64_t n;
 
+	if (!update) /* a new row: nothing to count */
+		return sql_write(st, &GPU_INSERT, GPU_ARGS(node_id, g));
+	n = sql_exec(st, &GPU_UPDATE, GPU_ARGS(node_id, g));
 	if (n < 0)
 		return (int)n;
 	if (update && n != 1)
@@ -476,7 +479,7 @@ static int gpus_replace(struct store *st, int64_t node_id, const struct agent_gp
 
 	if ((ret = store_savepoint(st)) < 0)
 		return (int)ret;
-	if ((ret = sql_exec(st, &GPUS_DELETE, SQL_ARGS(SQL_INT(node_id)))) < 0)
+	if ((ret = sql_write(st, &GPUS_DELETE, SQL_ARGS(SQL_INT(node_id)))) < 0)
 		goto fail;
 	for (size_t i = 0; i < count; i++)
 		if ((ret = gpu_write(st, node_id, &gpus[i], 0)) < 0)
@@ -529,9 +532,15 @@ int store_agent_gpus_update(struct store *st, int64_t node_id, const struct agen
 			return ret;
 		written = count;
 	} else {
+		size_t i = 0;
+
+		while (i < count && gpu_same(&gpus[i], &prev[i]))
+			i++;
+		if (i == count) /* the usual report: no GPU row changes, no statement */
+			goto done;
 		if ((ret = store_savepoint(st)) < 0)
 			return ret;
-		for (size_t i = 0; i < count; i++) {
+		for (; i < count; i++) {
 			if (gpu_same(&gpus[i], &prev[i]))
 				continue;
 			if ((ret = gpu_write(st, node_id, &gpus[i], 1)) < 0) {
@@ -545,6 +554,7 @@ int store_agent_gpus_update(struct store *st, int64_t node_id, const struct agen
 			return ret;
 		}
 	}
+done:
 	if (out_written)
 		*out_written = written;
 	return 0;
@@ -586,7 +596,7 @@ static const struct sql_stmt COUNT_SEEN = {
 
 int store_agent_history_insert(struct store *st, const struct agent_history_row *h)
 {
-	int64_t ret = sql_exec(
+	int ret = sql_write(
 		st, &HISTORY_INSERT,
 		SQL_ARGS(SQL_INT(h->node_id), SQL_INT(h->time), SQL_INT(h->received_at),
 			 SQL_TEXT(h->report_id), SQL_TEXT(h->boot_id), SQL_TEXT(h->nvidia_status),
@@ -596,7 +606,7 @@ int store_agent_history_insert(struct store *st, const struct agent_history_row 
 			 SQL_INT_KNOWN(h->ecc_uncorrected), SQL_INT(h->xid_count),
 			 SQL_TEXT(h->gpus)));
 
-	return ret < 0 ? (int)ret : 0;
+	return ret;
 }
 
 int store_agent_history_prune(struct store *st, int64_t before, int limit, int *out_deleted)

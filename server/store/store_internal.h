@@ -169,7 +169,12 @@ struct store_backend {
 	double (*col_real)(const struct sql_row *r, int col);
 	const char *(*col_text)(const struct sql_row *r, int col);
 	const void *(*col_blob)(const struct sql_row *r, int col, size_t *len);
+	/* sql_write(): a write whose count nobody reads; NULL: run does it */
+	int (*write)(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
+		     size_t n);
 	int (*begin)(struct store *st); /* takes the write lock now */
+	/* store_begin_nodes(); NULL: begin does it */
+	int (*begin_nodes)(struct store *st, const int64_t *ids, size_t n);
 	int (*commit)(struct store *st);
 	int (*rollback)(struct store *st); /* 0 when no transaction is open */
 	int (*savepoint)(struct store *st);
@@ -188,6 +193,7 @@ struct store_backend {
 			     void (*fn)(void *ud, const char *channel, const char *payload),
 			     void *ud);
 	void (*close)(struct store *st);
+	int64_t (*round_trips)(struct store *st); /* NULL: none (SQLite runs in kilnd) */
 };
 
 struct sql_row {

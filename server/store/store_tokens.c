@@ -151,10 +151,10 @@ int store_token_insert(struct store *st, int64_t *out_id, const char *name, enum
 static int touch(struct store *st, const struct sql_stmt *q, int64_t id)
 {
 	int64_t now = store_now(st);
-	int64_t ret = sql_exec(st, q,
-			       SQL_ARGS(SQL_INT(now), SQL_INT(id), SQL_INT(now - TOUCH_INTERVAL_S)));
+	int ret = sql_write(st, q, SQL_ARGS(SQL_INT(now), SQL_INT(id),
+					    SQL_INT(now - TOUCH_INTERVAL_S)));
 
-	return ret < 0 && ret != KILN_EBUSY ? (int)ret : 0;
+	return ret < 0 && ret != KILN_EBUSY ? ret : 0;
 }
 
 int store_token_lookup(struct store *st, struct api_token *out, const unsigned char hash[32])

@@ -52,16 +52,23 @@ bench_idle_share() {
 		d = y[2] - x[2]; printf("%.0f %%", (d > 0 ? (y[1] - x[1]) * 100 / d : 0)) }'
 }
 
-# bench_pg_lock_sample CONNINFO OUT: until killed, every 200 ms appends to OUT how many
-# sessions hold and how many wait for an advisory lock (kiln's writers' lock), "held waiting".
+# bench_pg_lock_sample CONNINFO OUT: until killed, every 200 ms appends to OUT, for kiln's
+# writers' lock (the advisory key 7305874131: classid 1, objid 3010906835), the sessions that
+# hold it exclusively (store_begin), hold it shared (store_begin_nodes) and wait for it, and
+# the per-node locks held (two-key advisory locks): "exclusive shared waiting nodes".
 bench_pg_lock_sample() {
 	while sleep 0.2; do
-		psql "$1" -qAt -F' ' -c "SELECT count(*) FILTER (WHERE granted),
-			count(*) FILTER (WHERE NOT granted) FROM pg_locks WHERE locktype = 'advisory'" \
-			>>"$2" 2>/dev/null || true
+		psql "$1" -qAt -F' ' -c "SELECT
+			count(*) FILTER (WHERE w AND granted AND mode = 'ExclusiveLock'),
+			count(*) FILTER (WHERE w AND granted AND mode = 'ShareLock'),
+			count(*) FILTER (WHERE w AND NOT granted),
+			count(*) FILTER (WHERE objsubid = 2 AND granted)
+			FROM (SELECT *, objsubid = 1 AND classid = 1 AND objid = 3010906835 AS w
+			      FROM pg_locks WHERE locktype = 'advisory') l" >>"$2" 2>/dev/null || true
 	done
 }
-# bench_pg_lock_summary FILE: "held in H % of samples, W waiting on average (N samples)"
+# bench_pg_lock_summary FILE: how often the writers' lock was held exclusively (the fleet-wide
+# lock that serialises writers), how often shared, the sessions waiting, the node locks held.
 bench_pg_lock_summary() {
-	awk '{ n++; if ($1 > 0) h++; w += $2 } END { if (n) printf "held in %.0f %% of samples, %.1f waiting on average (%d samples)", h * 100 / n, w / n, n }' "$1"
+	awk '{ n++; if ($1 > 0) x++; if ($2 > 0) s++; w += $3; k += $4 } END { if (n) printf "held exclusively in %.0f %% of samples, shared in %.0f %%, %.1f waiting on average, %.1f node locks held on average (%d samples)", x * 100 / n, s * 100 / n, w / n, k / n, n }' "$1"
 }

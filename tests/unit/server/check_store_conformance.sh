@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The store conformance program's list checked against the headers: every function that a
-# public header of server/store/ declares (all but the internals store_internal.h, sql.h,
-# migrate.h, migrations.h) must be called by the program: test_store_conformance.c and the
+# public header of server/store/ declares (all but the internals store_internal.h,
+# store_pg_internal.h, sql.h, migrate.h, migrations.h) must be called by the program: test_store_conformance.c and the
 # files of its script, store_conformance_*.c. Fails naming each one that is not.
 # Usage: check_store_conformance.sh SOURCE_ROOT
 set -euo pipefail
@@ -10,7 +10,7 @@ set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/../../.." && pwd)}
 dir=$root/tests/unit/server
 prog=("$dir"/test_store_conformance.c "$dir"/store_conformance_*.c)
-internal=' store_internal.h sql.h migrate.h migrations.h '
+internal=' store_internal.h store_pg_internal.h sql.h migrate.h migrations.h '
 
 # Comments out, then the declarations: a line at column 0 (top level; struct members are
 # indented) that is not a typedef, whose first '(' follows the function's name.

@@ -543,6 +543,52 @@ static void test_batch_items_independent(void **state)
 	ingest_report_free(c);
 }
 
+/* One report's write fails where nobody waits for its answer (pipelined on PostgreSQL, which
+ * then loses the whole transaction): the batch is stored again, the others kept, the failure
+ * that one report's. A trigger refuses the report's history row. */
+static const struct sql_stmt REFUSE_FN = {
+	STMT_NONE, "making the test's trigger function",
+	"SELECT 1",
+	"CREATE FUNCTION kiln_test_refuse() RETURNS trigger LANGUAGE plpgsql AS"
+	" $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$"};
+static const struct sql_stmt REFUSE_TRIGGER = {
+	STMT_NONE, "making the test's trigger",
+	"CREATE TRIGGER kiln_test_refuse BEFORE INSERT ON agent_history"
+	" WHEN NEW.report_id = '62616400000000000000000000000000' BEGIN"
+	" SELECT RAISE(ABORT, 'refused by the test'); END",
+	"CREATE TRIGGER kiln_test_refuse BEFORE INSERT ON agent_history FOR EACH ROW"
+	" WHEN (NEW.report_id = '62616400000000000000000000000000')"
+	" EXECUTE FUNCTION kiln_test_refuse()"};
+
+static void test_batch_write_failure_redone(void **state)
+{
+	struct fx *f = *state;
+	struct ingest_report *a = parsed("a", 2), *bad = parsed("bad", 2), *c = parsed("c", 2);
+	struct ingest_item ia = { .node_id = f->node, .report = a };
+	struct ingest_item ib = { .node_id = f->other, .report = bad };
+	struct ingest_item ic = { .node_id = f->node, .report = c };
+	struct ingest_item *items[] = { &ia, &ib, &ic };
+	int64_t hist = 0, seen = 0;
+
+	assert_string_equal(rid("bad"), "62616400000000000000000000000000");
+	assert_true(sql_exec(f->st, &REFUSE_FN, SQL_NO_ARGS) >= 0);
+	assert_true(sql_exec(f->st, &REFUSE_TRIGGER, SQL_NO_ARGS) >= 0);
+	assert_int_equal(ingest_batch(f->st, items, 3), 0);
+	assert_int_equal(ia.rc, 0);
+	assert_int_equal(ic.rc, 0);
+	assert_true(ib.rc < 0);
+	assert_non_null(strstr(ib.error, "refused by the test"));
+	assert_int_equal(store_agent_counts(f->st, f->node, &hist, &seen), 0);
+	assert_int_equal(hist, 2);
+	assert_int_equal(seen, 2);
+	assert_int_equal(store_agent_counts(f->st, f->other, &hist, &seen), 0);
+	assert_int_equal(hist, 0);
+	assert_int_equal(seen, 0); /* nothing of the refused report, not even its id */
+	ingest_report_free(a);
+	ingest_report_free(bad);
+	ingest_report_free(c);
+}
+
 static void test_history_pruned(void **state)
 {
 	struct fx *f = *state;
@@ -756,6 +802,7 @@ int main(void)
 		T(test_gpu_memory_facts_stored),
 		T(test_older_report_keeps_state),
 		T(test_batch_items_independent),
+		T(test_batch_write_failure_redone),
 		T(test_history_pruned),
 		T(test_ecc_sum_saturates),
 		T(test_submit_concurrent),
