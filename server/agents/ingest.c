@@ -22,12 +22,7 @@
 #include "reports/versions_audit.h"
 #include "kiln/error.h"
 
-#define PRUNE_INTERVAL_S 60
 #define PRUNE_BATCH 5000
-/* The writer checkpoints the WAL itself, between batches and after the answers went out:
- * once it holds this many frames and no report waits, or at this many whatever waits. */
-#define WAL_CKPT_IDLE_FRAMES 1000
-#define WAL_CKPT_BUSY_FRAMES 8000
 
 /* --- storing ------------------------------------------------------------------------- */
 
@@ -179,7 +174,7 @@ static void node_prev_reset(struct node_prev *e)
 	e->node_id = 0;
 }
 
-static void prev_cache_free(struct prev_cache *c)
+static void cache_clear(struct prev_cache *c)
 {
 	for (size_t i = 0; i < c->cap; i++)
 		if (c->slot[i].node_id)
@@ -187,6 +182,19 @@ static void prev_cache_free(struct prev_cache *c)
 	free(c->slot);
 	c->slot = NULL;
 	c->cap = c->used = 0;
+}
+
+struct prev_cache *ingest_cache_new(void)
+{
+	return calloc(1, sizeof(struct prev_cache));
+}
+
+void ingest_cache_free(struct prev_cache *c)
+{
+	if (!c)
+		return;
+	cache_clear(c);
+	free(c);
 }
 
 static struct node_prev *prev_slot(struct prev_cache *c, int64_t node_id)
@@ -223,7 +231,7 @@ static void prev_put(struct prev_cache *c, struct node_prev *n)
 	struct node_prev *e;
 
 	if (c->used + 1 > PREV_CACHE_MAX)
-		prev_cache_free(c);
+		cache_clear(c);
 	if ((c->used + 1) * 2 > c->cap) {
 		struct node_prev *old = c->slot;
 		size_t old_cap = c->cap;
@@ -601,7 +609,7 @@ static void item_fail(struct ingest_item *it, int rc)
 }
 
 /* An answered item as the metrics count it. */
-static enum metrics_ingest item_result(const struct ingest_item *it)
+enum metrics_ingest ingest_item_result(const struct ingest_item *it)
 {
 	if (it->rc == KILN_EIDENTITY)
 		return METRICS_INGEST_IDENTITY;
@@ -680,8 +688,8 @@ fail:
  * other nodes, writes pipelined); when that fails as a whole (a pipelined write failed, and
  * with it the rest), once more in an ordinary one, where each report's failure is its own.
  */
-static int batch_run(struct store *st, struct prev_cache *cache, struct ingest_item **items,
-		     size_t n)
+int ingest_batch_cached(struct store *st, struct prev_cache *cache, struct ingest_item **items,
+			size_t n)
 {
 	if (batch_try(st, cache, items, n, 1) == 0)
 		return 0;
@@ -691,28 +699,11 @@ static int batch_run(struct store *st, struct prev_cache *cache, struct ingest_i
 
 int ingest_batch(struct store *st, struct ingest_item **items, size_t n)
 {
-	return batch_run(st, NULL, items, n);
+	return ingest_batch_cached(st, NULL, items, n);
 }
 
 static pthread_mutex_t retention_lock = PTHREAD_MUTEX_INITIALIZER;
 static int64_t retention_s = INGEST_RETENTION_DEFAULT_S;
-static int64_t last_prune; /* the writer thread's */
-
-/* 1 when the history prune is due (and marks it done now). */
-static int prune_due(struct store *st)
-{
-	if (store_now(st) - last_prune < PRUNE_INTERVAL_S)
-		return 0;
-	last_prune = store_now(st);
-	return 1;
-}
-
-/* Housekeeping after a commit; its failures fail no report (they are committed). */
-static void prune_run(struct store *st)
-{
-	ingest_prune(st, NULL);
-	store_wal_checkpoint(st);
-}
 
 void ingest_retention_set(int64_t seconds)
 {
@@ -746,181 +737,5 @@ int ingest_prune(struct store *st, int *out_deleted)
 	}
 	if (out_deleted)
 		*out_deleted = deleted;
-	return 0;
-}
-
-/* --- the writer ---------------------------------------------------------------------- */
-
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	pthread_t thread;
-	struct store *st;
-	struct ingest_item *head, **tail;
-	size_t queued, max;
-	size_t bytes, bytes_max; /* item.bytes of the waiting items, and their cap */
-	int running;   /* ingest_enqueue accepts items */
-	int stopping;  /* the thread ends once the queue is empty */
-	int wal_frames; /* the WAL's length after the writer's last commit */
-	struct prev_cache prev; /* the writer thread's own */
-} writer = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
-
-static void *writer_main(void *arg)
-{
-	struct ingest_item *batch[INGEST_BATCH_MAX];
-	struct store *st = writer.st;
-
-	(void)arg;
-	pthread_mutex_lock(&writer.lock);
-	for (;;) {
-		int64_t trips;
-		size_t n = 0;
-
-		while (!writer.head && !writer.stopping)
-			pthread_cond_wait(&writer.wake, &writer.lock);
-		if (!writer.head)
-			break;
-		while (writer.head && n < INGEST_BATCH_MAX) {
-			batch[n++] = writer.head;
-			writer.head = writer.head->next;
-		}
-		if (!writer.head)
-			writer.tail = &writer.head;
-		writer.queued -= n;
-		for (size_t i = 0; i < n; i++)
-			writer.bytes -= batch[i]->bytes;
-		metrics_ingest_queue_set((int64_t)writer.queued);
-		pthread_mutex_unlock(&writer.lock);
-		/* A batch that waits long on the store, or fails, is kilnd not receiving: no
-		 * agent's silence meanwhile is its own (receive_gap.h). */
-		receive_gap_ingest_busy(time(NULL), 0);
-		trips = store_round_trips(st);
-		if (batch_run(st, &writer.prev, batch, n) < 0)
-			receive_gap_mark(time(NULL));
-		metrics_ingest_round_trips_add(store_round_trips(st) - trips);
-		receive_gap_ingest_busy(0, time(NULL));
-		/* Each answer goes out only now: the commit (or its failure) is final. */
-		for (size_t i = 0; i < n; i++) {
-			metrics_ingest_count(item_result(batch[i]));
-			batch[i]->done_fn(batch[i], batch[i]->done_arg);
-		}
-		if (prune_due(st)) {
-			prune_run(st);
-			writer.wal_frames = 0;
-		}
-		if (writer.wal_frames >= WAL_CKPT_IDLE_FRAMES) {
-			int idle;
-
-			pthread_mutex_lock(&writer.lock);
-			idle = !writer.head;
-			pthread_mutex_unlock(&writer.lock);
-			if (idle || writer.wal_frames >= WAL_CKPT_BUSY_FRAMES) {
-				store_wal_checkpoint(st);
-				writer.wal_frames = 0;
-			}
-		}
-		pthread_mutex_lock(&writer.lock);
-	}
-	pthread_mutex_unlock(&writer.lock);
-	return NULL;
-}
-
-int ingest_writer_start(const char *db_path, size_t queue_max)
-{
-	struct store *st = NULL;
-	int rc;
-
-	if ((rc = store_open(&st, db_path)) < 0)
-		return rc;
-	pthread_mutex_lock(&writer.lock);
-	if (writer.running || writer.st) {
-		pthread_mutex_unlock(&writer.lock);
-		store_close(st);
-		return kiln_fail(KILN_EBUSY, "ingest: the writer runs already");
-	}
-	writer.st = st;
-	/* No checkpoint inside a commit of the writer: it runs one between batches. */
-	store_wal_frames_watch(st, &writer.wal_frames);
-	writer.head = NULL;
-	writer.tail = &writer.head;
-	writer.queued = 0;
-	writer.max = queue_max ? queue_max : INGEST_QUEUE_MAX;
-	writer.bytes = 0;
-	writer.bytes_max = INGEST_QUEUE_BYTES_MAX;
-	writer.stopping = 0;
-	if (pthread_create(&writer.thread, NULL, writer_main, NULL) != 0) {
-		writer.st = NULL;
-		pthread_mutex_unlock(&writer.lock);
-		store_close(st);
-		return kiln_fail(KILN_ERROR, "ingest: cannot start the writer thread");
-	}
-	writer.running = 1;
-	pthread_mutex_unlock(&writer.lock);
-	return 0;
-}
-
-void ingest_writer_stop(void)
-{
-	pthread_mutex_lock(&writer.lock);
-	if (!writer.running) {
-		pthread_mutex_unlock(&writer.lock);
-		return;
-	}
-	writer.running = 0;
-	writer.stopping = 1;
-	pthread_cond_signal(&writer.wake);
-	pthread_mutex_unlock(&writer.lock);
-	pthread_join(writer.thread, NULL);
-	prev_cache_free(&writer.prev);
-	store_close(writer.st);
-	writer.st = NULL;
-}
-
-void ingest_writer_bytes_max_set(size_t bytes_max)
-{
-	pthread_mutex_lock(&writer.lock);
-	writer.bytes_max = bytes_max ? bytes_max : INGEST_QUEUE_BYTES_MAX;
-	pthread_mutex_unlock(&writer.lock);
-}
-
-int ingest_enqueue(struct ingest_item *item, void (*queued)(void *arg), ingest_done_fn done,
-		   void *arg)
-{
-	size_t waiting, bytes;
-
-	pthread_mutex_lock(&writer.lock);
-	if (!writer.running) {
-		pthread_mutex_unlock(&writer.lock);
-		return kiln_fail(KILN_ENOTFOUND, "ingest: no writer runs");
-	}
-	if (writer.queued >= writer.max) {
-		waiting = writer.queued;
-		pthread_mutex_unlock(&writer.lock);
-		metrics_ingest_count(METRICS_INGEST_QUEUE_FULL);
-		receive_gap_mark(time(NULL));
-		return kiln_fail(KILN_EBUSY, "ingest: %zu reports wait to be stored already; try again",
-				 waiting);
-	}
-	if (writer.queued > 0 && (writer.bytes >= writer.bytes_max ||
-				  item->bytes > writer.bytes_max - writer.bytes)) {
-		bytes = writer.bytes;
-		pthread_mutex_unlock(&writer.lock);
-		metrics_ingest_count(METRICS_INGEST_QUEUE_FULL);
-		receive_gap_mark(time(NULL));
-		return kiln_fail(KILN_EBUSY, "ingest: reports of %zu bytes wait to be stored already; "
-				 "try again", bytes);
-	}
-	item->next = NULL;
-	item->done_fn = done;
-	item->done_arg = arg;
-	if (queued)
-		queued(arg);
-	*writer.tail = item;
-	writer.tail = &item->next;
-	writer.bytes += item->bytes;
-	if (writer.queued++ == 0)
-		pthread_cond_signal(&writer.wake);
-	metrics_ingest_queue_set((int64_t)writer.queued);
-	pthread_mutex_unlock(&writer.lock);
 	return 0;
 }

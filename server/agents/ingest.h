@@ -17,6 +17,8 @@
 #define INGEST_STRING_MAX 1024
 #define INGEST_BATCH_MAX 256            /* reports committed together at most */
 #define INGEST_QUEUE_MAX 1024           /* reports waiting for the writer at most */
+#define INGEST_LANES_MAX 8              /* writer threads at most (RECEIVE_GAP_LANES) */
+#define INGEST_LANES_PG 4               /* writer threads on PostgreSQL (SQLite: one) */
 #define INGEST_QUEUE_BYTES_MAX (64 * 1024 * 1024) /* and the memory they hold (item.bytes) */
 #define INGEST_RETENTION_DEFAULT_S (30 * 86400)
 #define INGEST_FIELD_MAX 96
@@ -91,9 +93,10 @@ struct ingest_item {
 int ingest_batch(struct store *st, struct ingest_item **items, size_t n);
 
 /*
- * The ingest writer: one thread with its own store handle on db_path that commits
- * everything queued in one transaction (one fsync) and then reports each item's result.
- * Started once per process; stop commits what is queued, answers it and joins the thread.
+ * The ingest writer: threads with their own store handle on db_path (one on SQLite,
+ * INGEST_LANES_PG on PostgreSQL, a node's reports always to the same one) that each commit
+ * what is queued for it in one transaction (one fsync) and then report each item's result.
+ * Started once per process; stop commits what is queued, answers it and joins the threads.
  */
 int ingest_writer_start(const char *db_path, size_t queue_max);
 /* The running writer's cap on the bytes of waiting items (item.bytes summed; default

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "agents/ingest.h"
+#include "metrics/counters.h"
 #include "store/store.h"
 
 struct ingest_report {
@@ -24,6 +25,19 @@ struct ingest_report {
 	json_t *xids;               /* borrowed; an array (maybe empty) or NULL */
 	char *rejected;             /* the refused fields' paths, "a, b", or NULL */
 };
+
+/* --- ingest.c, for the writer (ingest_writer.c) --------------------------------------- */
+
+/* What a writer remembers of the nodes it stored (their last state and GPU rows), so that
+ * the next report of a node reads none of it back: one per writer thread. */
+struct prev_cache;
+struct prev_cache *ingest_cache_new(void); /* NULL when out of memory */
+void ingest_cache_free(struct prev_cache *c); /* accepts NULL */
+/* ingest_batch with a writer's cache (or NULL). */
+int ingest_batch_cached(struct store *st, struct prev_cache *cache, struct ingest_item **items,
+			size_t n);
+/* An answered item as the metrics count it. */
+enum metrics_ingest ingest_item_result(const struct ingest_item *it);
 
 /* --- report_events.c ----------------------------------------------------------------- */
 

@@ -19,9 +19,12 @@
 /* A moment kilnd could not receive (its start, a refused report). Only moves forward. */
 void receive_gap_mark(int64_t t);
 
-/* The ingest writer started storing a batch at since (0: it finished). A batch that ran
- * RECEIVE_GAP_STALL_S or longer marks its end. */
-void receive_gap_ingest_busy(int64_t since, int64_t now);
+/* Writer threads (lanes) whose batches are watched. */
+#define RECEIVE_GAP_LANES 8
+
+/* The ingest writer's lane started storing a batch at since (0: it finished). A batch that
+ * ran RECEIVE_GAP_STALL_S or longer marks its end. */
+void receive_gap_ingest_busy(int lane, int64_t since, int64_t now);
 
 /* The listener's open connections changed by delta (+1 accepted, -1 closed); it is
  * saturated while limit or more are open. */
