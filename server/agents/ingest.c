@@ -305,9 +305,10 @@ fail:
 }
 
 /* Stores the new report r. With a cache: the previous state comes from it when it is
- * current, and *next is filled (when possible) with what this report leaves stored. */
+ * current (stored_id: the report id the node's stored state has, "" when none), and *next is
+ * filled (when possible) with what this report leaves stored. */
 static int store_new(struct store *st, int64_t node_id, const struct ingest_report *r,
-		     struct prev_cache *cache, struct node_prev *next)
+		     struct prev_cache *cache, struct node_prev *next, const char *stored_id)
 {
 	struct agent_state prev = { 0 }, cur = { 0 };
 	const struct agent_state *pstate;
@@ -326,17 +327,9 @@ static int store_new(struct store *st, int64_t node_id, const struct ingest_repo
 	rtime = r->time > 0 && r->time < now ? r->time : now;
 	gpu_totals(r, &totals);
 	x = (struct ingest_events){ st, node_id, rtime, r->boot_id ? r->boot_id : "-" };
-	if ((hit = prev_find(cache, node_id))) {
-		char id[sizeof(hit->report_id)];
-
-		rc = store_agent_state_report_id(st, id, sizeof(id), node_id);
-		if (rc < 0 && rc != KILN_ENOTFOUND)
-			goto cleanup;
-		if (rc < 0 || strcmp(id, hit->report_id) != 0) {
-			prev_drop(cache, node_id); /* written by someone else meanwhile */
-			hit = NULL;
-		}
-		kiln_error_clear();
+	if ((hit = prev_find(cache, node_id)) && strcmp(stored_id, hit->report_id) != 0) {
+		prev_drop(cache, node_id); /* written by someone else meanwhile */
+		hit = NULL;
 	}
 	if (hit) {
 		has_prev = 1;
@@ -442,6 +435,7 @@ struct identity_after {
 	int64_t reinstall_job;           /* the reinstall job that used its change, or 0 */
 	char bmc_serial_accepted[160];   /* the BMC value an admin accepted past, or "" */
 	const char *bound_by;            /* what of the BMC's vouched (static), or NULL */
+	char stored_id[64];              /* the node's stored state's report id, "" when none */
 };
 
 /* The node whose stored agent identity a refused report carries (its agent reports with
@@ -510,6 +504,7 @@ static int identity_check(struct store *st, struct identity_decision *d,
 	memset(after, 0, sizeof(*after));
 	if ((rc = store_agent_identity_get(st, &f, node_id)) < 0)
 		return rc;
+	snprintf(after->stored_id, sizeof(after->stored_id), "%s", f.report_id ? f.report_id : "");
 	identity_decide(d, &f, &rep);
 	after->bound_by = d->bound_by;
 	switch (d->verdict) {
@@ -578,7 +573,7 @@ static int report_store(struct store *st, int *out_duplicate, int64_t node_id,
 		store_rollback_to(st);
 		return identity_refuse(st, node_id, r, &d, field, fieldlen);
 	}
-	if (fresh && (rc = store_new(st, node_id, r, cache, next)) < 0)
+	if (fresh && (rc = store_new(st, node_id, r, cache, next, after.stored_id)) < 0)
 		goto fail;
 	if (fresh && (rc = identity_settle(st, node_id, &after)) < 0)
 		goto fail;

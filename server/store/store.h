@@ -349,9 +349,6 @@ int store_agent_report_claim(struct store *st, int *out_new, const char *report_
 /* KILN_ENOTFOUND when the node never reported. with_report: also read the report JSON. */
 int store_agent_state_get(struct store *st, struct agent_state *out, int64_t node_id,
 			  int with_report);
-/* The report_id of the node's latest state into buf (a short read: no report JSON);
- * KILN_ENOTFOUND when the node never reported. */
-int store_agent_state_report_id(struct store *st, char *buf, size_t len, int64_t node_id);
 /* Inserts or replaces the node's state (s->node is ignored, s->report required). */
 int store_agent_state_put(struct store *st, const struct agent_state *s);
 /* Every node's state (without the report JSON), ordered by node name. */
@@ -468,6 +465,7 @@ struct agent_identity {
 	char *bound_by;              /* what of the BMC's vouched for the last stored report */
 	int has_agent;               /* the node has a stored agent state */
 	char *hostname, *machine_id, *dmi_serial, *boot_id; /* the stored state's */
+	char *report_id;             /* the stored state's report (what a writer's cache kept?) */
 	int accept_next;             /* an admin accepted: the next report's identity is taken */
 	char *accepted_by;
 	int64_t accepted_at;

@@ -72,10 +72,6 @@ void agent_state_list_free(struct agent_state *list, size_t count)
 	" a.driver_version, a.kernel_module_version, a.cuda_driver_version, a.nvml_version,"  \
 	" a.gpu_count, a.gpu_count_max"
 
-static const struct sql_stmt STATE_REPORT_ID = {
-	STMT_AGENT_STATE_REPORT_ID, "reading agent state",
-	"SELECT report_id FROM node_agent_state WHERE node_id = ?1", NULL};
-
 static const struct sql_stmt REPORT_GET = {
 	STMT_AGENT_REPORT_GET, "reading an agent report",
 	"SELECT report FROM node_agent_state WHERE node_id = ?1", NULL};
@@ -185,30 +181,6 @@ static int state_get_read(const struct sql_row *r, void *ctx)
 	if ((ret = sql_col_strdup(r, 26, &g->o.rejected_fields)) < 0)
 		return ret;
 	return sql_col_strdup(r, 27, &g->o.health_cut);
-}
-
-struct word {
-	char *buf;
-	size_t len;
-};
-
-static int word_read(const struct sql_row *r, void *ctx)
-{
-	struct word *w = ctx;
-
-	sql_col_word(r, 0, w->buf, w->len, "");
-	return 0;
-}
-
-int store_agent_state_report_id(struct store *st, char *buf, size_t len, int64_t node_id)
-{
-	struct word w = {buf, len};
-	int ret = sql_one(st, &STATE_REPORT_ID, SQL_ARGS(SQL_INT(node_id)), word_read, &w);
-
-	if (ret == 0)
-		return kiln_fail(KILN_ENOTFOUND, "store: node id %lld has no agent state",
-				 (long long)node_id);
-	return ret < 0 ? ret : 0;
 }
 
 int store_agent_report_get(struct store *st, char **out, int64_t node_id)

@@ -26,6 +26,7 @@ void agent_identity_clear(struct agent_identity *a)
 	free(a->bmc_sku);
 	free(a->bmc_chassis_serial);
 	free(a->bound_by);
+	free(a->report_id);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -61,7 +62,7 @@ static void identity_clear(void *elem)
 	" coalesce((SELECT j.id FROM jobs j WHERE j.node_id = n.id AND j.state = 'running'), 0),"  \
 	" coalesce(i.mismatch_since, 0), coalesce(i.mismatch_last, 0), coalesce(i.refused, 0),"   \
 	" coalesce(i.elsewhere_last, 0)," BMC_VALUE("bmc_uuid") "," BMC_VALUE("bmc_sku") ","       \
-	BMC_VALUE("bmc_chassis_serial") ", i.bound_by"                                             \
+	BMC_VALUE("bmc_chassis_serial") ", i.bound_by, a.report_id"                                \
 	" FROM nodes n LEFT JOIN node_agent_state a ON a.node_id = n.id"                          \
 	" LEFT JOIN agent_identity i ON i.node_id = n.id"                                          \
 	" LEFT JOIN nodes e ON e.name = i.elsewhere_node"
@@ -141,7 +142,8 @@ static int identity_read(const struct sql_row *r, void *elem)
 			       &o->dmi_serial, &o->boot_id, &o->accepted_by,
 			       &o->bmc_serial_accepted, &o->mismatch, &o->mismatch_field,
 			       &o->elsewhere_node};
-	char **const more[] = {&o->bmc_uuid, &o->bmc_sku, &o->bmc_chassis_serial, &o->bound_by};
+	char **const more[] = {&o->bmc_uuid, &o->bmc_sku, &o->bmc_chassis_serial, &o->bound_by,
+			       &o->report_id};
 	int ret;
 
 	o->node_id = sql_col_int(r, 11);

@@ -139,6 +139,24 @@ static int pg_commit(struct store *st)
 	int aborted, ret;
 
 	pg->sp_depth = pg->sp_implicit = pg->tx = 0;
+	/* in the pipeline the COMMIT goes with the owed writes: one round trip for all */
+	if (pg->pipe && !pg->lost) {
+		if ((ret = pg_pipe_commit(st)) == 0)
+			ret = pipe_end(st);
+		else
+			pipe_end(st);
+		if (ret == 0)
+			return 0;
+		pg->lost = 0;
+		if (pg_in_transaction(st)) {
+			char msg[512];
+
+			snprintf(msg, sizeof(msg), "%s", kiln_error_last());
+			pg_simple(st, "ROLLBACK", "rolling back");
+			kiln_fail(ret, "%s", msg);
+		}
+		return ret;
+	}
 	ret = pipe_end(st);
 	aborted = pg->lost || PQtransactionStatus(pg->conn) == PQTRANS_INERROR;
 	pg->lost = 0;

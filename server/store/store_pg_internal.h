@@ -57,6 +57,9 @@ void pg_blobs_free(struct pg *pg);
  * answer read (their errors returned), statements prepared in a lost pipeline forgotten. */
 int pg_pipe_enter(struct store *st);
 int pg_pipe_leave(struct store *st);
+/* The COMMIT, in the pipeline: the owed answers and its own in one round trip; an error, or
+ * a transaction that was not committed (PostgreSQL ends a failed one with a rollback). */
+int pg_pipe_commit(struct store *st);
 
 /* The backend's runners and column readers (struct store_backend). */
 int pg_run(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n,

@@ -196,6 +196,23 @@ int pg_pipe_leave(struct store *st)
 	return ret;
 }
 
+int pg_pipe_commit(struct store *st)
+{
+	struct pg *pg = pg_of(st);
+	PGresult *res = NULL;
+	int ret;
+
+	if (!PQsendQueryParams(pg->conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0)) {
+		pg->lost = 1;
+		return pg_fail(st, NULL, "committing");
+	}
+	if ((ret = pipe_sync(st, "committing", &res)) == 0 && strcmp(PQcmdStatus(res), "COMMIT"))
+		ret = kiln_fail(KILN_ERROR, "store: committing: the transaction was rolled back "
+					    "after an earlier error");
+	PQclear(res);
+	return ret;
+}
+
 /* Sends sql (no parameters) into the pipeline; waits for its answer when wait. */
 static int pipe_simple(struct store *st, const char *sql, const char *what, int wait)
 {

@@ -161,6 +161,15 @@ if [ "$PG" = 1 ]; then
 	kill "$SAMPLER"; wait "$SAMPLER" 2>/dev/null || true
 fi
 RSS=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$KILND_PID/status")
+# the round trips to the database the ingest writers made, all instances (an older kilnd
+# has no such counter: "-")
+TRIPS=0
+for u in "${URLS[@]}"; do
+	[ "$u" = --url ] && continue
+	t=$(curl -sf -H "Authorization: Bearer $(cat "$TMP/kilnd/admin.token")" "$u/metrics" |
+		awk '$1 == "kiln_ingest_store_round_trips_total" { print $2 }')
+	[ -n "$t" ] && [ "$TRIPS" != - ] && TRIPS=$((TRIPS + ${t%.*})) || TRIPS=-
+done
 if [ "$PERF" = 1 ]; then
 	kill -INT "$PERF_PID"; wait "$PERF_PID" || true
 	perf report -i "$TMP/perf.data" --no-children --percent-limit 1.5 --stdio 2>/dev/null \
@@ -187,6 +196,7 @@ if [ "$INSTANCES" -gt 1 ] || [ "$PG" = 1 ]; then
 	printf '%-28s %s s\n' "window (load run, wall)" "$(printf '%.1f' "$WALL")"
 fi
 printf '%-28s %s\n' "load average before / after" "$LOAD0 / $(cut -d' ' -f1-3 /proc/loadavg)"
+[ "$PG" = 1 ] && printf '%-28s %s\n' "round trips / report" "$(awk -v t="$TRIPS" -v n="$STORED" 'BEGIN { if (t == "-") print "- (not counted by this kilnd)"; else if (n > 0) printf "%.2f (%d round trips for %d stored reports)", t / n, t, n }')"
 printf '%-28s %s\n' "kilnd peak RSS MiB" "$(awk -v k="$RSS" 'BEGIN { printf "%.0f", k / 1024 }')"
 printf '%-28s %s\n' "stored in kiln.db" "$STORED history rows, $SEEN report ids"
 ACKED=$((ACKED + ${PRIMED:-0}))

@@ -385,7 +385,7 @@ void section_agent(struct run *r, struct ids *id)
 	struct agent_history_row h;
 	struct agent_sample *samples = NULL;
 	size_t count = 0, written = 99, i;
-	char buf[64], *report = NULL;
+	char *report = NULL;
 	int64_t hist = -1, seen_n = -1;
 	int isnew = -1, deleted = -1;
 
@@ -394,7 +394,6 @@ void section_agent(struct run *r, struct ids *id)
 	out(r, "  new %d", isnew);
 	CALL(KILN_ENOTFOUND, store_agent_state_get(r->st, &got, id->n1, 1));
 	CALL(KILN_ENOTFOUND, store_agent_report_get(r->st, &report, id->n1));
-	CALL(KILN_ENOTFOUND, store_agent_state_report_id(r->st, buf, sizeof(buf), id->n1));
 	memset(&s, 0, sizeof(s));
 	s.node_id = id->n1;
 	s.report_id = "rep-1";
@@ -461,8 +460,13 @@ void section_agent(struct run *r, struct ids *id)
 	agent_state_dump(r, &got);
 	agent_state_clear(&got);
 	agent_state_clear(NULL);
-	OK(store_agent_state_report_id(r->st, buf, sizeof(buf), id->n1));
-	out(r, "  report id %s", S(buf));
+	{
+		struct agent_identity idn = { 0 };
+
+		OK(store_agent_identity_get(r->st, &idn, id->n1));
+		out(r, "  report id %s", S(idn.report_id));
+		agent_identity_clear(&idn);
+	}
 	OK(store_agent_report_get(r->st, &report, id->n1));
 	out(r, "  report %s", J(report));
 	free(report);

@@ -165,7 +165,6 @@ static void test_failed_write_fails_transaction(void **state)
 	struct fx *f = *state;
 	int64_t a = node_add(f->st, "gpu01"), ghost = 9999;
 	int64_t ids[] = { a, ghost };
-	char id[64];
 	int rc;
 
 	assert_int_equal(store_begin_nodes(f->st, ids, 2), 0);
@@ -184,7 +183,9 @@ static void test_failed_write_fails_transaction(void **state)
 	}
 	if (fx_pg()) {
 		/* the next statement that waits tells, and so does every one after it */
-		rc = store_agent_state_report_id(f->st, id, sizeof(id), a);
+		struct agent_identity idn = { 0 };
+
+		rc = store_agent_identity_get(f->st, &idn, a);
 		assert_true(rc < 0 && rc != KILN_ENOTFOUND);
 		assert_non_null(strstr(kiln_error_last(), "adding a history row"));
 		store_rollback_to(f->st); /* cannot undo only a part */
