@@ -488,24 +488,20 @@ fail:
 	return rc;
 }
 
-/* Whether report r may be stored for node_id (identity.h): *d says, and *after what to
- * record once the report is stored. Reads only. */
-static int identity_check(struct store *st, struct identity_decision *d,
-			  struct identity_after *after, int64_t node_id,
-			  const struct ingest_report *r)
+/* Whether report r may be stored for its node, whose identity facts are f (identity.h): *d
+ * says, and *after what to record once the report is stored. */
+static void identity_check(struct identity_decision *d, struct identity_after *after,
+			   const struct agent_identity *f, const struct ingest_report *r,
+			   int64_t now)
 {
-	struct agent_identity f = { 0 };
 	struct identity_report rep = { r->hostname, r->machine_id, r->dmi_serial, r->boot_id,
 				       r->dmi_uuid };
 	struct identity_bmc b;
 	const char *how = NULL;
-	int rc;
 
 	memset(after, 0, sizeof(*after));
-	if ((rc = store_agent_identity_get(st, &f, node_id)) < 0)
-		return rc;
-	snprintf(after->stored_id, sizeof(after->stored_id), "%s", f.report_id ? f.report_id : "");
-	identity_decide(d, &f, &rep);
+	snprintf(after->stored_id, sizeof(after->stored_id), "%s", f->report_id ? f->report_id : "");
+	identity_decide(d, f, &rep);
 	after->bound_by = d->bound_by;
 	switch (d->verdict) {
 	case IDENTITY_MISMATCH:
@@ -514,7 +510,7 @@ static int identity_check(struct store *st, struct identity_decision *d,
 		after->settle = after->rebound = 1;
 		/* a host the BMC does not vouch for, accepted by an admin, stays accepted while
 		 * the BMC states the same */
-		b = identity_bmc_of(&f);
+		b = identity_bmc_of(f);
 		if (identity_bmc_vouch(&how, NULL, 0, &b, r->dmi_uuid, r->dmi_serial) >= BMC_DIFFERS) {
 			snprintf(after->bmc_serial_accepted, sizeof(after->bmc_serial_accepted), "%s",
 				 identity_bmc_key(&b));
@@ -523,23 +519,21 @@ static int identity_check(struct store *st, struct identity_decision *d,
 		break;
 	case IDENTITY_REINSTALL:
 		after->settle = after->rebound = 1;
-		after->reinstall_job = f.reinstall_running;
+		after->reinstall_job = f->reinstall_running;
 		break;
 	default:
 		/* the node's own agent reporting again ends a note that it reported elsewhere,
 		 * and a refusal not repeated for a while (another host's token copy is gone, or
 		 * the BMC's word changed); one that goes on stays, one event for it */
-		after->settle = f.elsewhere_node != NULL;
-		if (f.mismatch && store_now(st) - f.mismatch_last > IDENTITY_REFUSAL_OVER_S)
+		after->settle = f->elsewhere_node != NULL;
+		if (f->mismatch && now - f->mismatch_last > IDENTITY_REFUSAL_OVER_S)
 			after->settle = after->rebound = 1;
 		break;
 	}
 	/* what vouched is kept when it changes (a first report, a BMC read anew) */
-	if ((after->bound_by ? 1 : 0) != (f.bound_by ? 1 : 0) ||
-	    (after->bound_by && strcmp(after->bound_by, f.bound_by) != 0))
+	if ((after->bound_by ? 1 : 0) != (f->bound_by ? 1 : 0) ||
+	    (after->bound_by && strcmp(after->bound_by, f->bound_by) != 0))
 		after->settle = 1;
-	agent_identity_clear(&f);
-	return rc;
 }
 
 static int identity_settle(struct store *st, int64_t node_id, const struct identity_after *a)
@@ -555,17 +549,21 @@ static int report_store(struct store *st, int *out_duplicate, int64_t node_id,
 			const struct ingest_report *r, struct prev_cache *cache,
 			struct node_prev *next, char *field, size_t fieldlen)
 {
+	struct agent_identity f = { 0 };
 	struct identity_after after;
 	struct identity_decision d;
 	int fresh = 0, rc;
 
 	if ((rc = store_savepoint(st)) < 0)
 		return rc;
-	if ((rc = store_agent_report_claim(st, &fresh, r->report_id, node_id)) < 0)
-		goto fail;
+	/* the report's id and its node's identity in one round trip */
+	rc = store_agent_report_claim_identity(st, &fresh, &f, r->report_id, node_id);
 	/* A duplicate changes nothing and is answered so whoever sent it: an old report
 	 * resent after an accepted change must not block the agent's spool. */
-	if (fresh && (rc = identity_check(st, &d, &after, node_id, r)) < 0)
+	if (rc == 0 && fresh)
+		identity_check(&d, &after, &f, r, store_now(st));
+	agent_identity_clear(&f);
+	if (rc < 0)
 		goto fail;
 	if (fresh && d.verdict == IDENTITY_MISMATCH) {
 		/* Nothing of the report is kept, not even its id (sent again after an admin

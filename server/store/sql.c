@@ -103,11 +103,19 @@ int64_t sql_exec(struct store *st, const struct sql_stmt *q, const struct sql_ar
 
 int sql_write(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n)
 {
+	return sql_exec_later(st, q, args, n, NULL);
+}
+
+int sql_exec_later(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
+		   size_t n, int64_t *changes)
+{
 	int64_t ret;
 
 	if (st->be->write)
-		return st->be->write(st, q, args, n);
+		return st->be->write(st, q, args, n, changes);
 	ret = sql_exec(st, q, args, n);
+	if (ret >= 0 && changes)
+		*changes = ret;
 	return ret < 0 ? (int)ret : 0;
 }
 

@@ -117,6 +117,11 @@ int64_t sql_exec(struct store *st, const struct sql_stmt *q, const struct sql_ar
  * on PostgreSQL it is sent without waiting, and a failure shows at a later statement or at
  * the commit (store.h). */
 int sql_write(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n);
+/* sql_write whose count is read later: *changes (which must outlive the call) is set at once,
+ * or in the pipeline when the next statement that waits has returned; the caller runs one
+ * before it reads *changes. */
+int sql_exec_later(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
+		   size_t n, int64_t *changes);
 /* The first row only (fn called once): 1 when there was one, 0 when none, or an error. */
 int sql_one(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n,
 	    sql_row_fn fn, void *ctx);

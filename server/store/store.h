@@ -484,6 +484,11 @@ void agent_identity_clear(struct agent_identity *a); /* frees the strings; accep
 void agent_identity_list_free(struct agent_identity *list, size_t count);
 /* The node's identity facts. KILN_ENOTFOUND when there is no such node. */
 int store_agent_identity_get(struct store *st, struct agent_identity *out, int64_t node_id);
+/* store_agent_report_claim and then store_agent_identity_get: in one round trip inside
+ * store_begin_nodes() on PostgreSQL. *out is to be cleared (agent_identity_clear). */
+int store_agent_report_claim_identity(struct store *st, int *out_new,
+				      struct agent_identity *out, const char *report_id,
+				      int64_t node_id);
 /*
  * Records a refused report: the same pending message counts one more refusal
  * (*out_new = 0); another message replaces it and starts anew (*out_new = 1).

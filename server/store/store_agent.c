@@ -29,6 +29,23 @@ int store_agent_report_claim(struct store *st, int *out_new, const char *report_
 	return 0;
 }
 
+int store_agent_report_claim_identity(struct store *st, int *out_new,
+				      struct agent_identity *out, const char *report_id,
+				      int64_t node_id)
+{
+	int64_t claimed = -1;
+	int ret = sql_exec_later(st, &REPORT_CLAIM,
+				 SQL_ARGS(SQL_TEXT(report_id), SQL_INT(node_id),
+					  SQL_INT(store_now(st))),
+				 &claimed);
+
+	/* the identity read waits, and so the claim's answer has come before it returns */
+	if (ret < 0 || (ret = store_agent_identity_get(st, out, node_id)) < 0)
+		return ret;
+	*out_new = claimed > 0;
+	return 0;
+}
+
 /* --- latest state -------------------------------------------------------------------- */
 
 void agent_state_clear(struct agent_state *s)

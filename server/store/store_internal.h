@@ -168,9 +168,10 @@ struct store_backend {
 	double (*col_real)(const struct sql_row *r, int col);
 	const char *(*col_text)(const struct sql_row *r, int col);
 	const void *(*col_blob)(const struct sql_row *r, int col, size_t *len);
-	/* sql_write(): a write whose count nobody reads; NULL: run does it */
+	/* sql_write() and sql_exec_later(): a write whose count nobody reads (changes NULL) or
+	 * reads later; NULL: run does it */
 	int (*write)(struct store *st, const struct sql_stmt *q, const struct sql_arg *args,
-		     size_t n);
+		     size_t n, int64_t *changes);
 	int (*begin)(struct store *st); /* takes the write lock now */
 	/* store_begin_nodes(); NULL: begin does it */
 	int (*begin_nodes)(struct store *st, const int64_t *ids, size_t n);

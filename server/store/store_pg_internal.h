@@ -29,6 +29,7 @@ struct pg {
 	int pipe;
 	int owed;
 	const char *owed_what[PG_PIPE_MAX];
+	int64_t *owed_changes[PG_PIPE_MAX]; /* where an owed write's count goes, or NULL */
 	int lost;
 	int64_t trips; /* round trips to the server so far (store_round_trips()) */
 };
@@ -64,7 +65,8 @@ int pg_pipe_commit(struct store *st);
 /* The backend's runners and column readers (struct store_backend). */
 int pg_run(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n,
 	   sql_row_fn fn, void *ctx, int64_t *changes);
-int pg_write(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n);
+int pg_write(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n,
+	     int64_t *changes);
 int pg_col_null(const struct sql_row *r, int col);
 int64_t pg_col_int(const struct sql_row *r, int col);
 double pg_col_real(const struct sql_row *r, int col);

@@ -148,6 +148,11 @@ static int pipe_sync(struct store *st, const char *what, PGresult **keep)
 			*keep = r;
 			continue;
 		}
+		if (i < pg->owed && pg->owed_changes[i]) {
+			const char *c = PQcmdTuples(r);
+
+			*pg->owed_changes[i] = c && *c ? strtoll(c, NULL, 10) : 0;
+		}
 		PQclear(r);
 	}
 	pg->owed = 0;
@@ -161,11 +166,13 @@ static int pipe_sync(struct store *st, const char *what, PGresult **keep)
 	return ret;
 }
 
-/* Notes a command sent whose answer is owed; a full pipeline is synced. */
-static int owe(struct store *st, const char *what)
+/* Notes a command sent whose answer is owed (its count to go to changes, or NULL); a full
+ * pipeline is synced. */
+static int owe(struct store *st, const char *what, int64_t *changes)
 {
 	struct pg *pg = pg_of(st);
 
+	pg->owed_changes[pg->owed] = changes;
 	pg->owed_what[pg->owed++] = what;
 	return pg->owed == PG_PIPE_MAX ? pipe_sync(st, NULL, NULL) : 0;
 }
@@ -224,7 +231,7 @@ static int pipe_simple(struct store *st, const char *sql, const char *what, int 
 	if (!PQsendQueryParams(pg_of(st)->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
 		return pg_fail(st, NULL, what);
 	if (!wait)
-		return owe(st, what);
+		return owe(st, what, NULL);
 	ret = pipe_sync(st, what, &res);
 	PQclear(res);
 	return ret;
@@ -506,7 +513,7 @@ int pg_reconnect(struct store *st)
  * the answer is owed and *res stays NULL.
  */
 static int send_stmt(struct store *st, const struct sql_stmt *q, const struct params *pp,
-		     int n, int wait, PGresult **res)
+		     int n, int wait, int64_t *changes, PGresult **res)
 {
 	struct pg *pg = pg_of(st);
 	char name[32];
@@ -556,7 +563,7 @@ static int send_stmt(struct store *st, const struct sql_stmt *q, const struct pa
 		pg->lost = 1;
 		return pg_fail(st, NULL, q->what);
 	}
-	return wait ? pipe_sync(st, q->what, res) : owe(st, q->what);
+	return wait ? pipe_sync(st, q->what, res) : owe(st, q->what, changes);
 }
 
 static int run(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n,
@@ -573,7 +580,7 @@ static int run(struct store *st, const struct sql_stmt *q, const struct sql_arg 
 	if ((ret = pg_reconnect(st)) < 0)
 		return ret;
 	if ((ret = params_fill(&pp, q->pg ? q->pg : q->sql, args, n)) < 0 ||
-	    (ret = send_stmt(st, q, &pp, (int)n, wait, &res)) < 0 || !res)
+	    (ret = send_stmt(st, q, &pp, (int)n, wait, changes, &res)) < 0 || !res)
 		goto done;
 	rows = PQntuples(res);
 	row.h = res;
@@ -606,10 +613,11 @@ int pg_run(struct store *st, const struct sql_stmt *q, const struct sql_arg *arg
 	return run(st, q, args, n, fn, ctx, changes, 1);
 }
 
-/* A write whose count nobody reads: in the pipeline, its answer is owed. */
-int pg_write(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n)
+/* A write whose count nobody reads, or reads later: in the pipeline, its answer is owed. */
+int pg_write(struct store *st, const struct sql_stmt *q, const struct sql_arg *args, size_t n,
+	     int64_t *changes)
 {
-	int ret = run(st, q, args, n, NULL, NULL, NULL, 0);
+	int ret = run(st, q, args, n, NULL, NULL, changes, 0);
 
 	return ret < 0 ? ret : 0;
 }

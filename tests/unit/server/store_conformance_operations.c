@@ -368,6 +368,22 @@ void section_tx_and_conflicts(struct run *r, struct ids *id)
 	out(r, "  undone claim is new again: %d", v);
 	OK(store_agent_report_claim(r->st, &v, "rep-nodes", id->n2));
 	out(r, "  kept claim is a duplicate: %d", !v);
+	{
+		struct agent_identity idn = { 0 };
+
+		/* in a node transaction (pipelined on PostgreSQL) and outside one */
+		OK(store_begin_nodes(r->st, &id->n2, 1));
+		OK(store_agent_report_claim_identity(r->st, &v, &idn, "rep-nodes-2", id->n2));
+		out(r, "  claimed with identity: new %d, node %s", v, S(idn.node));
+		agent_identity_clear(&idn);
+		OK(store_agent_report_claim_identity(r->st, &v, &idn, "rep-nodes-2", id->n2));
+		out(r, "  again in the same transaction: new %d", v);
+		agent_identity_clear(&idn);
+		OK(store_commit(r->st));
+		OK(store_agent_report_claim_identity(r->st, &v, &idn, "rep-nodes-2", id->n2));
+		out(r, "  after the commit: new %d", v);
+		agent_identity_clear(&idn);
+	}
 	/* PostgreSQL's round trips are counted, SQLite has none: the same answer, never less */
 	out(r, "  round trips counted: %d", store_round_trips(r->st) >= 0);
 	OK(store_savepoint(r->st)); /* outside a transaction: its own unit */
