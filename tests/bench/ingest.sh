@@ -3,7 +3,7 @@
 # Benchmark (on demand, not CI): agent-report ingest into kilnd from 10,000 distinct nodes.
 #
 # usage: tests/bench/ingest.sh [--nodes N] [--conns C] [--duration S] [--shape lean|full]
-#                              [--no-build] [--perf] [--build DIR] [--prime] [--pg]
+#                              [--no-build] [--perf] [--build DIR] [--prime] [--pg | --pg-socket]
 #                              [--instances K]
 #   --shape lean   8-GPU report with the GPU fields kilnd reads (about 4.7 KB, the issue's 3-5 KB)
 #   --shape full   kiln-agent --print as it is, without Xid events (about 9.6 KB)
@@ -14,7 +14,8 @@
 #                  run updates a node that has a state (steady state, as in a running fleet)
 #   --pg           kilnd on PostgreSQL: a throw-away server (tests/pg/pg-server.sh) on this
 #                  machine, durable (fsync and synchronous_commit on, as SQLite's WAL here;
-#                  KILN_PG_DURABLE=0: off)
+#                  KILN_PG_DURABLE=0: off), over TCP on 127.0.0.1
+#   --pg-socket    as --pg, kilnd connected over the server's Unix socket
 #   --instances K  with --pg: K kilnd on the one database (the first one's secret.key in each
 #                  state dir), the C connections spread round-robin over them; prints each
 #                  process's CPU over the measured window (kilnd's, the load generator's,
@@ -44,10 +45,11 @@ while [ $# -gt 0 ]; do
 	--perf) PERF=1; shift ;;
 	--prime) PRIME=1; shift ;;
 	--pg) PG=1; shift ;;
+	--pg-socket) PG=1 PG_SOCKET=1; shift ;;
 	--instances) INSTANCES=$2; shift 2 ;;
 	--threads) THREADS=$2; shift 2 ;;
 	--build) BUILD=$(realpath -m "$2"); shift 2 ;;
-	-h | --help) sed -n "2,28p" "$0"; exit 0 ;;
+	-h | --help) sed -n "2,29p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -93,7 +95,11 @@ if [ "$PG" = 1 ]; then
 	trap bench_pg_stop EXIT
 	eval "$(KILN_PG_DURABLE=${KILN_PG_DURABLE:-1} "$SRC/tests/pg/pg-server.sh" start "$PGDIR")"
 	psql "$KILN_TEST_PG" -qc "CREATE DATABASE kiln_bench"
-	CONF+=(--store-connection "$KILN_TEST_PG dbname=kiln_bench")
+	if [ "${PG_SOCKET:-0}" = 1 ]; then
+		CONF+=(--store-connection "$(cat "$PGDIR/socket") dbname=kiln_bench")
+	else
+		CONF+=(--store-connection "$KILN_TEST_PG dbname=kiln_bench")
+	fi
 	count() { psql "$KILN_TEST_PG dbname=kiln_bench" -qAt -c "$1"; }
 fi
 # kilnd_start DIR: a kilnd on state dir DIR; appends its pid to KPIDS and its URL to URLS.

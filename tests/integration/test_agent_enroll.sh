@@ -143,7 +143,17 @@ WAITED=$(cat "$T"/agent-gpu*.log | grep -c 'enroll again in')
 	fail "no agent met the rate limit (burst 10 for $((AGENTS - 1)) agents)"
 GAVE_UP=$(grep -li 'not delivered' "$T"/agent-gpu*.log)
 [ -z "$GAVE_UP" ] && pass "no agent gave up" ||
-	fail "agents gave up: $(for f in $GAVE_UP; do tail -2 "$f"; done; grep 'enroll.* 5[0-9][0-9]' "$KILND_LOG" | tail -3)"
+	fail "agents gave up: $(for f in $GAVE_UP; do
+		n=$(basename "$f" .log); n=${n#agent-}
+		echo "--- $n's log:"; cat "$f"
+		echo "--- its enrollments in the audit log:"
+		sql "SELECT id, time, outcome, detail FROM audit_log WHERE action = 'agent.enroll'
+		     AND target = '$n' ORDER BY id"
+		echo "--- its tokens:"
+		sql "SELECT id, created_at, revoked_at, last_used_at FROM agent_tokens
+		     WHERE node_id = $(node_id "$n")"
+	done; echo "--- pending:"; "$KILN" -o json agent pending
+	grep 'enroll.* 5[0-9][0-9]' "$KILND_LOG" | tail -3)"
 for ((i = 0; i < 6; i++)); do enroll '{"hostname":"stranger"}' >/dev/null; done
 STATUS=$(curl -sk -o /dev/null -D "$T/headers" -w '%{http_code}' -X POST \
 	-H "Authorization: Bearer $(cat "$T/enroll.token")" --data-binary '{"hostname":"stranger"}' \

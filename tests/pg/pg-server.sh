@@ -3,7 +3,8 @@
 # A throw-away PostgreSQL server for the tests: initdb + pg_ctl on DIR, listening on a free
 # port of 127.0.0.1 only, run as an unprivileged user (postgres, or kiln-pgtest made here)
 # when called as root. The role kiln_test logs in from 127.0.0.1 without a password (trust)
-# and may CREATE DATABASE; nothing else may log in over TCP.
+# and may CREATE DATABASE; nothing else may log in over TCP. kiln_test may also use the Unix
+# socket in DIR/run (DIR/socket holds that connection string).
 #
 #   tests/pg/pg-server.sh start DIR   prints export KILN_TEST_PG='...' (also in DIR/env)
 #   tests/pg/pg-server.sh stop DIR    stops it and removes DIR
@@ -68,6 +69,7 @@ start() {
 	# Only kiln_test over TCP, only from 127.0.0.1; the superuser only on the socket in DIR.
 	as_user sh -c "cat > '$dir/data/pg_hba.conf'" <<-HBA
 		local all postgres trust
+		local all kiln_test trust
 		host  all kiln_test 127.0.0.1/32 trust
 	HBA
 	# Many kilnd at once, each with a connection per thread. Throw-away data: no fsync.
@@ -99,6 +101,8 @@ start() {
 	as_user "$pgbin/psql" -h "$dir/run" -p "$port" -U postgres -d postgres -qAt \
 		-c "CREATE ROLE kiln_test LOGIN CREATEDB" >/dev/null
 	echo "$port" >"$dir/port"
+	# the same server over its Unix socket (benchmarks: kilnd beside its database)
+	echo "host=$dir/run port=$port user=kiln_test dbname=postgres" >"$dir/socket"
 	echo "export KILN_TEST_PG='host=127.0.0.1 port=$port user=kiln_test dbname=postgres'" |
 		tee "$dir/env"
 }
