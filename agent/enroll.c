@@ -46,7 +46,7 @@ int enroll_request(char **node, char **token, long *retry_after_s, struct kiln_s
 	int rc;
 
 	*retry_after_s = 0;
-	req = json_pack("{s:s,s:s?,s:s?,s:s?,s:s?}", "schema", "kiln.agent.enroll/1", "dmi_serial",
+	req = json_pack("{s:s,s:s*,s:s*,s:s*,s:s*}", "schema", "kiln.agent.enroll/1", "dmi_serial",
 			dmi_serial, "dmi_uuid", dmi_uuid, "hostname", hostname, "machine_id",
 			machine_id);
 	body = req ? json_dumps(req, JSON_COMPACT) : NULL;

@@ -57,12 +57,14 @@ static int gpu_rows(struct out_table *t, const json_t *n)
 {
 	const char *node = json_string_value(json_object_get(n, "node"));
 	json_t *gpus = json_object_get(n, "gpus"), *g;
-	char drv[64], cuda[32], seen[32];
+	char drvbuf[64], cudabuf[32], seen[32];
+	/* NULL (no driver: the report has none) is a cell left empty, as the table writes it */
+	const char *drv = out_cell(drvbuf, sizeof(drvbuf), json_object_get(n, "driver_version"));
+	const char *cuda = out_cell(cudabuf, sizeof(cudabuf),
+				    json_object_get(n, "cuda_driver_version"));
 	size_t i;
 	int rc;
 
-	out_cell(drv, sizeof(drv), json_object_get(n, "driver_version"));
-	out_cell(cuda, sizeof(cuda), json_object_get(n, "cuda_driver_version"));
 	snprintf(seen, sizeof(seen), "%" JSON_INTEGER_FORMAT "s ago",
 		 json_integer_value(json_object_get(n, "age_s")));
 	if (json_array_size(gpus) == 0) {

@@ -541,6 +541,9 @@ void api_agent_enroll(struct api_ctx *c)
 		return;
 	}
 	for (size_t i = 0; i < 5; i++) {
+		/* a field the host could not read may come as null: absent (docs/agent-protocol) */
+		if (json_is_null(json_object_get(c->body, fields[i])))
+			continue;
 		if (kiln_json_get_string(&val[i], c->body, fields[i], false) < 0) {
 			api_fail_code(c, KILN_EINVAL, fields[i]);
 			return;

@@ -25,7 +25,7 @@ AGENTS=24
 
 T=$KILN_TEST_TMP
 # A small burst and rate, so that two dozen agents starting at once meet the limit (the
-# checks before them use 9 of the burst).
+# checks before them use all 10 of the burst).
 cat >"$T/kilnd.conf" <<CONF
 [http]
 enroll_burst = 10
@@ -64,6 +64,12 @@ for ((i = 1; i <= AGENTS; i++)); do
 	sql "UPDATE nodes SET bmc_serial = 'SN-$n' WHERE name = '$n'"
 	mkroot "$n" "$n" "SN-$n" "$(printf '%032x' "$i")" "$(printf '%08x-1111-4111-8111-111111111111' "$i")"
 done
+
+# A field the host could not read (no /sys/class/dmi/id/product_serial) may come as null: it
+# is an absent one, not a "must be a string" refusal (issue 37).
+same "a null field is an absent one" "$(enroll '{"dmi_serial":null,"machine_id":null}')" 400
+same "... the request lacks what it needs" \
+	"$(jq -r .error "$KILN_BODY_FILE" | grep -c "needs a 'dmi_serial' or a 'hostname'")" 1
 
 # --- the BMC's serial takes a node without an agent -------------------------------------
 agent gpu03 --enroll-token-file "$T/enroll.token" ||

@@ -106,6 +106,21 @@ same "a report naming gpu02 does not land on the token's node" \
 	"$(sql "SELECT hostname FROM node_agent_state WHERE node_id = $(node_id gpu01)")" gpu01
 same "gpu02 has no report" "$("$KILN" -o json gpus gpu02 2>/dev/null | jq -r '.[0].error')" \
 	"no agent report yet"
+# A node whose agent found no driver: kiln gpus shows its status, and no versions (the
+# columns are "-", the same at every run: they once printed whatever the stack held).
+"$KILN" node add nd01 >/dev/null || fail "node add nd01"
+kiln_api POST /agent/tokens '{"node":"nd01"}' >/dev/null
+ND_TOKEN=$(jq -r .token "$KILN_BODY_FILE")
+same "a report without a driver is stored" "$(kiln_api POST /agent/report "$(printf \
+	'{"schema":"kiln.agent.report/1","report_id":"%s","host":{"hostname":"nd01","boot_id":"b1"},%s' \
+	"$(kiln_test_report_id nd1)" '"nvidia":{"status":"no_driver"},"gpus":[]}')" "$ND_TOKEN")" 201
+for i in 1 2 3; do "$KILN" gpus nd01 >"$T/nd-$i.txt" || fail "kiln gpus nd01"; done
+same "kiln gpus without a driver: its status" "$(awk '$1 == "nd01" { print $3 }' "$T/nd-1.txt")" \
+	no_driver
+same "... and no driver or CUDA version" \
+	"$(awk '$1 == "nd01" { print $9, $10 }' "$T/nd-1.txt")" "- -"
+cmp -s "$T/nd-1.txt" "$T/nd-2.txt" && cmp -s "$T/nd-1.txt" "$T/nd-3.txt" &&
+	pass "... the same at every run" || fail "kiln gpus nd01 differs between runs"
 AGENT_TOKEN=$(cat "$T/gpu01.token")
 same "an agent token cannot read nodes" "$(kiln_api GET /nodes '' "$AGENT_TOKEN")" 401
 same "an agent token cannot add nodes" "$(kiln_api POST /nodes '{"name":"evil"}' "$AGENT_TOKEN")" 401
