@@ -610,7 +610,7 @@ int api_server_start(struct api_server **out, const struct api_options *opt)
 	/* Connections still waiting for their request hold at most half of the listener: the
 	 * other half answers whatever slow clients do. */
 	if (opt->request_timeout &&
-	    (rc = conn_guard_start(&srv->guard, opt->request_timeout,
+	    (rc = conn_guard_start(&srv->guard, opt->request_timeout, opt->connection_timeout,
 				   opt->max_connections / 2)) < 0)
 		goto cleanup;
 	srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_ARRAY, ops,

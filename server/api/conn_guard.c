@@ -21,6 +21,7 @@ struct conn_entry {
 	struct conn_entry *prev, *next; /* oldest first */
 	int fd;
 	enum conn_phase phase;
+	int served;   /* it answered a request: now waiting is a kept-alive idle connection */
 	double since; /* accepted, or its previous request ended */
 };
 
@@ -29,10 +30,11 @@ struct conn_guard {
 	pthread_cond_t wake;
 	pthread_t thread;
 	int stop;
-	double timeout;
+	double timeout;      /* for a connection's first request */
+	double idle_timeout; /* for the next one on a kept-alive connection */
 	unsigned max_waiting, waiting;
 	struct conn_entry *head, *tail;
-	uint64_t late, evicted;            /* in all */
+	uint64_t late, evicted;            /* in all; without the idle kept-alive ones */
 	uint64_t late_logged, evicted_logged;
 	double logged_at;
 };
@@ -81,10 +83,14 @@ static void *sweeper(void *arg)
 	while (!g->stop) {
 		double now = now_s();
 
+		/* A kept-alive connection idle for its idle timeout is closed too, but that is
+		 * what a client keeping its connection between requests (an agent between
+		 * reports) does: no slow or hostile client. */
 		for (struct conn_entry *e = g->head; e; e = e->next)
-			if (e->phase == WAITING && now - e->since >= g->timeout) {
+			if (e->phase == WAITING &&
+			    now - e->since >= (e->served ? g->idle_timeout : g->timeout)) {
 				shut(g, e);
-				g->late++;
+				g->late += !e->served;
 			}
 		log_burst(g, now, 0);
 		clock_gettime(CLOCK_REALTIME, &until);
@@ -100,7 +106,8 @@ static void *sweeper(void *arg)
 	return NULL;
 }
 
-int conn_guard_start(struct conn_guard **out, unsigned request_timeout_s, unsigned max_waiting)
+int conn_guard_start(struct conn_guard **out, unsigned request_timeout_s, unsigned idle_timeout_s,
+		     unsigned max_waiting)
 {
 	struct conn_guard *g = calloc(1, sizeof(*g));
 
@@ -109,6 +116,7 @@ int conn_guard_start(struct conn_guard **out, unsigned request_timeout_s, unsign
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->wake, NULL);
 	g->timeout = request_timeout_s;
+	g->idle_timeout = idle_timeout_s > request_timeout_s ? idle_timeout_s : request_timeout_s;
 	g->max_waiting = max_waiting ? max_waiting : 1;
 	if (pthread_create(&g->thread, NULL, sweeper, g) != 0) {
 		pthread_cond_destroy(&g->wake);
@@ -158,7 +166,7 @@ struct conn_entry *conn_guard_opened(struct conn_guard *g, int fd)
 		for (struct conn_entry *o = g->head; o; o = o->next)
 			if (o->phase == WAITING) {
 				shut(g, o);
-				g->evicted++;
+				g->evicted += !o->served;
 				break;
 			}
 	e->prev = g->tail;
@@ -214,6 +222,11 @@ void conn_guard_request_done(struct conn_guard *g, struct conn_entry *e)
 
 void conn_guard_request_ended(struct conn_guard *g, struct conn_entry *e)
 {
+	if (g && e) {
+		pthread_mutex_lock(&g->lock);
+		e->served = 1;
+		pthread_mutex_unlock(&g->lock);
+	}
 	phase_set(g, e, WAITING);
 }
 

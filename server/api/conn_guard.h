@@ -11,11 +11,13 @@ struct conn_entry;
 
 /*
  * Starts the guard's thread: a connection whose request (line, headers and body) has not
- * all arrived request_timeout_s after its accept, or after the end of its previous
- * request, has its socket shut down; at most max_waiting connections wait for their
+ * all arrived request_timeout_s after its accept, or idle_timeout_s (at least that) after the
+ * end of its previous request (a kept-alive connection, not counted as late), has its socket
+ * shut down; at most max_waiting connections wait for their
  * request at once (a new one shuts the oldest waiting one down). 0 or KILN_ERROR.
  */
-int conn_guard_start(struct conn_guard **out, unsigned request_timeout_s, unsigned max_waiting);
+int conn_guard_start(struct conn_guard **out, unsigned request_timeout_s, unsigned idle_timeout_s,
+		     unsigned max_waiting);
 /* Stops the thread; the server must have stopped first. Accepts NULL. */
 void conn_guard_stop(struct conn_guard *g);
 

@@ -60,7 +60,8 @@ const struct kiln_cfg_key kilnd_config_table[] = {
 	KEY("http", "request_timeout", KILN_CFG_DURATION, http_request_timeout, 1, 3600, NULL,
 	    "10s",
 	    "A request's line, headers and body must arrive within this long from the "
-	    "connection's accept (a client sending a byte now and then is closed at it); an "
+	    "connection's accept (a client sending a byte now and then is closed at it); the "
+	    "next one on a kept-alive connection within connection_timeout; an "
 	    "answer and a console stream take as long as they need."),
 	KEY("http", "per_address_connections", KILN_CFG_INT, http_per_address_connections, 0,
 	    1000000, NULL, "0",
