@@ -197,10 +197,50 @@ cleanup:
 	return rc;
 }
 
+/* Help text is wrapped to this many columns (a terminal's 100, and the 80 of many). */
+#define HELP_WIDTH 100
+
+/*
+ * Writes text from column col (where the line already stands) wrapped at HELP_WIDTH between
+ * words, each further line indented to column indent; its own line breaks are kept. A word
+ * longer than a line stands alone on its line. Ends with a line break.
+ */
+void cli_help_wrap(FILE *f, const char *text, int col, int indent)
+{
+	const char *p = text ? text : "";
+	int fresh = 1; /* nothing of the text on this line yet */
+
+	while (*p) {
+		size_t word = strcspn(p, " \n");
+
+		if (!fresh && col + 1 + (int)word > HELP_WIDTH) {
+			fprintf(f, "\n%*s", indent, "");
+			col = indent;
+		} else if (!fresh) {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(p, 1, word, f);
+		col += (int)word;
+		fresh = 0;
+		p += word;
+		if (*p == '\n') {
+			fprintf(f, "\n%*s", indent, "");
+			col = indent;
+			fresh = 1;
+			p++;
+		}
+		while (*p == ' ')
+			p++;
+	}
+	fputc('\n', f);
+}
+
 static void opts_print(FILE *f, const struct cli_opt *opts)
 {
 	for (; opts && opts->name; opts++) {
 		char left[64];
+		int n;
 
 		if (opts->short_name)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", opts->short_name, opts->name,
@@ -208,7 +248,12 @@ static void opts_print(FILE *f, const struct cli_opt *opts)
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", opts->name, opts->arg ? " " : "",
 				 opts->arg ? opts->arg : "");
-		fprintf(f, "  %-31s  %s\n", left, opts->help);
+		/* an option too long for its column has its description on the next line */
+		if (strlen(left) > 31)
+			n = fprintf(f, "  %s\n%35s", left, "");
+		else
+			n = fprintf(f, "  %-31s  ", left);
+		cli_help_wrap(f, opts->help, strlen(left) > 31 ? 35 : n, 35);
 	}
 }
 
@@ -254,8 +299,13 @@ void cli_help_print(FILE *f, const struct cli_ctx *ctx, const char *synopsis, co
 		opts_list(ctx->list, ctx->cmd_path, opts);
 		return;
 	}
-	fprintf(f, "usage: kiln%s%s%s%s\n\n%s\n", ctx->cmd_path[0] ? " " : "", ctx->cmd_path,
-		synopsis && *synopsis ? " " : "", synopsis ? synopsis : "", summary);
+	{
+		int n = fprintf(f, "usage: kiln%s%s ", ctx->cmd_path[0] ? " " : "", ctx->cmd_path);
+
+		cli_help_wrap(f, synopsis, n, n);
+	}
+	fputc('\n', f);
+	cli_help_wrap(f, summary, 0, 0);
 	if (opts && opts->name) {
 		fprintf(f, "\noptions:\n");
 		opts_print(f, opts);
@@ -388,7 +438,9 @@ int cli_verb_dispatch(struct cli_ctx *ctx, const char *summary, const struct cli
 	if (i >= argc && ctx->help) {
 		int name_w = 0, synopsis_w = 0;
 
-		printf("usage: kiln %s VERB [options]\n\n%s\n\nverbs:\n", ctx->cmd_path, summary);
+		printf("usage: kiln %s VERB [options]\n\n", ctx->cmd_path);
+		cli_help_wrap(stdout, summary, 0, 0);
+		printf("\nverbs:\n");
 		/* a table: columns as wide as their longest (ASCII) text, two spaces apart */
 		for (v = verbs; v->name; v++) {
 			if ((int)strlen(v->name) > name_w)
@@ -396,9 +448,11 @@ int cli_verb_dispatch(struct cli_ctx *ctx, const char *summary, const struct cli
 			if ((int)strlen(v->synopsis) > synopsis_w)
 				synopsis_w = (int)strlen(v->synopsis);
 		}
-		for (v = verbs; v->name; v++)
-			printf("  %-*s  %-*s  %s\n", name_w, v->name, synopsis_w, v->synopsis,
-			       v->summary);
+		for (v = verbs; v->name; v++) {
+			int n = printf("  %-*s  %-*s  ", name_w, v->name, synopsis_w, v->synopsis);
+
+			cli_help_wrap(stdout, v->summary, n, name_w + synopsis_w + 6);
+		}
 		printf("\n'kiln %s VERB --help' describes a verb and its options.\n", ctx->cmd_path);
 		return 0;
 	}
