@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <kiln/error.h>
 #include <kiln/parse.h>
@@ -197,23 +199,34 @@ cleanup:
 	return rc;
 }
 
-/* Help text is wrapped to this many columns (a terminal's 100, and the 80 of many). */
-#define HELP_WIDTH 100
+/* Help text is wrapped to the terminal's width, at least HELP_WIDTH_MIN; to HELP_WIDTH_PIPE
+ * columns when not written to a terminal. */
+#define HELP_WIDTH_MIN 60
+#define HELP_WIDTH_PIPE 80
+
+static int help_width(FILE *f)
+{
+	struct winsize ws;
+
+	if (!isatty(fileno(f)) || ioctl(fileno(f), TIOCGWINSZ, &ws) < 0 || ws.ws_col == 0)
+		return HELP_WIDTH_PIPE;
+	return ws.ws_col < HELP_WIDTH_MIN ? HELP_WIDTH_MIN : ws.ws_col;
+}
 
 /*
- * Writes text from column col (where the line already stands) wrapped at HELP_WIDTH between
+ * Writes text from column col (where the line already stands) wrapped at help_width between
  * words, each further line indented to column indent; its own line breaks are kept. A word
  * longer than a line stands alone on its line. Ends with a line break.
  */
 void cli_help_wrap(FILE *f, const char *text, int col, int indent)
 {
 	const char *p = text ? text : "";
-	int fresh = 1; /* nothing of the text on this line yet */
+	int fresh = 1, width = help_width(f); /* fresh: nothing of the text on this line yet */
 
 	while (*p) {
 		size_t word = strcspn(p, " \n");
 
-		if (!fresh && col + 1 + (int)word > HELP_WIDTH) {
+		if (!fresh && col + 1 + (int)word > width) {
 			fprintf(f, "\n%*s", indent, "");
 			col = indent;
 		} else if (!fresh) {

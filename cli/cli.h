@@ -131,8 +131,9 @@ int cli_commands_list(FILE *f);
 
 /* Writes s (NULL or empty: "-") with newlines and tabs as spaces, then end: a listing field. */
 void cli_list_field(FILE *f, const char *s, char end);
-/* Writes help text from column col wrapped at 100 columns, further lines indented to
- * column indent (its own line breaks kept), then a line break. */
+/* Writes help text from column col wrapped at the terminal's width (80 columns when not a
+ * terminal), further lines indented to column indent (its own line breaks kept), then a line
+ * break. */
 void cli_help_wrap(FILE *f, const char *text, int col, int indent);
 
 /* Writes the global options as "global" lines of cli_commands_list's format. */

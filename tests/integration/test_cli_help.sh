@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-# Integration: every help of the CLI reads in a 100-column terminal (issue 37: 44 lines over
-# 100 characters in 16 of 21 helps, one of 891), and each table of verbs or options starts its
-# descriptions in one column, continued lines under them. No kilnd is needed.
+# Integration: every help of the CLI reads in a terminal (issue 37: 44 lines over 100
+# characters in 16 of 21 helps, one of 891): wrapped at 80 columns when not written to a
+# terminal (here), at the terminal's width on one (script(1) gives it 120, then 70), never a
+# line over 100 on a pipe; each table of verbs or options starts its descriptions in one
+# column, continued lines under them. No kilnd is needed.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -39,6 +41,21 @@ while IFS= read -r path; do
 	[ -z "$bad" ] || fail "kiln $path --help: options out of their column: $bad"
 done <"$T/paths"
 same "no help line is longer than 100 characters" "$LONG" 0
+same "on a pipe, wrapped at 80 columns" \
+	"$("$KILN" power --help | awk 'length($0) > 80' | wc -l)" 0
+
+# on a terminal, its width: script(1) runs kiln on a pseudo-terminal of 120, then 70 columns
+if command -v script >/dev/null; then
+	for cols in 120 70; do
+		script -qec "stty cols $cols; $KILN power --help" /dev/null | tr -d '\r' >"$T/tty$cols"
+		same "on a $cols-column terminal: no line wider" \
+			"$(awk -v w="$cols" 'length($0) > w' "$T/tty$cols" | wc -l)" 0
+	done
+	[ "$(awk 'length($0) > 80' "$T/tty120" | wc -l)" -gt 0 ] &&
+		pass "... and the 120 columns are used" || fail "120 columns: no line past 80"
+else
+	echo "note: script(1) (util-linux) is not installed: the terminal width is not tested"
+fi
 
 # the verbs' table: descriptions in one column, whatever the verbs' and synopses' widths
 "$KILN" agent --help >"$T/agent"
