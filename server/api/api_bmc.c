@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "api/handlers.h"
+#include "fleet/guard.h"
 #include "bmc/bmc.h"
 #include "bmc/target.h"
 #include "kiln/error.h"
@@ -508,6 +509,10 @@ void api_power_post(struct api_ctx *c)
 		return;
 	if (guard.force && guard.drain) {
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "drain", "drain and force exclude each other");
+		return;
+	}
+	if (guard.drain && !guard_scheduler_on()) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "drain", GUARD_DRAIN_NEEDS_SCHEDULER);
 		return;
 	}
 	pace.size = (int)batch;

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "api/handlers.h"
+#include "fleet/guard.h"
 #include "fleet/jobs.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
@@ -278,6 +279,10 @@ void api_reinstall_post(struct api_ctx *c)
 			json_integer_value(timeout) > 7 * 86400)) {
 		api_fail(c, MHD_HTTP_BAD_REQUEST, "drain_timeout_s",
 			 "drain_timeout_s must be an integer from 1 to 604800");
+		return;
+	}
+	if (wc.drain && !guard_scheduler_on()) {
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "drain", GUARD_DRAIN_NEEDS_SCHEDULER);
 		return;
 	}
 	if (wc.force && wc.drain) {

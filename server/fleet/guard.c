@@ -232,6 +232,16 @@ static void resume_if_ours(struct guard *g, const char *name)
 		log_info("guard: %s: resumed in slurm", name);
 }
 
+int guard_scheduler_on(void)
+{
+	int on;
+
+	pthread_mutex_lock(&view_lock);
+	on = view_on;
+	pthread_mutex_unlock(&view_lock);
+	return on;
+}
+
 int guard_drain(struct guard *g, const char *name, const struct node_work *w,
 		const char *reason)
 {
@@ -309,9 +319,11 @@ static size_t first_look(struct guard *g, struct store *st, struct live_call *ca
 		}
 		if (!call->drain || w.sched_failed) {
 			node_refuse(st, call, n, "refused: work running", msg,
-				    call->drain ? "--force acts anyway"
-						: "--drain drains it in Slurm and waits for it; --force "
-						  "acts now");
+				    call->drain	     ? "--force acts anyway"
+				    : sched_on(g) ? "--drain drains it in Slurm and waits for it; "
+						    "--force acts now"
+						  : "--force acts now (no scheduler is configured for "
+						    "--drain)");
 			continue;
 		}
 		rc = drain_node(g, call, n, &w);

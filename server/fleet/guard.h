@@ -60,6 +60,14 @@ int guard_remediation_work(struct guard *g, struct store *st, const struct node 
  */
 void guard_call_run(struct guard *g, struct live_call *call, const atomic_int *stop);
 
+/* Whether a scheduler is configured ([scheduler] type): without one --drain has nothing to
+ * keep new work off a node with, and is refused at once with GUARD_DRAIN_NEEDS_SCHEDULER. */
+int guard_scheduler_on(void);
+#define GUARD_DRAIN_NEEDS_SCHEDULER                                                                \
+	"drain needs a scheduler, and none is configured ([scheduler] type = none in kilnd.conf): "  \
+	"nothing would keep new work off the node while kiln waited; nothing was done. --force "   \
+	"acts although work runs (audited as forced); without either, a node with work is refused"
+
 /* Drains node name (its work w, just gathered) in Slurm with reason, unless it runs no Slurm
  * job, Slurm counts it down, or it is drained already (someone's drain stays theirs). 1 when
  * kiln set the drain, 0 when not, negative when scontrol failed. Runs a command. */

@@ -68,7 +68,21 @@ same "busy gpu01: exit 1" "$?" 1
 check "the refusal names python3 and its user" "$(grep -q 'gpu process 4242 python3 (alice, 40960 MiB on gpu 0)' <<<"$out"; echo $?)" "$out"
 check "the refusal names torchrun" "$(grep -q 'gpu process 4243 torchrun' <<<"$out"; echo $?)" "$out"
 check "nvidia-persistenced is not work" "$(grep -q 'persistenced' <<<"$out"; [ $? = 1 ]; echo $?)" "$out"
-check "the refusal says what to do" "$(grep -q -- '--drain' <<<"$out"; echo $?)" "$out"
+check "the refusal says what to do" "$(grep -q -- '--force acts now' <<<"$out"; echo $?)" "$out"
+check "... and offers no --drain, with no scheduler to drain in" \
+	"$(grep -q -- 'drains it in Slurm' <<<"$out"; [ $? = 1 ]; echo $?)" "$out"
+
+# --drain with no scheduler: refused at once, saying so and what --force does (issue 37: it
+# printed nothing and waited up to an hour, and the action stayed in flight after Ctrl-C)
+t0=$(date +%s)
+out=$(timeout 60 "$KILN" power cycle gpu01 --drain --yes 2>&1)
+rc=$?
+check "--drain without a scheduler: refused (exit $rc)" "$([ "$rc" = 1 ] || [ "$rc" = 2 ]; echo $?)" "$out"
+check "... at once" "$([ $(($(date +%s) - t0)) -lt 10 ]; echo $?)" "$(($(date +%s) - t0)) s"
+check "... saying a scheduler is needed" "$(grep -q 'needs a scheduler' <<<"$out"; echo $?)" "$out"
+check "... and what --force does" "$(grep -q -- '--force acts although work runs' <<<"$out"; echo $?)" "$out"
+check "... and the node is free for the next action" \
+	"$("$KILN" power cycle gpu01 --yes 2>&1 | grep -q 'in flight'; [ $? = 1 ]; echo $?)" ""
 same "nothing reached gpu01's BMC" "$(resets "${BMCSIM_PORTS[0]}")" '[]'
 refused=$("$KILN" audit log -o json | jq -r '[.[] | select(.target == "gpu01" and .action == "power.cycle")][0].outcome')
 check "audited as refused" "$(grep -q '^refused: work running: gpu process 4242' <<<"$refused"; echo $?)" "$refused"
