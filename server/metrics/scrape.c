@@ -543,6 +543,13 @@ int metrics_scrape_read(struct metrics_scrape *s, char *buf, size_t max, size_t 
 	size_t n;
 	int rc;
 
+	/* what is left of the last stretch goes to the front, so that out holds at most about
+	 * max and one stretch, whatever the answer's size */
+	if (s->out_at && s->out.len - s->out_at < max) {
+		memmove(s->out.data, s->out.data + s->out_at, s->out.len - s->out_at);
+		s->out.len -= s->out_at;
+		s->out_at = 0;
+	}
 	while (!s->done && s->out.len - s->out_at < max)
 		if ((rc = produce(s)) < 0)
 			return rc;
