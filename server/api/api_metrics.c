@@ -17,20 +17,37 @@
 
 static struct api_metrics_config config = { .hung_intervals = 3, .agent_interval_s = 30 };
 
-/* The nodes' kept series: one for the process, made by the first scrape. */
+/* Between scrapes the kept series are brought up to date this often: with agents reporting
+ * every 30 s, a scrape then finds a sixth of the nodes to make again at most. */
+#define METRICS_WARM_EVERY_S 5
+
+/* The nodes' kept series: one for the process, made by the first scrape, which also starts
+ * their upkeep between scrapes (nothing is made while nobody scrapes). */
 static struct metrics_cache *cache;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int cache_get(struct metrics_cache **out)
+static int cache_get(struct metrics_cache **out, const struct metrics_options *opt)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&cache_lock);
-	if (!cache)
-		rc = metrics_cache_new(&cache);
+	if (!cache && (rc = metrics_cache_new(&cache)) == 0 && config.store_target &&
+	    (rc = metrics_cache_warm(cache, config.store_target, opt,
+				     METRICS_WARM_EVERY_S)) < 0) {
+		metrics_cache_free(cache);
+		cache = NULL;
+	}
 	*out = cache;
 	pthread_mutex_unlock(&cache_lock);
 	return rc;
+}
+
+void api_metrics_stop(void)
+{
+	pthread_mutex_lock(&cache_lock);
+	metrics_cache_free(cache);
+	cache = NULL;
+	pthread_mutex_unlock(&cache_lock);
 }
 
 void api_metrics_configure(const struct api_metrics_config *cfg)
@@ -102,7 +119,9 @@ void api_metrics_get(struct api_ctx *c)
 		opt.want = range_want;
 		opt.want_ud = &want;
 	}
-	if ((rc = cache_get(&mc)) < 0 ||
+	if ((rc = cache_get(&mc, &(struct metrics_options){
+			     .silent_intervals = opt.silent_intervals,
+			     .default_interval_s = opt.default_interval_s })) < 0 ||
 	    (rc = metrics_scrape_open(&s, mc, c->st, &opt, (int64_t)time(NULL), gz)) < 0) {
 		api_fail_code(c, rc, NULL);
 		goto cleanup;

@@ -3,10 +3,13 @@
  * compressed, one block per family (metrics/zblock.h), and made again only when the node's
  * markers in the store move; a scrape writes family after family, each node's lines from its
  * block or, for what depends on the scrape's time or on short columns, made on the spot. */
+#include <assert.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kiln/error.h"
 #include "metrics/counters.h"
@@ -42,6 +45,15 @@ struct metrics_cache {
 	struct expo e;               /* a render's text */
 	struct expo_family *f[F_COUNT];
 	struct kiln_buf zbuf;        /* a render's blocks */
+	/* the thread that keeps the blocks up to date between scrapes (metrics_cache_warm) */
+	pthread_t warm;
+	int warm_started;
+	pthread_mutex_t warm_lock;   /* guards warm_stop */
+	pthread_cond_t warm_wake;
+	int warm_stop;
+	char *warm_target;
+	struct metrics_options warm_opt;
+	int64_t warm_every_s;
 };
 
 /* A node as one scrape shows it. */
@@ -70,6 +82,9 @@ struct metrics_scrape {
 
 /* Live families are written this many nodes at a time. */
 #define LIVE_BATCH 256
+/* The warming thread makes at most this many nodes' blocks again a hold of the cache's
+ * lock (about half a second), so that a scrape waits no longer for it. */
+#define WARM_BATCH 500
 
 static void render_unref(struct render *r)
 {
@@ -106,6 +121,8 @@ int metrics_cache_new(struct metrics_cache **out)
 	if (!c)
 		return kiln_fail(KILN_ERROR, "metrics: out of memory");
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->warm_lock, NULL);
+	pthread_cond_init(&c->warm_wake, NULL);
 	expo_init(&c->e, 0);
 	kiln_buf_init(&c->zbuf, 0);
 	if ((rc = zblock_writer_init(&c->zw)) < 0 ||
@@ -121,12 +138,22 @@ void metrics_cache_free(struct metrics_cache *c)
 {
 	if (!c)
 		return;
+	if (c->warm_started) {
+		pthread_mutex_lock(&c->warm_lock);
+		c->warm_stop = 1;
+		pthread_cond_signal(&c->warm_wake);
+		pthread_mutex_unlock(&c->warm_lock);
+		pthread_join(c->warm, NULL);
+	}
+	free(c->warm_target);
 	for (size_t i = 0; i < c->count; i++)
 		entry_free(c->entries[i]);
 	free(c->entries);
 	zblock_writer_free(&c->zw);
 	expo_free(&c->e);
 	kiln_buf_free(&c->zbuf);
+	pthread_cond_destroy(&c->warm_wake);
+	pthread_mutex_destroy(&c->warm_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -201,8 +228,11 @@ static int same(const char *a, const char *b)
 /* What a refresh of the cache works with, under its lock. */
 struct refresh {
 	struct metrics_cache *c;
-	struct metrics_scrape *s;
+	struct metrics_scrape *s;    /* NULL: nothing shown (the warming thread) */
 	const struct metrics_options *opt;
+	int64_t now;
+	size_t render_max;           /* nodes made again at most (0: all) */
+	int more;                    /* some were left for the next time */
 	struct entry **kept;         /* the entries of the nodes listed now */
 	size_t nkept, kept_cap;
 	int64_t *bmc_ids;            /* the nodes whose renders are made again */
@@ -298,8 +328,7 @@ static int node_seen(void *ud, const struct metrics_node *r)
 	struct refresh *f = ud;
 	struct metrics_scrape *s = f->s;
 	struct entry *e = entry_find(f->c->entries, f->c->count, r->node_id);
-	struct view *v;
-	int rc;
+	int rc, fresh, bmc, report;
 
 	if ((rc = grow(&f->kept, &f->kept_cap, f->nkept, sizeof(*f->kept))) < 0)
 		return rc;
@@ -308,26 +337,40 @@ static int node_seen(void *ud, const struct metrics_node *r)
 			f->kept[f->nkept++] = e;
 		return 0;
 	}
-	if ((rc = grow(&s->v, &s->cap, s->count, sizeof(*s->v))) < 0 ||
-	    (rc = grow(&f->bmc_ids, &f->bmc_cap, f->nbmc, sizeof(*f->bmc_ids))) < 0 ||
-	    (rc = grow(&f->report_ids, &f->report_cap, f->nreport, sizeof(*f->report_ids))) < 0)
-		return rc;
-	v = &s->v[s->count++];
-	memset(v, 0, sizeof(*v));
-	if ((rc = view_fill(v, r)) < 0 || (rc = entry_get(&e, f->c, r)) < 0)
+	fresh = metrics_agent_fresh(r, f->now, f->opt->silent_intervals,
+				    f->opt->default_interval_s);
+	if (s) {
+		struct view *v;
+
+		if ((rc = grow(&s->v, &s->cap, s->count, sizeof(*s->v))) < 0)
+			return rc;
+		v = &s->v[s->count++];
+		memset(v, 0, sizeof(*v));
+		v->fresh = fresh;
+		if ((rc = view_fill(v, r)) < 0)
+			return rc;
+	}
+	if ((rc = grow(&f->bmc_ids, &f->bmc_cap, f->nbmc, sizeof(*f->bmc_ids))) < 0 ||
+	    (rc = grow(&f->report_ids, &f->report_cap, f->nreport, sizeof(*f->report_ids))) < 0 ||
+	    (rc = entry_get(&e, f->c, r)) < 0)
 		return rc;
 	f->kept[f->nkept++] = e;
-	v->fresh = metrics_agent_fresh(r, s->now, f->opt->silent_intervals,
-				       f->opt->default_interval_s);
-	if (!e->bmc || e->sensors_time != r->sensors_time || e->inventory_time != r->inventory_time)
-		f->bmc_ids[f->nbmc++] = r->node_id;
+	bmc = !e->bmc || e->sensors_time != r->sensors_time ||
+	      e->inventory_time != r->inventory_time;
 	/* a silent agent's report is neither shown nor read (a new one moves report_id) */
+	report = r->has_agent && fresh && (!e->report || !same(e->report_id, r->report_id));
 	if (!r->has_agent) {
 		render_unref(e->report);
 		e->report = NULL;
-	} else if (v->fresh && (!e->report || !same(e->report_id, r->report_id))) {
-		f->report_ids[f->nreport++] = r->node_id;
 	}
+	if (f->render_max && f->nbmc + f->nreport + bmc + report > f->render_max) {
+		f->more = 1;
+		return 0;
+	}
+	if (bmc)
+		f->bmc_ids[f->nbmc++] = r->node_id;
+	if (report)
+		f->report_ids[f->nreport++] = r->node_id;
 	return 0;
 }
 
@@ -399,16 +442,19 @@ static int cmp_xid(const void *key, const void *elem)
 	return a < b ? -1 : a > b;
 }
 
-/* Reads the store into s and brings the cache up to date (its lock held). */
+/* Reads the store and brings the cache up to date, its lock held: all of it for a scrape
+ * (s), which also takes what it shows; render_max nodes at most for the warming thread (s
+ * NULL), *out_more set when some were left. */
 static int refresh(struct metrics_cache *c, struct metrics_scrape *s, struct store *st,
-		   const struct metrics_options *opt)
+		   const struct metrics_options *opt, int64_t now, size_t render_max,
+		   int *out_more)
 {
-	struct refresh f = { .c = c, .s = s, .opt = opt };
+	struct refresh f = { .c = c, .s = s, .opt = opt, .now = now, .render_max = render_max };
 	struct metrics_xid *xids = NULL;
 	size_t nxids = 0;
-	int rc;
+	int rc = 0;
 
-	if ((rc = store_metrics_xids(st, &xids, &nxids)) < 0)
+	if (s && (rc = store_metrics_xids(st, &xids, &nxids)) < 0)
 		return rc;
 	rc = store_metrics_nodes(st, node_seen, &f);
 	entries_commit(c, &f);
@@ -416,7 +462,7 @@ static int refresh(struct metrics_cache *c, struct metrics_scrape *s, struct sto
 		rc = store_metrics_bmc(st, f.bmc_ids, f.nbmc, bmc_made, c);
 	if (rc == 0)
 		rc = store_metrics_reports(st, f.report_ids, f.nreport, report_made, c);
-	for (size_t i = 0; rc == 0 && i < s->count; i++) {
+	for (size_t i = 0; rc == 0 && s && i < s->count; i++) {
 		struct view *v = &s->v[i];
 		struct entry *e = entry_find(c->entries, c->count, v->n.node_id);
 		const struct metrics_xid *x =
@@ -431,11 +477,74 @@ static int refresh(struct metrics_cache *c, struct metrics_scrape *s, struct sto
 			v->report = v->fresh ? render_ref(e->report) : NULL;
 		}
 	}
+	if (out_more)
+		*out_more = f.more;
 	free(f.kept);
 	free(f.bmc_ids);
 	free(f.report_ids);
 	free(xids);
 	return rc;
+}
+
+static void *warm_run(void *arg)
+{
+	struct metrics_cache *c = arg;
+	struct store *st = NULL;
+	int more = 0;
+
+	pthread_mutex_lock(&c->warm_lock);
+	while (!c->warm_stop) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		if (more) {
+			/* a scrape waiting for the lock gets it first */
+			until.tv_nsec += 10 * 1000 * 1000;
+			if (until.tv_nsec >= 1000000000) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000;
+			}
+		} else {
+			until.tv_sec += c->warm_every_s;
+		}
+		while (!c->warm_stop &&
+		       pthread_cond_timedwait(&c->warm_wake, &c->warm_lock, &until) != ETIMEDOUT)
+			;
+		if (c->warm_stop)
+			break;
+		pthread_mutex_unlock(&c->warm_lock);
+		more = 0;
+		/* a failure (the store away) is tried again at the next round; a scrape says it */
+		if (st || store_open(&st, c->warm_target) == 0) {
+			pthread_mutex_lock(&c->lock);
+			if (refresh(c, NULL, st, &c->warm_opt, (int64_t)time(NULL), WARM_BATCH,
+				    &more) < 0) {
+				store_close(st);
+				st = NULL;
+				more = 0;
+			}
+			pthread_mutex_unlock(&c->lock);
+		}
+		kiln_error_clear();
+		pthread_mutex_lock(&c->warm_lock);
+	}
+	pthread_mutex_unlock(&c->warm_lock);
+	store_close(st);
+	return NULL;
+}
+
+int metrics_cache_warm(struct metrics_cache *c, const char *store_target,
+		       const struct metrics_options *opt, int64_t every_s)
+{
+	assert(!c->warm_started && !opt->want && every_s > 0);
+	if (!(c->warm_target = strdup(store_target)))
+		return kiln_fail(KILN_ERROR, "metrics: out of memory");
+	c->warm_opt = *opt;
+	c->warm_every_s = every_s;
+	if (pthread_create(&c->warm, NULL, warm_run, c) != 0)
+		return kiln_fail(KILN_ERROR, "metrics: cannot start the warming thread");
+	c->warm_started = 1;
+	return 0;
 }
 
 void metrics_scrape_free(struct metrics_scrape *s)
@@ -480,7 +589,7 @@ int metrics_scrape_open(struct metrics_scrape **out, struct metrics_cache *c, st
 	    (rc = zanswer_init(&s->z, gzip, &s->out)) < 0)
 		goto cleanup;
 	pthread_mutex_lock(&c->lock);
-	rc = refresh(c, s, st, opt);
+	rc = refresh(c, s, st, opt, now, 0, NULL);
 	pthread_mutex_unlock(&c->lock);
 cleanup:
 	if (rc < 0) {

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Benchmark (on demand, not CI): GET /metrics for a fleet of N nodes with 8 GPUs each.
 #
-# usage: tests/bench/metrics.sh [--nodes N] [--scrapes K] [--no-build] [--build DIR]
+# usage: tests/bench/metrics.sh [--nodes N] [--scrapes K] [--no-build] [--build DIR] [--prometheus]
 #   KILN_BENCH_KEEP=1 keeps the temporary folder.
 #
 # Builds a plain RelWithDebInfo tree into build-bench, starts kilnd on 127.0.0.1 (plain HTTP,
@@ -16,11 +16,13 @@
 # Right before each scrape the stored reports are marked received then (however long the
 # set-up took, no agent has gone silent), and every scrape must hold all N nodes' GPU series
 # (the gzip ones pass `gzip -t` and are checked inflated): else the benchmark fails.
+# --prometheus: then Debian's Prometheus scrapes kilnd every 15 s with its default 10 s
+# timeout, twice; its up, scrape_duration_seconds and scrape_samples_scraped are printed.
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$SRC/build-bench
-NODES=1000 SCRAPES=5 BUILD_IT=1
+NODES=1000 SCRAPES=5 BUILD_IT=1 PROM=0
 CMDLINE="tests/bench/metrics.sh $*"
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -28,7 +30,8 @@ while [ $# -gt 0 ]; do
 	--scrapes) SCRAPES=$2; shift 2 ;;
 	--no-build) BUILD_IT=0; shift ;;
 	--build) BUILD=$(realpath -m "$2"); shift 2 ;;
-	-h | --help) sed -n "2,19p" "$0"; exit 0 ;;
+	--prometheus) PROM=1; shift ;;
+	-h | --help) sed -n "2,21p" "$0"; exit 0 ;;
 	*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -144,6 +147,31 @@ C2=$(cpu)
 	--max-reports "$((NODES / 10))" >"$TMP/again.txt" || { cat "$TMP/again.txt"; exit 1; }
 scrape "$TMP/again.bin" -H 'Accept-Encoding: gzip' >"$TMP/again.times"
 RSS=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$KILND_PID/status")
+if [ "$PROM" = 1 ]; then
+	command -v prometheus >/dev/null || { echo "bench --prometheus needs prometheus" >&2; exit 1; }
+	PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	echo "$TOKEN" >"$TMP/prom.token"
+	cat >"$TMP/prometheus.yml" <<YML
+global:
+  scrape_interval: 15s
+scrape_configs:
+  - job_name: kiln
+    authorization:
+      credentials_file: $TMP/prom.token
+    static_configs:
+      - targets: ["${URL#http://}"]
+YML
+	prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/prom-data" \
+		--web.listen-address="127.0.0.1:$PROM_PORT" >"$TMP/prometheus.log" 2>&1 &
+	PIDS+=("$!")
+	promql() { curl -s -G "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1" | jq -r '.data.result[0].value[1] // empty'; }
+	for _ in $(seq 90); do
+		fresh
+		[ "$(promql 'count_over_time(up{job="kiln"}[5m])' 2>/dev/null)" = 2 ] && break
+		sleep 2
+	done
+	PROM_LINE="up $(promql 'up{job="kiln"}'), scrape_duration_seconds $(promql 'scrape_duration_seconds{job="kiln"}'), samples $(promql 'scrape_samples_scraped{job="kiln"}') (the second scrape of $(promql 'count_over_time(up{job="kiln"}[5m])'))"
+fi
 SERIES=$(grep -vc '^#' "$TMP/plain.txt")
 NODE_SERIES=$(grep -c 'node="bn00001"' "$TMP/plain.txt" || true)
 GPU_SERIES=$(grep -c 'node="bn00001".*gpu="0"' "$TMP/plain.txt" || true)
@@ -162,4 +190,5 @@ printf '%-32s %s\n' "gzip scrape size" "$(head -1 "$TMP/gz.times" | awk '{ print
 printf '%-32s %s\n' "first scrape (plain)" "$(awk '{ printf "%.3f s", $1 }' "$TMP/first.times")"
 printf '%-32s %s\n' "gzip scrape, 10 % new reports" "$(awk '{ printf "%.3f s, %.2f MB", $1, $2 / 1e6 }' "$TMP/again.times") ($(awk '$1 == "acknowledged" { print $2 }' "$TMP/again.txt") reports stored)"
 printf '%-32s %s\n' "kilnd CPU a scrape (plain / gzip)" "$(awk -v a="$C0" -v b="$C1" -v c="$C2" -v t="$TCK" -v k="$SCRAPES" 'BEGIN { printf "%.3f s / %.3f s", (b - a) / t / k, (c - b) / t / k }')"
+[ "$PROM" = 1 ] && printf '%-32s %s\n' "Prometheus $(prometheus --version 2>&1 | awk 'NR == 1 { print $3 }')" "$PROM_LINE"
 printf '%-32s %s\n' "kilnd peak RSS" "$(awk -v k="$RSS" 'BEGIN { printf "%.0f MiB", k / 1024 }')"
