@@ -173,10 +173,14 @@ static char *scrape(struct store *st, int (*want)(void *, const char *))
 
 static void has(const char *text, const char *line)
 {
-	char want[600];
+	struct kiln_buf want;
+	int found;
 
-	snprintf(want, sizeof(want), "\n%s\n", line);
-	if (!strstr(text, want))
+	kiln_buf_init(&want, 0);
+	assert_int_equal(kiln_buf_printf(&want, "\n%s\n", line), 0);
+	found = strstr(text, want.data) != NULL;
+	kiln_buf_free(&want);
+	if (!found)
 		fail_msg("missing line: %s", line);
 }
 
