@@ -65,9 +65,10 @@ struct api_metrics_config {
 	int allow_unauthenticated_loopback; /* a request from loopback needs no token */
 	int hung_intervals;                 /* an agent silent longer exports no agent series */
 	int64_t agent_interval_s;           /* for a report that names no interval */
-	const char *store_target;           /* what store_open takes: the series are kept up
-					     * to date between scrapes through it (NULL: at
-					     * scrape time only); valid until api_metrics_stop */
+	const char *store_target;           /* what store_open takes: the series are made
+					     * from kilnd's start and kept up to date between
+					     * scrapes through it (NULL: at scrape time only);
+					     * valid until api_metrics_stop */
 };
 void api_metrics_configure(const struct api_metrics_config *cfg);
 /* Stops keeping the series between scrapes and frees them (after the API stopped). */

@@ -20,20 +20,24 @@ static struct api_metrics_config config = { .hung_intervals = 3, .agent_interval
 /* Between scrapes the kept series are brought up to date this often: with agents reporting
  * every 30 s, a scrape then finds a sixth of the nodes to make again at most. */
 #define METRICS_WARM_EVERY_S 5
+/* and not while nobody scraped for this long (a Prometheus scrapes every 15 s to 1 min) */
+#define METRICS_WARM_IDLE_S 600
 
-/* The nodes' kept series: one for the process, made by the first scrape, which also starts
- * their upkeep between scrapes (nothing is made while nobody scrapes). */
+/* The nodes' kept series: one for the process, made when kilnd starts (so that the first
+ * scrape finds them made) and kept up to date while scrapes come. */
 static struct metrics_cache *cache;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int cache_get(struct metrics_cache **out, const struct metrics_options *opt)
+static int cache_get(struct metrics_cache **out)
 {
+	struct metrics_options opt = { .silent_intervals = config.hung_intervals,
+				       .default_interval_s = config.agent_interval_s };
 	int rc = 0;
 
 	pthread_mutex_lock(&cache_lock);
 	if (!cache && (rc = metrics_cache_new(&cache)) == 0 && config.store_target &&
-	    (rc = metrics_cache_warm(cache, config.store_target, opt,
-				     METRICS_WARM_EVERY_S)) < 0) {
+	    (rc = metrics_cache_warm(cache, config.store_target, &opt, METRICS_WARM_EVERY_S,
+				     METRICS_WARM_IDLE_S)) < 0) {
 		metrics_cache_free(cache);
 		cache = NULL;
 	}
@@ -52,7 +56,12 @@ void api_metrics_stop(void)
 
 void api_metrics_configure(const struct api_metrics_config *cfg)
 {
+	struct metrics_cache *c;
+
 	config = *cfg;
+	/* a failure here is the first scrape's to report, when it tries again */
+	if (cache_get(&c) < 0)
+		kiln_error_clear();
 }
 
 int api_metrics_loopback_open(void)
@@ -119,9 +128,7 @@ void api_metrics_get(struct api_ctx *c)
 		opt.want = range_want;
 		opt.want_ud = &want;
 	}
-	if ((rc = cache_get(&mc, &(struct metrics_options){
-			     .silent_intervals = opt.silent_intervals,
-			     .default_interval_s = opt.default_interval_s })) < 0 ||
+	if ((rc = cache_get(&mc)) < 0 ||
 	    (rc = metrics_scrape_open(&s, mc, c->st, &opt, (int64_t)time(NULL), gz)) < 0) {
 		api_fail_code(c, rc, NULL);
 		goto cleanup;

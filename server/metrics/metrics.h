@@ -38,15 +38,16 @@ int metrics_cache_new(struct metrics_cache **out);
 void metrics_cache_free(struct metrics_cache *c); /* accepts NULL; no scrape may be open */
 
 /*
- * Keeps c up to date between scrapes: a thread that every every_s seconds makes again the
- * blocks of the nodes whose markers moved (opt->want must be NULL), at most a few hundred
- * nodes a hold of the cache's lock, through its own store handle on store_target (what
- * store_open takes). A scrape then finds little left to make, however often the agents
- * report. A failure is tried again at the next round (a scrape reports its own). Stopped by
- * metrics_cache_free. Returns 0 or an error.
+ * Keeps c up to date between scrapes: a thread that makes every node's blocks at once, then
+ * every every_s seconds makes again those of the nodes whose markers moved (opt->want must
+ * be NULL), at most a few hundred nodes a hold of the cache's lock, through its own store
+ * handle on store_target (what store_open takes). A scrape then finds little left to make,
+ * however often the agents report. Once every node was made, it makes nothing while no
+ * scrape came for idle_s seconds (0: it goes on). A failure is tried again at the next round
+ * (a scrape reports its own). Stopped by metrics_cache_free. Returns 0 or an error.
  */
 int metrics_cache_warm(struct metrics_cache *c, const char *store_target,
-		       const struct metrics_options *opt, int64_t every_s);
+		       const struct metrics_options *opt, int64_t every_s, int64_t idle_s);
 
 struct metrics_cache_stats {
 	size_t nodes;            /* nodes kept */

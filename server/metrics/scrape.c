@@ -54,6 +54,9 @@ struct metrics_cache {
 	char *warm_target;
 	struct metrics_options warm_opt;
 	int64_t warm_every_s;
+	int64_t warm_idle_s;
+	int warmed;                  /* every node made once (guarded by lock) */
+	int64_t last_scrape;         /* when the last scrape began, real time (guarded by lock) */
 };
 
 /* A node as one scrape shows it. */
@@ -490,7 +493,7 @@ static void *warm_run(void *arg)
 {
 	struct metrics_cache *c = arg;
 	struct store *st = NULL;
-	int more = 0;
+	int more = 1; /* the first round at once */
 
 	pthread_mutex_lock(&c->warm_lock);
 	while (!c->warm_stop) {
@@ -516,12 +519,21 @@ static void *warm_run(void *arg)
 		more = 0;
 		/* a failure (the store away) is tried again at the next round; a scrape says it */
 		if (st || store_open(&st, c->warm_target) == 0) {
+			int64_t now = (int64_t)time(NULL);
+
 			pthread_mutex_lock(&c->lock);
-			if (refresh(c, NULL, st, &c->warm_opt, (int64_t)time(NULL), WARM_BATCH,
-				    &more) < 0) {
+			/* once warm, nothing is made while nobody scrapes */
+			if (c->warmed && c->warm_idle_s && now - c->last_scrape > c->warm_idle_s) {
+				pthread_mutex_unlock(&c->lock);
+				pthread_mutex_lock(&c->warm_lock);
+				continue;
+			}
+			if (refresh(c, NULL, st, &c->warm_opt, now, WARM_BATCH, &more) < 0) {
 				store_close(st);
 				st = NULL;
 				more = 0;
+			} else if (!more) {
+				c->warmed = 1;
 			}
 			pthread_mutex_unlock(&c->lock);
 		}
@@ -534,13 +546,14 @@ static void *warm_run(void *arg)
 }
 
 int metrics_cache_warm(struct metrics_cache *c, const char *store_target,
-		       const struct metrics_options *opt, int64_t every_s)
+		       const struct metrics_options *opt, int64_t every_s, int64_t idle_s)
 {
 	assert(!c->warm_started && !opt->want && every_s > 0);
 	if (!(c->warm_target = strdup(store_target)))
 		return kiln_fail(KILN_ERROR, "metrics: out of memory");
 	c->warm_opt = *opt;
 	c->warm_every_s = every_s;
+	c->warm_idle_s = idle_s;
 	if (pthread_create(&c->warm, NULL, warm_run, c) != 0)
 		return kiln_fail(KILN_ERROR, "metrics: cannot start the warming thread");
 	c->warm_started = 1;
@@ -589,6 +602,7 @@ int metrics_scrape_open(struct metrics_scrape **out, struct metrics_cache *c, st
 	    (rc = zanswer_init(&s->z, gzip, &s->out)) < 0)
 		goto cleanup;
 	pthread_mutex_lock(&c->lock);
+	c->last_scrape = (int64_t)time(NULL);
 	rc = refresh(c, s, st, opt, now, 0, NULL);
 	pthread_mutex_unlock(&c->lock);
 cleanup:

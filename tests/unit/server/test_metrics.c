@@ -544,6 +544,15 @@ static void test_node_deleted(void **state)
 	metrics_cache_free(c);
 }
 
+/* Polls the cache's counts for up to 5 s until the report renders reach at least want. */
+static void report_renders_wait(struct metrics_cache *c, uint64_t want)
+{
+	struct metrics_cache_stats cs;
+
+	for (int i = 0; i < 100 && (metrics_cache_stats(c, &cs), cs.report_renders < want); i++)
+		usleep(50 * 1000);
+}
+
 /* The warming thread makes the blocks between scrapes, from its own store handle: a scrape
  * then has nothing left to make. */
 static void test_warm_between_scrapes(void **state)
@@ -557,20 +566,47 @@ static void test_warm_between_scrapes(void **state)
 
 	fleet_fill(f->st);
 	assert_int_equal(metrics_cache_new(&c), 0);
-	assert_int_equal(metrics_cache_warm(c, f->db, &opt, 1), 0);
+	assert_int_equal(metrics_cache_warm(c, f->db, &opt, 1, 0), 0);
 	/* its clock is the real one: g1's report of 1970 is silent, not read; then one of now */
 	for (int i = 0; i < 100 && (metrics_cache_stats(c, &cs), cs.bmc_renders < 3); i++)
 		usleep(50 * 1000);
 	renders(c, 3, 0);
 	report_again(f->st, "r1b", now);
-	for (int i = 0; i < 100 && (metrics_cache_stats(c, &cs), cs.report_renders < 1); i++)
-		usleep(50 * 1000);
+	report_renders_wait(c, 1);
 	renders(c, 3, 1);
 	t = scrape_at(f->st, c, NULL, now, 1);
 	renders(c, 3, 1);
 	has(t, "kiln_gpu_temperature_celsius{node=\"g1\",rack=\"r01\",gpu=\"0\",UUID=\"GPU-a\","
 	       "pci_bus_id=\"00000000:18:00.0\",model_name=\"NVIDIA \\\"H100\\\"\"} 43");
 	free(t);
+	metrics_cache_free(c);
+}
+
+/* Once warm, the thread makes nothing while nobody scrapes, and goes on after a scrape. */
+static void test_warm_idle(void **state)
+{
+	struct fx *f = *state;
+	struct metrics_options opt = { .silent_intervals = 3, .default_interval_s = 30 };
+	struct metrics_cache_stats cs;
+	struct metrics_cache *c;
+	int64_t now = (int64_t)time(NULL);
+
+	fleet_fill(f->st);
+	assert_int_equal(metrics_cache_new(&c), 0);
+	assert_int_equal(metrics_cache_warm(c, f->db, &opt, 1, 1), 0);
+	/* made at once, without a scrape */
+	for (int i = 0; i < 100 && (metrics_cache_stats(c, &cs), cs.bmc_renders < 3); i++)
+		usleep(50 * 1000);
+	renders(c, 3, 0);
+	usleep(1500 * 1000);
+	report_again(f->st, "r1b", now);
+	usleep(2500 * 1000);
+	renders(c, 3, 0);
+	free(scrape_at(f->st, c, NULL, now, 0));
+	renders(c, 3, 1);
+	report_again(f->st, "r1c", now);
+	report_renders_wait(c, 2);
+	renders(c, 3, 2);
 	metrics_cache_free(c);
 }
 
@@ -587,6 +623,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_time_moves, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_node_deleted, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_warm_between_scrapes, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_warm_idle, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
