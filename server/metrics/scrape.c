@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* GET /metrics from kept blocks: each node's series that change only with its data are kept
  * compressed, one block per family (metrics/zblock.h), and made again only when the node's
- * markers in the store move; a scrape writes family after family, each node's lines from its
- * block or, for what depends on the scrape's time or on short columns, made on the spot. */
+ * markers in the store move (by a scrape, or between scrapes by a thread); a scrape writes
+ * family after family, each node's lines from its block or, for what depends on the
+ * scrape's time or on short columns, made on the spot. */
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
@@ -37,7 +38,7 @@ struct entry {
 };
 
 struct metrics_cache {
-	pthread_mutex_t lock;        /* guards everything below */
+	pthread_mutex_t lock;        /* guards the fields up to warm, and warmed, last_scrape */
 	struct entry **entries;      /* by node id */
 	size_t count;
 	struct metrics_cache_stats stats;
