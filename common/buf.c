@@ -37,6 +37,11 @@ static int grow(struct kiln_buf *b, size_t extra)
 	return 0;
 }
 
+int kiln_buf_reserve(struct kiln_buf *b, size_t n)
+{
+	return grow(b, n);
+}
+
 int kiln_buf_append_grow(struct kiln_buf *b, const void *p, size_t n)
 {
 	int rc = grow(b, n);

@@ -740,7 +740,8 @@ int main(int argc, char **argv)
 	api_metrics_configure(&(struct api_metrics_config){
 		.allow_unauthenticated_loopback = cfg.metrics_allow_unauthenticated_loopback,
 		.hung_intervals = cfg.health_hung_intervals,
-		.agent_interval_s = cfg.health_agent_interval });
+		.agent_interval_s = cfg.health_agent_interval,
+		.store_target = db_path });
 	/* Agent reports are committed in groups by one writer; their requests wait suspended. */
 	if (ingest_writer_start(db_path, INGEST_QUEUE_MAX) < 0) {
 		ret = die("ingest writer");
@@ -788,6 +789,7 @@ cleanup:
 	ingest_writer_stop();
 	live_stop(live);          /* likewise: every live answer ends, none stays suspended */
 	api_server_stop(srv);
+	api_metrics_stop();
 	handoff_stop(handoff);    /* no call of another instance is taken from now on */
 	bmc_engine_drain(engine); /* queued reads end now; the poller waits only for what runs */
 	poller_stop(poller);      /* before the engine its operations run on */

@@ -16,6 +16,10 @@ struct kiln_buf {
 /* Initialises an empty buffer that refuses to grow past max bytes (0: no cap). */
 void kiln_buf_init(struct kiln_buf *b, size_t max);
 
+/* Makes room for n more bytes (and the NUL) without changing len, so that a writer can fill
+ * data + len in place and then add to len. KILN_ETOOBIG past the cap, KILN_ERROR on ENOMEM. */
+int kiln_buf_reserve(struct kiln_buf *b, size_t n);
+
 /* kiln_buf_append when the bytes do not fit in what is allocated (or the cap is near). */
 int kiln_buf_append_grow(struct kiln_buf *b, const void *p, size_t n);
 

@@ -65,8 +65,14 @@ struct api_metrics_config {
 	int allow_unauthenticated_loopback; /* a request from loopback needs no token */
 	int hung_intervals;                 /* an agent silent longer exports no agent series */
 	int64_t agent_interval_s;           /* for a report that names no interval */
+	const char *store_target;           /* what store_open takes: the series are made
+					     * from kilnd's start and kept up to date between
+					     * scrapes through it (NULL: at scrape time only);
+					     * valid until api_metrics_stop */
 };
 void api_metrics_configure(const struct api_metrics_config *cfg);
+/* Stops keeping the series between scrapes and frees them (after the API stopped). */
+void api_metrics_stop(void);
 
 /* The pacing of POST /power when a request gives none ([power] batch and interval). */
 void api_power_pacing_set(int batch, int64_t interval_s);

@@ -1,26 +1,67 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GET /metrics: the Prometheus exposition of the fleet (metrics/metrics.c), gzipped when the
- * scraper asks, for a range of nodes with ?range=NODERANGE. */
+/* GET /metrics: the Prometheus exposition of the fleet (metrics/scrape.c), streamed, gzipped
+ * when the scraper asks, for a range of nodes with ?range=NODERANGE. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-
-#include <zlib.h>
 
 #include "api/handlers.h"
 #include "kiln/error.h"
 #include "kiln/noderange.h"
 #include "metrics/metrics.h"
 
-/* 10,000 nodes of 8 GPUs are ~70 MB of text: the cap leaves room, and stops a runaway. */
-#define METRICS_TEXT_MAX (512u * 1024 * 1024)
+/* The answer is handed to libmicrohttpd this much at a time. */
+#define METRICS_BLOCK (128 * 1024)
 
 static struct api_metrics_config config = { .hung_intervals = 3, .agent_interval_s = 30 };
 
+/* Between scrapes the kept series are brought up to date this often: with agents reporting
+ * every 30 s, a scrape then finds a sixth of the nodes to make again at most. */
+#define METRICS_WARM_EVERY_S 5
+/* and not while nobody scraped for this long (a Prometheus scrapes every 15 s to 1 min) */
+#define METRICS_WARM_IDLE_S 600
+
+/* The nodes' kept series: one for the process, made when kilnd starts (so that the first
+ * scrape finds them made) and kept up to date while scrapes come. */
+static struct metrics_cache *cache;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cache_get(struct metrics_cache **out)
+{
+	struct metrics_options opt = { .silent_intervals = config.hung_intervals,
+				       .default_interval_s = config.agent_interval_s };
+	int rc = 0;
+
+	pthread_mutex_lock(&cache_lock);
+	if (!cache && (rc = metrics_cache_new(&cache)) == 0 && config.store_target &&
+	    (rc = metrics_cache_warm(cache, config.store_target, &opt, METRICS_WARM_EVERY_S,
+				     METRICS_WARM_IDLE_S)) < 0) {
+		metrics_cache_free(cache);
+		cache = NULL;
+	}
+	*out = cache;
+	pthread_mutex_unlock(&cache_lock);
+	return rc;
+}
+
+void api_metrics_stop(void)
+{
+	pthread_mutex_lock(&cache_lock);
+	metrics_cache_free(cache);
+	cache = NULL;
+	pthread_mutex_unlock(&cache_lock);
+}
+
 void api_metrics_configure(const struct api_metrics_config *cfg)
 {
+	struct metrics_cache *c;
+
 	config = *cfg;
+	/* a failure here is the first scrape's to report, when it tries again */
+	if (cache_get(&c) < 0)
+		kiln_error_clear();
 }
 
 int api_metrics_loopback_open(void)
@@ -49,41 +90,24 @@ static int accepts_gzip(const char *h)
 	return 0;
 }
 
-/* text[0..len) gzipped into *out (malloc'd, *out_len bytes). Level 1: a scrape of 70 MB
- * compresses in well under a second and still shrinks ~15 times (tests/bench/RESULTS.md). */
-static int gzip_text(char **out, size_t *out_len, const char *text, size_t len)
-{
-	z_stream z = { 0 };
-	size_t cap = deflateBound(&z, len) + 64;
-	char *buf;
-	int zr;
-
-	if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return kiln_fail(KILN_ERROR, "metrics: zlib: deflateInit2 failed");
-	cap = deflateBound(&z, len) + 64;
-	buf = malloc(cap);
-	if (!buf) {
-		deflateEnd(&z);
-		return kiln_fail(KILN_ERROR, "metrics: out of memory");
-	}
-	z.next_in = (Bytef *)(uintptr_t)text;
-	z.avail_in = (uInt)len;
-	z.next_out = (Bytef *)buf;
-	z.avail_out = (uInt)cap;
-	zr = deflate(&z, Z_FINISH);
-	*out_len = z.total_out;
-	deflateEnd(&z);
-	if (zr != Z_STREAM_END) {
-		free(buf);
-		return kiln_fail(KILN_ERROR, "metrics: zlib: deflate failed (%d)", zr);
-	}
-	*out = buf;
-	return 0;
-}
-
 static int range_want(void *ud, const char *node)
 {
 	return api_fleet_range_has(ud, node);
+}
+
+static ssize_t answer_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	size_t n;
+
+	(void)pos;
+	if (metrics_scrape_read(cls, buf, max, &n) < 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR; /* the scraper sees the answer cut */
+	return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void answer_free(void *cls)
+{
+	metrics_scrape_free(cls);
 }
 
 void api_metrics_get(struct api_ctx *c)
@@ -94,36 +118,25 @@ void api_metrics_get(struct api_ctx *c)
 	struct kiln_nodelist want = { 0 };
 	struct metrics_options opt = { .silent_intervals = config.hung_intervals,
 				       .default_interval_s = config.agent_interval_s };
-	struct expo e;
-	char *body = NULL;
-	size_t len = 0;
+	struct metrics_cache *mc;
+	struct metrics_scrape *s = NULL;
 	int rc, gz = accepts_gzip(enc);
 
-	expo_init(&e, METRICS_TEXT_MAX);
 	if (range && *range) {
 		if (api_range_expand(c, &want, range, API_RANGE_SORTED) < 0)
 			goto cleanup;
 		opt.want = range_want;
 		opt.want_ud = &want;
 	}
-	if ((rc = metrics_write(&e, c->st, &opt, (int64_t)time(NULL))) < 0) {
+	if ((rc = cache_get(&mc)) < 0 ||
+	    (rc = metrics_scrape_open(&s, mc, c->st, &opt, (int64_t)time(NULL), gz)) < 0) {
 		api_fail_code(c, rc, NULL);
 		goto cleanup;
 	}
-	if (gz) {
-		if ((rc = gzip_text(&body, &len, e.out.data ? e.out.data : "", e.out.len)) < 0) {
-			api_fail_code(c, rc, NULL);
-			goto cleanup;
-		}
-	} else {
-		len = e.out.len;
-		body = kiln_buf_steal(&e.out);
-	}
-	c->response = MHD_create_response_from_buffer(len, body ? body : (char *)"",
-						      body ? MHD_RESPMEM_MUST_FREE
-							   : MHD_RESPMEM_PERSISTENT);
+	c->response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, METRICS_BLOCK,
+							answer_read, s, answer_free);
 	if (!c->response) {
-		free(body);
+		metrics_scrape_free(s);
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		goto cleanup;
 	}
@@ -135,6 +148,5 @@ void api_metrics_get(struct api_ctx *c)
 		MHD_add_response_header(c->response, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
 	c->status = MHD_HTTP_OK;
 cleanup:
-	expo_free(&e);
 	kiln_nodelist_free(&want);
 }

@@ -43,6 +43,20 @@ void expo_free(struct expo *e)
 	memset(e, 0, sizeof(*e));
 }
 
+void expo_clear(struct expo *e)
+{
+	for (size_t i = 0; i < e->nfamilies; i++) {
+		struct expo_family *f = &e->families[i];
+
+		kiln_buf_reset(&f->text);
+		if (f->seen_count)
+			memset(f->seen, 0, f->seen_cap * sizeof(*f->seen));
+		f->seen_count = 0;
+	}
+	e->bytes = 0;
+	e->series = 0;
+}
+
 /* Adds h to the open-addressed set; 1 when it was there already, 0 added, <0 ENOMEM. 0 is
  * the empty slot's mark, so a hash of 0 is stored as 1. */
 static int set_add(uint64_t **set, size_t *cap, size_t *count, uint64_t h)
@@ -183,8 +197,7 @@ int expo_family(struct expo *e, struct expo_family **out, const char *name, int 
 	return 0;
 }
 
-/* A family's HELP and TYPE lines into b. */
-static int family_head(struct kiln_buf *b, const struct expo_family *f)
+int expo_family_head(struct kiln_buf *b, const struct expo_family *f)
 {
 	int rc;
 
@@ -209,7 +222,7 @@ int expo_finish(struct expo *e)
 		return kiln_fail(KILN_ERROR, "metrics: out of memory");
 	kiln_buf_init(&heads, 0);
 	for (size_t i = 0; i < e->nfamilies; i++) {
-		if ((rc = family_head(&heads, &e->families[i])) < 0)
+		if ((rc = expo_family_head(&heads, &e->families[i])) < 0)
 			goto cleanup;
 		head_end[i] = heads.len;
 		total += e->families[i].text.len;

@@ -68,6 +68,12 @@ int expo_sample(struct expo_family *f, const char *suffix, const char *const *la
 int expo_histogram(struct expo_family *f, const char *const *labels, const double *bounds,
 		   const uint64_t *counts, size_t n, double sum);
 
+/* Forgets every sample (the families stay declared), to write the next set of series. */
+void expo_clear(struct expo *e);
+
+/* Family f's HELP and TYPE lines onto b. */
+int expo_family_head(struct kiln_buf *b, const struct expo_family *f);
+
 /* Writes every family, in the order declared, into e->out. */
 int expo_finish(struct expo *e);
 

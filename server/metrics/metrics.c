@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GET /metrics' families, filled in one pass over the store's node rows. */
+/* GET /metrics' node families: how each node's series are written from the store's rows. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,23 +12,8 @@
 #include "health/health.h"
 #include "health/health_facts.h"
 #include "kiln/error.h"
-#include "metrics/counters.h"
+#include "metrics/families.h"
 #include "metrics/metrics.h"
-
-/* Every family a node gives, in the order written. */
-enum fam {
-	F_NODES, F_POWER_ON, F_POWER_UNKNOWN, F_POWER_AGE, F_BMC_REACHABLE, F_BMC_LAST_OK,
-	F_HEALTH, F_REASON, F_REPAIR, F_HUNG, F_MAINT, F_REINSTALL, F_AGENT_AGE, F_AGENT_SILENT,
-	F_BMC_INFO, F_INLET, F_SYS_POWER, F_PSU_FAILED, F_PSU_RED_LOST, F_FANS_FAILED,
-	F_SENSOR, F_SENSOR_OK,
-	F_GPUS_SEEN, F_GPUS_EXPECTED, F_DRIVER_INFO, F_OS_INFO, F_CUDNN_INFO, F_TOOLKIT_INFO,
-	F_REBOOT, F_XID_COUNT, F_XID_LAST,
-	F_GPU_INFO, F_GPU_TEMP, F_GPU_POWER, F_GPU_POWER_LIMIT, F_GPU_UTIL, F_GPU_MEM_UTIL,
-	F_GPU_MEM_USED, F_GPU_MEM_TOTAL, F_GPU_SM_CLOCK, F_GPU_MEM_CLOCK, F_GPU_ECC_VOL,
-	F_GPU_ECC_AGG, F_GPU_RETIRED, F_GPU_RETIRED_PENDING, F_GPU_REMAPPED,
-	F_GPU_REMAP_PENDING, F_GPU_REMAP_FAILURE, F_GPU_THROTTLE, F_GPU_THROTTLE_REASON,
-	F_COUNT
-};
 
 static const struct {
 	const char *name;
@@ -163,19 +148,39 @@ static const struct {
 	{ F_GPU_REMAPPED, "cause", "uncorrected", "remapped_rows_uncorrected" },
 };
 
-struct ctx {
-	struct expo_family *f[F_COUNT];
-	const struct metrics_options *opt;
-	int64_t now;
-	struct metrics_xid *xids;
-	size_t nxids;
-	int64_t nodes;
-};
+/* Which families are written at every scrape, and which are kept between scrapes. */
+enum fam_source metrics_family_source(enum fam fam)
+{
+	if (fam >= F_BMC_INFO && fam <= F_SENSOR_OK)
+		return SRC_BMC;
+	if (fam == F_CUDNN_INFO || fam == F_TOOLKIT_INFO || fam >= F_GPU_INFO)
+		return SRC_REPORT;
+	return SRC_LIVE;
+}
+
+int metrics_families_declare(struct expo *e, struct expo_family *f[F_COUNT])
+{
+	int rc;
+
+	for (int i = 0; i < F_COUNT; i++)
+		if ((rc = expo_family(e, &f[i], fams[i].name, fams[i].type, fams[i].help)) < 0)
+			return rc;
+	return 0;
+}
+
+int metrics_agent_fresh(const struct metrics_node *n, int64_t now, int silent_intervals,
+			int64_t default_interval_s)
+{
+	int64_t interval = n->agent_interval_s > 0 ? n->agent_interval_s : default_interval_s;
+
+	return n->has_agent && now - n->agent_last_seen <= silent_intervals * interval;
+}
 
 /* A sample; a series the node's data names twice (two sensors of one name) is kept once. */
-static int put(struct ctx *x, enum fam f, const char *const *labels, double v)
+static int put(struct expo_family *const f[F_COUNT], enum fam fam, const char *const *labels,
+	       double v)
 {
-	int rc = expo_sample(x->f[f], NULL, labels, v);
+	int rc = expo_sample(f[fam], NULL, labels, v);
 
 	return rc == KILN_EEXISTS ? 0 : rc;
 }
@@ -201,20 +206,18 @@ static int health_code(const char *h)
 	return strcmp(h, "warning") == 0 ? 1 : 0;
 }
 
-/* One kiln_node_health_reason series per kind present (a kind once), and kiln_node_repair
- * for the strongest repair class of the reasons. */
-static int reasons_write(struct ctx *x, const struct metrics_row *r, const char *node_labels[])
+/* One kiln_node_health_reason series per kind present (a kind once). */
+static int reasons_write(struct expo_family *const f[F_COUNT], const struct metrics_node *r,
+			 const char *nl[])
 {
 	json_t *arr = r->reasons ? json_loads(r->reasons, 0, NULL) : NULL, *v;
 	const char *seen[HEALTH_REASONS_MAX + 1];
-	enum health_repair most = HEALTH_REPAIR_NONE;
 	size_t i, n = 0;
 	int rc = 0;
 
 	json_array_foreach(arr, i, v) {
 		const char *kind = health_reason_kind(json_string_value(v));
-		const char *l[] = { "node", node_labels[1], "rack", node_labels[3], "kind", kind,
-				    NULL };
+		const char *l[] = { "node", nl[1], "rack", nl[3], "kind", kind, NULL };
 		size_t k;
 
 		for (k = 0; k < n && strcmp(seen[k], kind) != 0; k++)
@@ -222,37 +225,128 @@ static int reasons_write(struct ctx *x, const struct metrics_row *r, const char 
 		if (k < n || n == HEALTH_REASONS_MAX)
 			continue;
 		seen[n++] = kind;
-		if ((rc = put(x, F_REASON, l, 1)) < 0)
+		if ((rc = put(f, F_REASON, l, 1)) < 0)
 			break;
 	}
+	json_decref(arr);
+	return rc;
+}
+
+/* kiln_node_repair for the strongest repair class of the reasons. */
+static int repair_write(struct expo_family *const f[F_COUNT], const struct metrics_node *r,
+			const char *nl[])
+{
+	json_t *arr = r->reasons ? json_loads(r->reasons, 0, NULL) : NULL, *v;
+	enum health_repair most = HEALTH_REPAIR_NONE;
+	size_t i;
+	int rc = 0;
+
 	json_array_foreach(arr, i, v) {
 		enum health_repair c = health_reason_repair(json_string_value(v));
 
 		if (c > most)
 			most = c;
 	}
-	if (rc == 0 && most != HEALTH_REPAIR_NONE) {
-		const char *l[] = { "node", node_labels[1], "rack", node_labels[3], "repair",
+	if (most != HEALTH_REPAIR_NONE) {
+		const char *l[] = { "node", nl[1], "rack", nl[3], "repair",
 				    health_repair_name(most), NULL };
 
-		rc = put(x, F_REPAIR, l, 1);
+		rc = put(f, F_REPAIR, l, 1);
 	}
 	json_decref(arr);
 	return rc;
 }
 
-static int bmc_write(struct ctx *x, const struct metrics_row *r, const char *nl[])
+/* The agent's short fields (only while it is not silent). */
+static int agent_live_write(struct expo_family *const f[F_COUNT], enum fam fam,
+			    const struct metrics_node *r, const struct metrics_xid *xid,
+			    const char *nl[])
 {
-	const char *info[] = { "node", nl[1], "rack", nl[3], "manufacturer", r->bmc_manufacturer,
-			       "model", r->bmc_model, "firmware", r->bmc_firmware, NULL };
+	const char *drv[] = { "node", nl[1], "rack", nl[3], "driver_version", r->driver_version,
+			      "kernel_module_version", r->kernel_module_version,
+			      "cuda_driver_version", r->cuda_driver_version, "nvml_version",
+			      r->nvml_version, "status", r->nvidia_status, NULL };
+	const char *os[] = { "node", nl[1], "rack", nl[3], "os", r->os, "kernel", r->kernel,
+			     NULL };
+
+	switch (fam) {
+	case F_GPUS_SEEN:
+		return r->gpu_count >= 0 ? put(f, fam, nl, (double)r->gpu_count) : 0;
+	case F_GPUS_EXPECTED:
+		return put(f, fam, nl, (double)r->gpu_count_max);
+	case F_DRIVER_INFO:
+		return r->driver_version || r->kernel_module_version || r->nvidia_status
+			       ? put(f, fam, drv, 1)
+			       : 0;
+	case F_OS_INFO:
+		return r->os || r->kernel ? put(f, fam, os, 1) : 0;
+	case F_REBOOT:
+		return put(f, fam, nl,
+			   health_reboot_pending(r->nvidia_status, r->driver_version,
+						 r->kernel_module_version));
+	case F_XID_COUNT:
+		return put(f, fam, nl, xid ? (double)xid->count : 0);
+	case F_XID_LAST:
+		return xid && xid->last_xid >= 0 ? put(f, fam, nl, (double)xid->last_xid) : 0;
+	default:
+		return 0;
+	}
+}
+
+int metrics_live_write(struct expo_family *const f[F_COUNT], enum fam fam,
+		       const struct metrics_node *r, int fresh, const struct metrics_xid *xid,
+		       int64_t now)
+{
+	const char *nl[] = { "node", r->node, "rack", r->rack, NULL };
+	int on = r->power && strcmp(r->power, "on") == 0;
+	int unknown = !r->power || strcmp(r->power, "unknown") == 0;
+
+	switch (fam) {
+	case F_POWER_ON:
+		return put(f, fam, nl, on);
+	case F_POWER_UNKNOWN:
+		return put(f, fam, nl, unknown);
+	case F_POWER_AGE:
+		return r->power_time > 0 ? put(f, fam, nl, (double)(now - r->power_time)) : 0;
+	case F_BMC_REACHABLE:
+		return r->has_state ? put(f, fam, nl, r->reachable) : 0;
+	case F_BMC_LAST_OK:
+		return r->last_ok > 0 ? put(f, fam, nl, (double)r->last_ok) : 0;
+	case F_MAINT:
+		return put(f, fam, nl, r->in_maintenance);
+	case F_REINSTALL:
+		return put(f, fam, nl, r->reinstalling);
+	/* the verdict the poller's health sweep stored: what kiln status shows */
+	case F_HEALTH:
+		return r->health ? put(f, fam, nl, health_code(r->health)) : 0;
+	case F_HUNG:
+		return r->health ? put(f, fam, nl, r->hung_since > 0) : 0;
+	case F_REASON:
+		return r->health ? reasons_write(f, r, nl) : 0;
+	case F_REPAIR:
+		return r->health ? repair_write(f, r, nl) : 0;
+	case F_AGENT_AGE:
+		return r->has_agent ? put(f, fam, nl, (double)(now - r->agent_last_seen)) : 0;
+	case F_AGENT_SILENT:
+		return r->has_agent ? put(f, fam, nl, !fresh) : 0;
+	default:
+		return fresh ? agent_live_write(f, fam, r, xid, nl) : 0;
+	}
+}
+
+int metrics_bmc_write(struct expo_family *const f[F_COUNT], const char *node, const char *rack,
+		      const struct metrics_bmc *r)
+{
+	const char *nl[] = { "node", node, "rack", rack, NULL };
+	const char *info[] = { "node", node, "rack", rack, "manufacturer", r->manufacturer,
+			       "model", r->model, "firmware", r->firmware, NULL };
 	struct health_facts hf;
 	json_t *root, *arr, *s;
 	double watts, inlet;
 	size_t i, fans_failed = 0, taken = 0;
 	int rc;
 
-	if ((r->bmc_manufacturer || r->bmc_model || r->bmc_firmware) &&
-	    (rc = put(x, F_BMC_INFO, info, 1)) < 0)
+	if ((r->manufacturer || r->model || r->firmware) && (rc = put(f, F_BMC_INFO, info, 1)) < 0)
 		return rc;
 	if (!r->sensors)
 		return 0;
@@ -262,27 +356,28 @@ static int bmc_write(struct ctx *x, const struct metrics_row *r, const char *nl[
 		json_decref(root);
 		return 0;
 	}
-	/* the numbers kilnd's report and health rules take from the same readings */
+	/* the numbers kilnd's report and health rules take from the same readings (the
+	 * sensor facts do not depend on the time) */
 	bmc_sensors_summary(root, &watts, &inlet);
-	health_facts_init(&hf, x->now);
+	health_facts_init(&hf, 0);
 	health_sensor_facts(&hf, r->sensors);
 	rc = 0;
 	if (!isnan(inlet))
-		rc = put(x, F_INLET, nl, inlet);
+		rc = put(f, F_INLET, nl, inlet);
 	if (rc == 0 && !isnan(watts))
-		rc = put(x, F_SYS_POWER, nl, watts);
+		rc = put(f, F_SYS_POWER, nl, watts);
 	if (rc == 0)
-		rc = put(x, F_PSU_FAILED, nl, hf.psu_failed);
+		rc = put(f, F_PSU_FAILED, nl, hf.psu_failed);
 	if (rc == 0)
-		rc = put(x, F_PSU_RED_LOST, nl, hf.psu_redundancy_lost);
+		rc = put(f, F_PSU_RED_LOST, nl, hf.psu_redundancy_lost);
 	json_array_foreach(arr, i, s) {
 		const char *name = json_string_value(json_object_get(s, "name"));
 		const char *kind = json_string_value(json_object_get(s, "kind"));
 		const char *unit = json_string_value(json_object_get(s, "unit"));
 		const char *health = json_string_value(json_object_get(s, "health"));
-		const char *l[] = { "node", nl[1], "rack", nl[3], "kind", kind, "sensor", name,
+		const char *l[] = { "node", node, "rack", rack, "kind", kind, "sensor", name,
 				    "unit", unit, NULL };
-		const char *hl[] = { "node", nl[1], "rack", nl[3], "kind", kind, "sensor", name,
+		const char *hl[] = { "node", node, "rack", rack, "kind", kind, "sensor", name,
 				     NULL };
 		int ok = !health || strcasecmp(health, "ok") == 0 || strcasecmp(health, "enabled") == 0;
 		double v;
@@ -294,18 +389,18 @@ static int bmc_write(struct ctx *x, const struct metrics_row *r, const char *nl[
 		if (taken >= METRICS_SENSORS_MAX)
 			continue;
 		taken++;
-		if (json_num(&v, json_object_get(s, "value")) && (rc = put(x, F_SENSOR, l, v)) < 0)
+		if (json_num(&v, json_object_get(s, "value")) && (rc = put(f, F_SENSOR, l, v)) < 0)
 			break;
-		if (health && (rc = put(x, F_SENSOR_OK, hl, ok)) < 0)
+		if (health && (rc = put(f, F_SENSOR_OK, hl, ok)) < 0)
 			break;
 	}
 	if (rc == 0)
-		rc = put(x, F_FANS_FAILED, nl, (double)fans_failed);
+		rc = put(f, F_FANS_FAILED, nl, (double)fans_failed);
 	json_decref(root);
 	return rc;
 }
 
-static int gpu_write(struct ctx *x, const json_t *g, const char *nl[])
+static int gpu_write(struct expo_family *const f[F_COUNT], const json_t *g, const char *nl[])
 {
 	char index[24];
 	const json_t *ix = json_object_get(g, "index"), *reasons;
@@ -325,17 +420,17 @@ static int gpu_write(struct ctx *x, const json_t *g, const char *nl[])
 	if (!json_is_integer(ix))
 		return 0;
 	snprintf(index, sizeof(index), "%" JSON_INTEGER_FORMAT, json_integer_value(ix));
-	if ((rc = put(x, F_GPU_INFO, info, 1)) < 0)
+	if ((rc = put(f, F_GPU_INFO, info, 1)) < 0)
 		return rc;
 	for (i = 0; i < sizeof(gpu_numbers) / sizeof(gpu_numbers[0]); i++)
 		if (json_num(&d, json_object_get(g, gpu_numbers[i].key)) &&
-		    (rc = put(x, gpu_numbers[i].fam, l, d * gpu_numbers[i].scale)) < 0)
+		    (rc = put(f, gpu_numbers[i].fam, l, d * gpu_numbers[i].scale)) < 0)
 			return rc;
 	for (i = 0; i < sizeof(gpu_split) / sizeof(gpu_split[0]); i++) {
 		l[12] = gpu_split[i].label;
 		l[13] = gpu_split[i].value;
 		if (json_num(&d, json_object_get(g, gpu_split[i].key)) &&
-		    (rc = put(x, gpu_split[i].fam, l, d)) < 0)
+		    (rc = put(f, gpu_split[i].fam, l, d)) < 0)
 			return rc;
 	}
 	l[12] = "reason";
@@ -344,58 +439,32 @@ static int gpu_write(struct ctx *x, const json_t *g, const char *nl[])
 		if (!json_is_string(v) || n++ >= METRICS_THROTTLE_MAX)
 			continue;
 		l[13] = json_string_value(v);
-		if ((rc = put(x, F_GPU_THROTTLE_REASON, l, 1)) < 0)
+		if ((rc = put(f, F_GPU_THROTTLE_REASON, l, 1)) < 0)
 			return rc;
 	}
 	return 0;
 }
 
-static int cmp_xid(const void *key, const void *elem)
+int metrics_report_write(struct expo_family *const f[F_COUNT], const char *node,
+			 const char *rack, const struct metrics_report *r)
 {
-	int64_t a = *(const int64_t *)key, b = ((const struct metrics_xid *)elem)->node_id;
-
-	return a < b ? -1 : a > b;
-}
-
-/* The agent's series: only while it is not silent (r->agent_fresh). */
-static int agent_write(struct ctx *x, const struct metrics_row *r, const char *nl[])
-{
-	const char *drv[] = { "node", nl[1], "rack", nl[3], "driver_version", r->driver_version,
-			      "kernel_module_version", r->kernel_module_version,
-			      "cuda_driver_version", r->cuda_driver_version, "nvml_version",
-			      r->nvml_version, "status", r->nvidia_status, NULL };
-	const char *os[] = { "node", nl[1], "rack", nl[3], "os", r->os, "kernel", r->kernel,
-			     NULL };
-	const char *cudnn[] = { "node", nl[1], "rack", nl[3], "version", r->cudnn_version, NULL };
-	const struct metrics_xid *xid =
-		x->nxids ? bsearch(&r->node_id, x->xids, x->nxids, sizeof(*x->xids), cmp_xid)
-			 : NULL;
+	const char *nl[] = { "node", node, "rack", rack, NULL };
+	const char *cudnn[] = { "node", node, "rack", rack, "version", r->cudnn_version, NULL };
 	json_t *arr, *v;
 	size_t i;
 	int rc = 0;
 
-	if (r->gpu_count >= 0 && (rc = put(x, F_GPUS_SEEN, nl, (double)r->gpu_count)) < 0)
-		return rc;
-	if ((rc = put(x, F_GPUS_EXPECTED, nl, (double)r->gpu_count_max)) < 0 ||
-	    ((r->driver_version || r->kernel_module_version || r->nvidia_status) &&
-	     (rc = put(x, F_DRIVER_INFO, drv, 1)) < 0) ||
-	    ((r->os || r->kernel) && (rc = put(x, F_OS_INFO, os, 1)) < 0) ||
-	    (r->cudnn_version && (rc = put(x, F_CUDNN_INFO, cudnn, 1)) < 0) ||
-	    (rc = put(x, F_REBOOT, nl,
-		      health_reboot_pending(r->nvidia_status, r->driver_version,
-					    r->kernel_module_version))) < 0 ||
-	    (rc = put(x, F_XID_COUNT, nl, xid ? (double)xid->count : 0)) < 0 ||
-	    (xid && xid->last_xid >= 0 && (rc = put(x, F_XID_LAST, nl, (double)xid->last_xid)) < 0))
+	if (r->cudnn_version && (rc = put(f, F_CUDNN_INFO, cudnn, 1)) < 0)
 		return rc;
 	arr = r->toolkits ? json_loads(r->toolkits, 0, NULL) : NULL;
 	json_array_foreach(arr, i, v) {
-		const char *l[] = { "node", nl[1], "rack", nl[3], "version",
+		const char *l[] = { "node", node, "rack", rack, "version",
 				    json_string_value(json_object_get(v, "version")), "path",
 				    json_string_value(json_object_get(v, "path")), NULL };
 
 		if (i >= METRICS_TOOLKITS_MAX || !l[5])
 			break;
-		if ((rc = put(x, F_TOOLKIT_INFO, l, 1)) < 0)
+		if ((rc = put(f, F_TOOLKIT_INFO, l, 1)) < 0)
 			break;
 	}
 	json_decref(arr);
@@ -403,61 +472,9 @@ static int agent_write(struct ctx *x, const struct metrics_row *r, const char *n
 		return rc;
 	arr = r->gpus ? json_loads(r->gpus, 0, NULL) : NULL;
 	json_array_foreach(arr, i, v) {
-		if (i >= METRICS_GPUS_MAX || (rc = gpu_write(x, v, nl)) < 0)
+		if (i >= METRICS_GPUS_MAX || (rc = gpu_write(f, v, nl)) < 0)
 			break;
 	}
 	json_decref(arr);
 	return rc;
-}
-
-static int node_write(void *ud, const struct metrics_row *r)
-{
-	struct ctx *x = ud;
-	const char *nl[] = { "node", r->node, "rack", r->rack, NULL };
-	int rc, on = r->power && strcmp(r->power, "on") == 0;
-	int unknown = !r->power || strcmp(r->power, "unknown") == 0;
-
-	if (x->opt->want && !x->opt->want(x->opt->want_ud, r->node))
-		return 0;
-	x->nodes++;
-	if ((rc = put(x, F_POWER_ON, nl, on)) < 0 || (rc = put(x, F_POWER_UNKNOWN, nl, unknown)) < 0 ||
-	    (r->power_time > 0 &&
-	     (rc = put(x, F_POWER_AGE, nl, (double)(x->now - r->power_time))) < 0) ||
-	    (r->has_state && (rc = put(x, F_BMC_REACHABLE, nl, r->reachable)) < 0) ||
-	    (r->last_ok > 0 && (rc = put(x, F_BMC_LAST_OK, nl, (double)r->last_ok)) < 0) ||
-	    (rc = put(x, F_MAINT, nl, r->in_maintenance)) < 0 ||
-	    (rc = put(x, F_REINSTALL, nl, r->reinstalling)) < 0)
-		return rc;
-	/* the verdict the poller's health sweep stored: what kiln status shows */
-	if (r->health && ((rc = put(x, F_HEALTH, nl, health_code(r->health))) < 0 ||
-			  (rc = put(x, F_HUNG, nl, r->hung_since > 0)) < 0 ||
-			  (rc = reasons_write(x, r, nl)) < 0))
-		return rc;
-	if (r->has_agent &&
-	    ((rc = put(x, F_AGENT_AGE, nl, (double)(x->now - r->agent_last_seen))) < 0 ||
-	     (rc = put(x, F_AGENT_SILENT, nl, !r->agent_fresh)) < 0))
-		return rc;
-	if ((rc = bmc_write(x, r, nl)) < 0)
-		return rc;
-	return r->agent_fresh ? agent_write(x, r, nl) : 0;
-}
-
-int metrics_write(struct expo *e, struct store *st, const struct metrics_options *opt,
-		  int64_t now)
-{
-	struct ctx x = { .opt = opt, .now = now };
-	int rc;
-
-	for (int i = 0; i < F_COUNT; i++)
-		if ((rc = expo_family(e, &x.f[i], fams[i].name, fams[i].type, fams[i].help)) < 0)
-			return rc;
-	if ((rc = store_metrics_xids(st, &x.xids, &x.nxids)) < 0)
-		return rc;
-	rc = store_metrics_rows(st, now, opt->silent_intervals, opt->default_interval_s, node_write,
-				&x);
-	free(x.xids);
-	if (rc < 0 || (rc = expo_sample(x.f[F_NODES], NULL, NULL, (double)x.nodes)) < 0 ||
-	    (rc = metrics_counters_write(e)) < 0)
-		return rc;
-	return expo_finish(e);
 }

@@ -699,10 +699,11 @@ int store_status_rows(struct store *st, store_status_fn fn, void *ud);
 
 /* --- what GET /metrics reads (store_metrics.c) ---------------------------------------- */
 
-/* One node for the metrics: its poller state, health, maintenance, reinstall job, BMC
- * inventory and, while its agent is not silent, the agent's facts. Strings point into
- * SQLite's row and are valid only during the callback; NULL when absent. */
-struct metrics_row {
+/* One node for the metrics, from its short columns (what every scrape reads of every node):
+ * its poller state, health, maintenance, reinstall job, the agent's latest report's short
+ * fields, and the markers that say whether its long columns moved. Strings are valid during
+ * the callback only. */
+struct metrics_node {
 	int64_t node_id;
 	const char *node;
 	const char *rack;
@@ -714,17 +715,14 @@ struct metrics_row {
 	const char *health;          /* NULL: never evaluated */
 	const char *reasons;         /* JSON array text */
 	int64_t hung_since;
-	const char *sensors;         /* {"sensors":[...]} as the driver gave it */
+	int64_t sensors_time;        /* markers of struct metrics_bmc: when the sensors and */
+	int64_t inventory_time;      /* the inventory were stored (0: never) */
 	int in_maintenance;
 	int reinstalling;            /* a reinstall job queued or running */
-	const char *bmc_manufacturer; /* from the stored inventory */
-	const char *bmc_model;
-	const char *bmc_firmware;
 	int has_agent;               /* an agent reported (the fields below it are set) */
 	int64_t agent_last_seen;
 	int64_t agent_interval_s;    /* the report's interval; 0: not known */
-	int agent_fresh;             /* reported within the silence limit: the fields below
-				      * are set; otherwise NULL */
+	const char *report_id;       /* the latest report: the marker of struct metrics_report */
 	const char *nvidia_status;
 	const char *driver_version;
 	const char *kernel_module_version;
@@ -732,20 +730,45 @@ struct metrics_row {
 	const char *nvml_version;
 	const char *os;
 	const char *kernel;
-	const char *cudnn_version;
-	const char *gpus;            /* the latest report's "gpus" array, JSON text */
-	const char *toolkits;        /* its "cuda_toolkits" array, JSON text */
 	int64_t gpu_count;           /* -1: not counted (the NVIDIA status is not "ok") */
 	int64_t gpu_count_max;
 };
 
-/* Calls fn for every node ordered by name, in one read snapshot. An agent counts as fresh
- * while now - last_seen <= silent_intervals times its report interval (default_interval_s
- * when the report names none); a silent one's report is not read. fn returns 0 to go on,
- * or a negative code that stops the walk and is returned. */
-typedef int (*store_metrics_fn)(void *ud, const struct metrics_row *row);
-int store_metrics_rows(struct store *st, int64_t now, int silent_intervals,
-		       int64_t default_interval_s, store_metrics_fn fn, void *ud);
+/* Calls fn for every node ordered by name, in one statement. fn returns 0 to go on, or a
+ * negative code that stops the walk and is returned. */
+typedef int (*store_metrics_node_fn)(void *ud, const struct metrics_node *row);
+int store_metrics_nodes(struct store *st, store_metrics_node_fn fn, void *ud);
+
+/* A node's BMC sensors ({"sensors":[...]} as the driver gave them, NULL when never read) and
+ * inventory, with the markers they were stored with. */
+struct metrics_bmc {
+	int64_t node_id;
+	int64_t sensors_time;
+	const char *sensors;
+	int64_t inventory_time;
+	const char *manufacturer;
+	const char *model;
+	const char *firmware;
+};
+
+/* What the metrics show of a node's latest agent report, cut out by the database. */
+struct metrics_report {
+	int64_t node_id;
+	const char *report_id;
+	const char *cudnn_version;
+	const char *gpus;            /* the report's "gpus" array, JSON text */
+	const char *toolkits;        /* its "cuda_toolkits" array, JSON text */
+};
+
+/* Calls fn for each of the nodes ids[0..n) that exists (that has a report), in no set order,
+ * a few dozen nodes a statement. Strings are valid during the callback only; fn returns 0 or
+ * a negative code that stops the walk and is returned. */
+typedef int (*store_metrics_bmc_fn)(void *ud, const struct metrics_bmc *row);
+int store_metrics_bmc(struct store *st, const int64_t *ids, size_t n, store_metrics_bmc_fn fn,
+		      void *ud);
+typedef int (*store_metrics_report_fn)(void *ud, const struct metrics_report *row);
+int store_metrics_reports(struct store *st, const int64_t *ids, size_t n,
+			  store_metrics_report_fn fn, void *ud);
 
 /* Each node's Xid events (the agents' "xid" events, never deleted): how many, and the
  * code of the latest. Ordered by node id; *out is freed with free(). */

@@ -92,6 +92,26 @@ static void test_steal(void **state)
 	kiln_buf_free(NULL);
 }
 
+/* Room made in place: len unchanged, filled by the caller, the cap still holds. */
+static void test_reserve(void **state)
+{
+	struct kiln_buf b;
+
+	(void)state;
+	kiln_buf_init(&b, 16);
+	assert_int_equal(kiln_buf_puts(&b, "ab"), 0);
+	assert_int_equal(kiln_buf_reserve(&b, 10), 0);
+	assert_int_equal(b.len, 2);
+	assert_true(b.cap >= 13);
+	memcpy(b.data + b.len, "cdefghijkl", 10);
+	b.len += 10;
+	b.data[b.len] = '\0';
+	assert_string_equal(b.data, "abcdefghijkl");
+	assert_int_equal(kiln_buf_reserve(&b, 5), KILN_ETOOBIG);
+	assert_int_equal(b.len, 12);
+	kiln_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -99,6 +119,7 @@ int main(void)
 		cmocka_unit_test(test_puts_printf),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_steal),
+		cmocka_unit_test(test_reserve),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,8 @@
  * transactions and conflicts, backup, migration, cluster, node calls).
  *
  * A CALL or OK line writes its expression's text, macros expanded, into the transcript: a name
- * used there (clock_at, status_cb, metrics_cb, stop_cb) keeps its spelling and is no macro.
+ * used there (clock_at, status_cb, metrics_cb, metrics_bmc_cb, metrics_report_cb, stop_cb)
+ * keeps its spelling and is no macro.
  */
 #ifndef KILN_TEST_STORE_CONFORMANCE_H
 #define KILN_TEST_STORE_CONFORMANCE_H
@@ -84,7 +85,9 @@ void fleet_dump(struct run *r, const struct fleet_state *s);
 void image_dump(struct run *r, const struct image *i);
 void job_dump(struct run *r, const struct job *j);
 int status_cb(void *ud, const struct status_row *s);
-int metrics_cb(void *ud, const struct metrics_row *m);
+int metrics_cb(void *ud, const struct metrics_node *m);
+int metrics_bmc_cb(void *ud, const struct metrics_bmc *m);
+int metrics_report_cb(void *ud, const struct metrics_report *m);
 int stop_cb(void *ud, const struct status_row *s);
 
 /* --- the sections, in the order script() runs them --------------------------------- */

@@ -323,8 +323,22 @@ void section_reads(struct run *r, struct ids *id)
 	OK(store_status_rows(r->st, status_cb, r));
 	CALL(KILN_EBUSY, store_status_rows(r->st, stop_cb, r));
 	out(r, "# metrics rows");
-	OK(store_metrics_rows(r->st, id->agent_seen + 10, 3, 60, metrics_cb, r));
-	OK(store_metrics_rows(r->st, clock_at + 100000, 3, 60, metrics_cb, r));
+	OK(store_metrics_nodes(r->st, metrics_cb, r));
+	/* one node a call: the rows of several come in no set order */
+	for (size_t i = 0; i < 4; i++) {
+		int64_t one[] = { id->n1, id->n2, id->n3, id->n4 };
+
+		OK(store_metrics_bmc(r->st, &one[i], 1, metrics_bmc_cb, r));
+		OK(store_metrics_reports(r->st, &one[i], 1, metrics_report_cb, r));
+	}
+	/* more nodes than one statement takes, an unknown one among them */
+	{
+		int64_t many[40];
+
+		for (size_t i = 0; i < 40; i++)
+			many[i] = i == 39 ? id->n1 : 1000000 + (int64_t)i;
+		OK(store_metrics_reports(r->st, many, 40, metrics_report_cb, r));
+	}
 }
 
 /* Writes that name a row already there come last: a backend may spend a sequence value on

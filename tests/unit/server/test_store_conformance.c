@@ -346,24 +346,44 @@ int status_cb(void *ud, const struct status_row *s)
 	return 0;
 }
 
-int metrics_cb(void *ud, const struct metrics_row *m)
+int metrics_cb(void *ud, const struct metrics_node *m)
 {
 	struct run *r = ud;
 
 	out(r, "  metrics id=%lld node=%s rack=%s state=%d power=%s ptime=%lld reach=%d ok=%lld "
-	    "health=%s reasons=%s hung=%lld sensors=%s maint=%d reinstalling=%d maker=%s model=%s "
-	    "fw=%s",
+	    "health=%s reasons=%s hung=%lld sensors_time=%lld inventory_time=%lld maint=%d "
+	    "reinstalling=%d",
 	    (long long)m->node_id, S(m->node), S(m->rack), m->has_state, S(m->power),
 	    (long long)m->power_time, m->reachable, (long long)m->last_ok, S(m->health),
-	    J(m->reasons), (long long)m->hung_since, J(m->sensors), m->in_maintenance,
-	    m->reinstalling, S(m->bmc_manufacturer), S(m->bmc_model), S(m->bmc_firmware));
-	out(r, "  metrics agent=%d seen=%lld interval=%lld fresh=%d nvidia=%s driver=%s kmod=%s "
-	    "cuda=%s nvml=%s os=%s kernel=%s cudnn=%s gpus=%s toolkits=%s count=%lld max=%lld",
+	    J(m->reasons), (long long)m->hung_since, (long long)m->sensors_time,
+	    (long long)m->inventory_time, m->in_maintenance, m->reinstalling);
+	out(r, "  metrics agent=%d seen=%lld interval=%lld report=%s nvidia=%s driver=%s kmod=%s "
+	    "cuda=%s nvml=%s os=%s kernel=%s count=%lld max=%lld",
 	    m->has_agent, (long long)m->agent_last_seen, (long long)m->agent_interval_s,
-	    m->agent_fresh, S(m->nvidia_status), S(m->driver_version),
+	    S(m->report_id), S(m->nvidia_status), S(m->driver_version),
 	    S(m->kernel_module_version), S(m->cuda_driver_version), S(m->nvml_version), S(m->os),
-	    S(m->kernel), S(m->cudnn_version), J(m->gpus), J(m->toolkits),
-	    (long long)m->gpu_count, (long long)m->gpu_count_max);
+	    S(m->kernel), (long long)m->gpu_count, (long long)m->gpu_count_max);
+	return 0;
+}
+
+int metrics_bmc_cb(void *ud, const struct metrics_bmc *m)
+{
+	struct run *r = ud;
+
+	out(r, "  metrics bmc id=%lld sensors_time=%lld sensors=%s inventory_time=%lld maker=%s "
+	    "model=%s fw=%s",
+	    (long long)m->node_id, (long long)m->sensors_time, J(m->sensors),
+	    (long long)m->inventory_time, S(m->manufacturer), S(m->model), S(m->firmware));
+	return 0;
+}
+
+int metrics_report_cb(void *ud, const struct metrics_report *m)
+{
+	struct run *r = ud;
+
+	out(r, "  metrics report id=%lld report=%s cudnn=%s gpus=%s toolkits=%s",
+	    (long long)m->node_id, S(m->report_id), S(m->cudnn_version), J(m->gpus),
+	    J(m->toolkits));
 	return 0;
 }
 
