@@ -64,5 +64,12 @@ same "kiln agent --help: one column for the descriptions" \
 		t { n = split($0, a, /  +/); print length($0) - length(a[n]) }' "$T/agent" |
 		sort -u | wc -l)" 1
 
+# kilnd's help names the example configuration where the package installs it (issue 37: it
+# named deploy/kilnd.conf.example, which an installed system lacks)
+"$KILND" --help >"$T/kilnd-help" 2>&1
+same "kilnd --help names the installed example" \
+	"$(grep -c '/usr/share/doc/kiln-server/examples/' "$T/kilnd-help")" 1
+same "... fitting 100 columns" "$(awk 'length($0) > 100' "$T/kilnd-help" | wc -l)" 0
+
 [ "$FAILS" -eq 0 ] && echo "all checks passed"
 exit $((FAILS > 0))

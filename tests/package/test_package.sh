@@ -107,6 +107,26 @@ grep -q '^User=kiln$' "$R/lib/systemd/system/kilnd.service" &&
 check "kilnd.service runs as the kiln user the postinst creates" $? "no User=kiln"
 dpkg-deb --ctrl-tarfile "${debs[0]}" | tar -xO ./postinst | grep -q 'adduser --system'
 check "kiln-server's postinst creates it" $? "no adduser in postinst"
+# The postinst run for real, in a mount namespace over copies of /etc and /var/lib (this
+# machine's users and folders untouched): the user and its 0700 state directory, with not
+# a word on stderr (issue 37: adduser warned that the home it was given did not exist yet),
+# and run again (an upgrade) changing nothing.
+dpkg-deb --ctrl-tarfile "${debs[0]}" | tar -xO ./postinst >"$KILN_TEST_TMP/postinst"
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
+	ns=$KILN_TEST_TMP/ns
+	mkdir -p "$ns/varlib"
+	cp -a /etc "$ns/etc" 2>/dev/null
+	unshare -m sh -c "mount --bind '$ns/etc' /etc && mount --bind '$ns/varlib' /var/lib &&
+		sh '$KILN_TEST_TMP/postinst' configure 2>'$ns/err1' >/dev/null &&
+		stat -c '%U %a' /var/lib/kiln >'$ns/dir' &&
+		sh '$KILN_TEST_TMP/postinst' configure 0.1.0-1 2>'$ns/err2' >/dev/null" 2>"$ns/err"
+	same "the postinst makes the kiln user and its state directory" \
+		"$(cat "$ns/dir" 2>/dev/null)" "kiln 700"
+	same "... without a warning" "$(cat "$ns/err" "$ns/err1" 2>/dev/null)" ""
+	same "... and again on upgrade, silently" "$(cat "$ns/err2" 2>/dev/null)" ""
+else
+	echo "note: not root, or no mount namespaces: the postinst is not run"
+fi
 env_file=$(sed -n 's/^EnvironmentFile=-\{0,1\}//p' "$R/lib/systemd/system/kiln-agent.service")
 [ -n "$env_file" ] && [ -f "$R$env_file" ] && grep -q '^KILN_SERVER=' "$R$env_file"
 check "kiln-agent.service reads the packaged $env_file" $? "EnvironmentFile=$env_file"
