@@ -53,7 +53,10 @@ lab_down() {
 	# agents), then the agents under each node's hook lock, then the IPMI simulators and
 	# their serial sides.
 	stop_pidfile "$LAB/run/kilnd.pid" 30
-	for f in "$LAB"/run/bmcsim-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+	# then every BMC at once (each stop waits on its own), then every agent at once, each
+	# under its node's hook lock, then the IPMI simulators and their serial sides
+	for f in "$LAB"/run/bmcsim-*.pid; do [ -e "$f" ] && stop_pidfile "$f" & done
+	wait
 	for f in "$LAB"/run/agent-*.pid; do
 		[ -e "$f" ] || continue
 		node=$(basename "$f" .pid)
@@ -62,10 +65,13 @@ lab_down() {
 			exec 9>"$LAB/run/agent-$node.lock"
 			flock -w 15 9 || say "$node: its power hook holds the lock; stopping the agent anyway"
 			stop_pidfile "$f"
-		)
+		) &
 	done
-	for f in "$LAB"/run/ipmisim-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
-	for f in "$LAB"/run/serialsim-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+	wait
+	for f in "$LAB"/run/ipmisim-*.pid "$LAB"/run/serialsim-*.pid; do
+		[ -e "$f" ] && stop_pidfile "$f" &
+	done
+	wait
 	say "stopped the lab in $LAB"
 }
 
@@ -365,15 +371,10 @@ lab_up() {
 	curl -fsS -X POST -d '{"sensor":{"name":"Fan1","reading":0,"health":"Critical"}}' \
 		"http://127.0.0.1:$(cat "$LAB/nodes/gpu06.port")/_sim/inject" >/dev/null ||
 		die "could not fail gpu06's fan on its simulated BMC"
+	# and kilnd reads it now, as it would at its next sensor poll
+	"$BIN/kiln" sensors gpu06 >/dev/null 2>&1 || say "gpu06's sensors were not read now"
 
-	say "waiting for the first reports and BMC polls"
-	for _ in $(seq 1 60); do
-		local seen
-		seen=$("$BIN/kiln" status -o json 2>/dev/null |
-			jq '[.[] | select(.agent_last_seen != null and .power != "unknown")] | length' 2>/dev/null || echo 0)
-		[ "${seen:-0}" -ge 6 ] && break
-		sleep 1
-	done
+	lab_settle
 	say "booting the IPMI nodes on their serial consoles"
 	for i in 0 1; do
 		for _ in $(seq 1 100); do
@@ -384,6 +385,41 @@ lab_up() {
 		serial_boot "$i"
 	done
 	print_usage
+}
+
+# lab_settle: waits until every BMC has been read, every agent started has reported and the
+# health sweeps agree (two kiln status snapshots a sweep apart the same), so that the status
+# printed is the lab's settled one (at most 120 s); says every 10 s which nodes it waits for.
+lab_settle() {
+	local agents i waiting snap last=""
+	agents=$(for f in "$LAB"/run/agent-*.pid; do
+		[ -e "$f" ] || continue
+		f=$(basename "$f" .pid)
+		echo "${f#agent-}"
+	done | jq -Rcs 'split("\n") | map(select(. != ""))')
+	say "waiting for every BMC's first read, every agent's first report and the health verdicts"
+	for ((i = 0; i < 120; i++)); do
+		if "$BIN/kiln" status -o json >"$LAB/settle.json" 2>/dev/null; then
+			waiting=$(jq -r --argjson a "$agents" '.[] | select(.power == null or
+				.power == "unknown" or (.node as $n | ($a | index($n)) != null and
+				.agent_last_seen == null)) | .node' "$LAB/settle.json" | tr '\n' ' ')
+			snap=$(jq -c 'map([.node, .health, .reasons, .work])' "$LAB/settle.json")
+		else
+			waiting="kilnd" snap=""
+		fi
+		if [ -z "$waiting" ]; then
+			# a sweep after the last change: the same verdicts twice, 11 s apart
+			[ -n "$last" ] && [ "$snap" = "$last" ] && return 0
+			last=$snap
+			sleep 11
+			i=$((i + 10))
+			continue
+		fi
+		last=""
+		[ $((i % 10)) = 9 ] && say "still waiting for: $waiting"
+		sleep 1
+	done
+	say "the lab has not settled in 120 s (still waiting for: ${waiting:-verdicts that keep changing}); its status as it is:"
 }
 
 print_usage() {

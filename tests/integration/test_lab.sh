@@ -43,9 +43,25 @@ eval "$(grep '^export KILN_' "$KILN_TEST_TMP/up.out")"
 kinds=$("$KILN" node list -o json | jq -r '[.[].bmc | split(":")[0]] | unique | join(",")')
 same "Redfish and IPMI BMCs in the lab" "$kinds" "ipmi,redfish+http"
 
+# Ready means ready: when deploy/lab.sh returns, what the README tells of the lab is there
+# already, not waited for (issue 37: in 3 of 4 starts it printed its status before an agent
+# had reported and before a driver warning showed). The README's claims, then each checked.
+README=$SRC/README.md
+for claim in "gpu08 runs GPU work" "gpu02's GPU 3 is held down by heat" \
+	"gpu06's BMC rates a fan failed" "gpu03's GPU memory errors want a reset"; do
+	tr '\n' ' ' <"$README" | grep -q "$claim" && pass "the README says: $claim" ||
+		fail "the README no longer says: $claim"
+done
+silent_on() { "$KILN" status -o json | jq -r '[.[] | select(.power == "on" and .agent_last_seen == null) | .node] | join(" ")'; }
+same "when the lab is up, every powered-on node's agent has reported" "$(silent_on)" ""
+grep -q '^10 nodes' "$KILN_TEST_TMP/up.out" && ! grep -E '^gpu[0-9]+ +on .*never' "$KILN_TEST_TMP/up.out"
+check "... and the status it printed shows no agent never seen on a node that is on" $? \
+	"$(grep -A12 '^NODE ' "$KILN_TEST_TMP/up.out")"
+
 # the node the README says trains shows its work, and refuses a cycle for it
 works() { "$KILN" status gpu08 -o json | jq -r '.[0].work' | grep -qE '^[0-9]+ procs?$'; }
-wait_for "gpu08 shows its training process in WORK" 60 works
+works && pass "gpu08 shows its training process in WORK" ||
+	fail "gpu08 shows no work: $("$KILN" status gpu08 -o json | jq -c '.[0].work')"
 "$KILN" power cycle gpu08 --yes >"$KILN_TEST_TMP/busy.out" 2>&1
 same "kiln power cycle gpu08 is refused for its work (exit 1)" "$?" 1
 grep -q 'gpu process' "$KILN_TEST_TMP/busy.out"
@@ -54,9 +70,13 @@ check "the refusal names the process" $? "$(cat "$KILN_TEST_TMP/busy.out")"
 # the lab's two hardware faults, each with what will fix it in kiln status
 reason_of() { "$KILN" status "$1" -o json | jq -r --arg p "$2" '.[0].reasons[] | select(startswith($p))'; }
 throttled() { reason_of gpu02 "throttle: gpu 3 " | grep -q 'hw_thermal_slowdown: SM 1005 of 1980 MHz.*\[needs hardware inspection\]$'; }
-wait_for "gpu02 shows its GPU 3 held down by heat, to inspect" 60 throttled
+throttled && pass "gpu02 shows its GPU 3 held down by heat, to inspect" ||
+	fail "gpu02: $("$KILN" status gpu02 -o json | jq -c '.[0].reasons')"
 fan_failed() { reason_of gpu06 "fan: " | grep -q 'Critical.*\[needs hardware inspection\]$'; }
-wait_for "gpu06 shows its failed fan, to inspect" 60 fan_failed
+fan_failed && pass "gpu06 shows its failed fan, to inspect" ||
+	fail "gpu06: $("$KILN" status gpu06 -o json | jq -c '.[0].reasons')"
+reason_of gpu03 "" | grep -q '\[reboot may clear it\]$' && pass "gpu03's memory errors: a reboot may clear them" ||
+	fail "gpu03: $("$KILN" status gpu03 -o json | jq -c '.[0].reasons')"
 "$KILN" status gpu02,gpu06 >"$KILN_TEST_TMP/faults.txt" 2>&1
 grep -q 'needs hardware inspection' "$KILN_TEST_TMP/faults.txt"
 check "kiln status (the table) shows the repair class" $? "$(cat "$KILN_TEST_TMP/faults.txt")"
@@ -71,15 +91,6 @@ new_boot() { b=$(boot_id); [ -n "$b" ] && [ "$b" != "$before" ]; }
 wait_for "gpu01's agent came back with a new boot id" 60 new_boot && pass "new boot id after the cycle"
 # every agent is its node's: none refused (their DMI serials are their BMCs', each BMC's own)
 same "no agent identity refused in the lab" "$("$KILN" agent identities -o json | jq length)" 0
-# (waited for: on a loaded machine an agent may still be starting when the lab script ends;
-# 2 of them had not reported yet once, in a full parallel run)
-silent_on() { "$KILN" status -o json | jq -r '[.[] | select(.power == "on" and .agent_last_seen == null) | .node] | join(" ")'; }
-none_silent() { [ -z "$(silent_on)" ]; }
-if wait_for "every powered-on node's agent reports" 60 none_silent; then
-	pass "every powered-on node's agent reports"
-else
-	echo "  still silent: $(silent_on)" >&2
-fi
 
 # --- the IPMI nodes' serial consoles ---
 sim_pid=$(cat "$KILN_LAB_DIR/run/ipmisim-1.pid")
@@ -144,7 +155,11 @@ grep -q '^kiln: console closed: .*session timeout' "$CON_OUT" && pass "a lost co
 exec 7>&-
 
 pids=$(cat "$KILN_LAB_DIR"/run/*.pid 2>/dev/null)
+t0=$(date +%s)
 "$LAB_SH" down >"$KILN_TEST_TMP/down.out" 2>&1 || fail "deploy/lab.sh down failed: $(tail -5 "$KILN_TEST_TMP/down.out")"
+# everything stopped at once, waited for once (issue 37: 32 s, one process after the other)
+check "deploy/lab.sh down takes seconds ($(($(date +%s) - t0)) s)" "$([ $(($(date +%s) - t0)) -le 20 ]; echo $?)" \
+	"$(cat "$KILN_TEST_TMP/down.out")"
 left=0
 for p in $pids; do kill -0 "$p" 2>/dev/null && left=$((left + 1)); done
 same "every lab process stopped" "$left" 0
