@@ -16,6 +16,7 @@
 #define REFRESH_S 10        /* the node list is read again this often */
 #define TICK_MS 250
 #define HEALTH_SLICE 64     /* nodes per transaction of the health sweep */
+#define COMPLETIONS_TX 256  /* readings per transaction (each node a lock on PostgreSQL) */
 #define HEALTH_REWRITE_S 60 /* an unchanged health outcome is written again after this */
 #define INVENTORY_RETRY_S 600 /* a failed inventory is tried again after this at most */
 #define PRUNE_EVERY_S 600   /* the BMC history is pruned this often */
