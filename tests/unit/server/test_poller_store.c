@@ -23,22 +23,6 @@
 #include "kiln/error.h"
 #include "store_fixture.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int64_t node_add(struct store *st, const char *name)
-{
-	struct node n = { .name = (char *)name, .ipmi_cipher = 3 };
-
-	assert_int_equal(store_node_insert(st, &n), 0);
-	return n.id;
-}
-
 static struct poller *poller_up(struct fx *f)
 {
 	struct poller_options opt = { .db_path = f->db };
@@ -76,13 +60,13 @@ static int power_is(struct store *st, int64_t node, const char *power)
 /* Waits (at most secs) until node's stored power is power; when it was, or -1. */
 static double power_wait(struct store *st, int64_t node, const char *power, double secs)
 {
-	double until = now_s() + secs;
+	double until = fx_now_s() + secs;
 
 	do {
 		if (power_is(st, node, power))
-			return now_s();
+			return fx_now_s();
 		usleep(20 * 1000);
-	} while (now_s() < until);
+	} while (fx_now_s() < until);
 	return -1;
 }
 
@@ -90,11 +74,11 @@ static double power_wait(struct store *st, int64_t node, const char *power, doub
  * node under its lock, so a test that holds one waits for the sweep to be over first. */
 static void health_wait(struct store *st, int64_t node)
 {
-	double until = now_s() + 10;
+	double until = fx_now_s() + 10;
 	struct fleet_state s;
 	int64_t t = 0;
 
-	while (t == 0 && now_s() < until) {
+	while (t == 0 && fx_now_s() < until) {
 		if (store_fleet_state_get(st, &s, node) == 0) {
 			t = s.health_time;
 			fleet_state_clear(&s);
@@ -123,10 +107,10 @@ static void *other_main(void *arg)
 	if ((o->rc = store_open(&st, o->db)) < 0)
 		return NULL;
 	o->rc = o->node ? store_begin_nodes(st, &o->node, 1) : store_begin(st);
-	o->began = now_s();
+	o->began = fx_now_s();
 	if (o->rc == 0) {
 		usleep((useconds_t)(o->hold_s * 1e6));
-		o->committed = now_s();
+		o->committed = fx_now_s();
 		o->rc = store_commit(st);
 	}
 	store_close(st);
@@ -147,7 +131,7 @@ static void other_start(pthread_t *t, struct other *o)
 static void test_readings_beside_another_node_writer(void **state)
 {
 	struct fx *f = *state;
-	int64_t a = node_add(f->st, "gpu01"), b = node_add(f->st, "gpu02");
+	int64_t a = fx_node_add(f->st, "gpu01"), b = fx_node_add(f->st, "gpu02");
 	struct other o = { .db = f->db, .node = b, .hold_s = 2.5 };
 	struct poller *p;
 	double seen_a, seen_b;
@@ -191,7 +175,7 @@ static void test_many_readings_all_stored(void **state)
 	assert_int_equal(store_begin(f->st), 0);
 	for (int i = 0; i < N; i++) {
 		snprintf(name, sizeof(name), "n%03d", i);
-		ids[i] = node_add(f->st, name);
+		ids[i] = fx_node_add(f->st, name);
 	}
 	assert_int_equal(store_commit(f->st), 0);
 	p = poller_up(f);
@@ -214,7 +198,7 @@ static void test_many_readings_all_stored(void **state)
 static void test_deleted_node_fails_alone(void **state)
 {
 	struct fx *f = *state;
-	int64_t a = node_add(f->st, "gpu01"), b = node_add(f->st, "gpu02");
+	int64_t a = fx_node_add(f->st, "gpu01"), b = fx_node_add(f->st, "gpu02");
 	struct other o = { .db = f->db, .node = 0, .hold_s = 0.5 };
 	struct poller *p;
 	pthread_t t;
