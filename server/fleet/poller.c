@@ -727,6 +727,20 @@ static void poll_due(struct poller *p, int64_t now)
 	}
 }
 
+void poller_work(struct poller *p)
+{
+	struct completion *done;
+
+	pthread_mutex_lock(&p->lock);
+	done = p->done_head;
+	p->done_head = NULL;
+	pthread_mutex_unlock(&p->lock);
+	if (done)
+		completions_process(p, done);
+	if (p->opt.engine && !p->stopping)
+		poll_due(p, time(NULL));
+}
+
 static void history_prune(struct poller *p, int64_t now)
 {
 	int deleted = PRUNE_BATCH;

@@ -505,6 +505,9 @@ void poller_health_sweep(struct poller *p, int64_t now)
 		}
 		for (size_t k = 0; k < n; k++)
 			health_remediate(p, &p->slots[first + k], &hr[k], now);
+		/* a node list read meanwhile (a live reading of a new node) may move the slots:
+		 * the sweep goes on by position, and the next one judges whom this one missed */
+		poller_work(p);
 	}
 	maintenance_list_free(m, nm);
 	job_list_free(jobs, njobs);
