@@ -4,7 +4,7 @@
  * node's own lock (store_begin_nodes), so that on PostgreSQL another kilnd writing other
  * nodes does not hold them up and one writing the same node goes first; every reading of a
  * batch larger than one transaction is stored; a reading of a node deleted meanwhile loses
- * no other node's state. On a real store (store_fixture.h: SQLite, or PostgreSQL with
+ * no other node's state; a reading is stored while a long health sweep goes on. On a real store (store_fixture.h: SQLite, or PostgreSQL with
  * KILN_TEST_PG); the poller runs without a BMC engine and is fed live readings.
  */
 #include <stdarg.h>
@@ -217,6 +217,51 @@ static void test_deleted_node_fails_alone(void **state)
 	poller_stop(p);
 }
 
+/* Node's health_time as stored (0: not judged yet, or no state). */
+static int64_t health_time(struct store *st, int64_t node)
+{
+	struct fleet_state s;
+	int64_t t;
+
+	if (store_fleet_state_get(st, &s, node) < 0)
+		return 0;
+	t = s.health_time;
+	fleet_state_clear(&s);
+	return t;
+}
+
+/* A reading that comes back while the health sweep judges thousands of nodes is stored
+ * before the sweep ends (poller_work between its slices): the sweep's reads, several a node,
+ * take seconds on PostgreSQL, and before issue 35 the poller's one thread stored nothing
+ * and sent no poll meanwhile. */
+static void test_readings_during_health_sweep(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 3000 };
+	int64_t first = 0, last = 0, reader;
+	struct poller *p;
+	double seen;
+	char name[32];
+
+	assert_int_equal(store_begin(f->st), 0);
+	reader = fx_node_add(f->st, "a-reader"); /* judged in the sweep's first slice */
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "n%04d", i);
+		last = fx_node_add(f->st, name);
+		if (i == 0)
+			first = last;
+	}
+	assert_int_equal(store_commit(f->st), 0);
+	p = poller_up(f); /* its one health sweep starts at once */
+	health_wait(f->st, first);
+	observe(p, reader, "on");
+	seen = power_wait(f->st, reader, "on", 60);
+	assert_true(seen > 0);
+	/* the sweep had not reached the last node when the reading was stored */
+	assert_int_equal(health_time(f->st, last), 0);
+	poller_stop(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -224,6 +269,8 @@ int main(void)
 						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_many_readings_all_stored, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_deleted_node_fails_alone, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_readings_during_health_sweep, fx_setup,
+						fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
