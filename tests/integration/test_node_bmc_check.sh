@@ -45,6 +45,13 @@ check "node add: an unreachable BMC is added, with a warning" \
 	"$([ "$rc" = 0 ] && grep -q "u1: BMC not reachable now" "$T/err" && echo 0 || echo 1)" \
 	"rc $rc: $(cat "$T/out" "$T/err")"
 
+# u1's address starts answering as a BMC of two systems: a configuration error, not down
+kiln_test_start_bmcsim late --mockup "$FIX/blade" --listen "127.0.0.1:$FREE" || exit 1
+u1_bmc() { "$KILN" status -o json 2>/dev/null | jq -r '.[] | select(.name == "u1" or .node == "u1") |
+	"\(.bmc) \(.reasons // [] | join("; "))"'; }
+wait_for "u1 shows a configuration error" 40 bash -c "$(declare -f u1_bmc); KILN=$KILN; u1_bmc | grep -q '^misconfigured .*bmc configuration error: .*Blade1, Blade2'"
+check "u1: not called unreachable" "$(u1_bmc | grep -qi unreachable && echo 1 || echo 0)" "$(u1_bmc)"
+
 # node import asks no BMC (issue 35: the BMC's first answer is the poller's business): the
 # file is added, and kiln status shows the row that does not fit its BMC, and the one whose
 # credentials the BMC rejects, once the poller has read them.
@@ -67,13 +74,6 @@ wait_for "imported i2 (no bmc_system) shows a configuration error naming the sys
 wait_for "imported i3 (a wrong password) shows its credentials rejected" 40 bash -c \
 	"$(declare -f node_bmc); KILN=$KILN; node_bmc i3 | grep -qi 'credentials rejected'"
 wait_for "imported i1 reads fine" 40 bash -c "$(declare -f node_bmc); KILN=$KILN; node_bmc i1 | grep -q '^ok'"
-
-# u1's address starts answering as a BMC of two systems: a configuration error, not down
-kiln_test_start_bmcsim late --mockup "$FIX/blade" --listen "127.0.0.1:$FREE" || exit 1
-u1_bmc() { "$KILN" status -o json 2>/dev/null | jq -r '.[] | select(.name == "u1" or .node == "u1") |
-	"\(.bmc) \(.reasons // [] | join("; "))"'; }
-wait_for "u1 shows a configuration error" 40 bash -c "$(declare -f u1_bmc); KILN=$KILN; u1_bmc | grep -q '^misconfigured .*bmc configuration error: .*Blade1, Blade2'"
-check "u1: not called unreachable" "$(u1_bmc | grep -qi unreachable && echo 1 || echo 0)" "$(u1_bmc)"
 
 # An AMI BMC: no sensors, no logs: one line each, exit 0; a virtual CD known by its Id.
 kiln_test_start_bmcsim ami --mockup "$FIX/ami-vcd" || exit 1
