@@ -235,7 +235,7 @@ static const char *import_message(const json_t *err)
 	return msg;
 }
 
-/* kilnd adds a node whose BMC did not answer (uncabled nodes are normal in an import) and
+/* kilnd adds a node whose BMC did not answer (uncabled nodes are normal) and
  * says so: one line on stderr each. */
 static void warnings_print(const json_t *nodes)
 {
@@ -782,8 +782,9 @@ static int node_import(struct cli_ctx *ctx, int argc, char **argv)
 			       "bmc_password_file, group\n(several separated by ';'), rack, "
 			       "tls_insecure (yes/no), tls_ca, tls_fingerprint, ipmi_cipher,\n"
 			       "ipmi_privilege, ipmi_workarounds, sol, bmc_system. Empty cells are not "
-			       "set. Relative\nfile names are taken from the CSV file's folder. Each "
-			       "Redfish BMC is asked first, as by node add.", NULL);
+			       "set. Relative\nfile names are taken from the CSV file's folder. No BMC "
+			       "is asked (unlike node add):\nthe poller reads them; 'kiln status' "
+			       "shows those that do not answer or do not fit.", NULL);
 		goto cleanup;
 	}
 	rc = one_arg(ctx, &pos, "FILE.csv");

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* node add and node import ask each Redfish BMC for its system before the node is stored,
- * off the request thread: a BMC with several systems and no --bmc-system is refused with
- * their ids, one that does not answer is added with a warning (uncabled nodes are normal). */
+/* node add asks the Redfish BMC for its system before the node is stored, off the request
+ * thread: a BMC with several systems and no --bmc-system is refused with their ids, one that
+ * does not answer is added with a warning (uncabled nodes are normal). node import does not
+ * ask: its BMCs are the poller's first reads (issue 35). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>

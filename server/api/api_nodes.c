@@ -57,35 +57,30 @@ static json_t *create_detail(json_t *body)
 	return json_pack("{s:o}", "fields", node_json_field_names(body));
 }
 
-/* What node add and import make of the BMC check: a BMC that does not fit the node, or
- * that rejected its credentials, is refused (1, answered); one that did not answer is a
- * warning on the node's object. A rejection refuses because the check was the node's one
- * retry already: the poller of an added node would bring the BMC two more failed logins. */
-static int check_refused(struct api_ctx *c, size_t i, int index)
+/* What node add makes of the BMC check: a BMC that does not fit the node, or that rejected
+ * its credentials, is refused (1, answered); one that did not answer is a warning on the
+ * node's object. A rejection refuses because the check was the node's one retry already:
+ * the poller of an added node would bring the BMC two more failed logins. */
+static int check_refused(struct api_ctx *c)
 {
-	const char *msg, *field;
-	int rc = api_node_check_result(c, i, &msg);
+	const char *msg;
+	int rc = api_node_check_result(c, 0, &msg);
 
-	if (rc != KILN_ECONFIG && rc != KILN_EAUTH)
-		return 0;
-	field = rc == KILN_EAUTH ? "bmc_password" : "bmc_system";
-	const char *what = rc == KILN_EAUTH ? "the BMC rejected these credentials: " : "";
-	const char *then = rc == KILN_EAUTH ? "; nothing added" : "";
-	if (index)
-		api_fail_index(c, MHD_HTTP_BAD_REQUEST, (long)i, field, "nodes[%zu]: %s%s%s", i,
-			       what, msg, then);
-	else
-		api_fail(c, MHD_HTTP_BAD_REQUEST, field, "%s%s%s", what, msg, then);
-	return 1;
+	if (rc == KILN_EAUTH)
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "bmc_password",
+			 "the BMC rejected these credentials: %s; nothing added", msg);
+	else if (rc == KILN_ECONFIG)
+		api_fail(c, MHD_HTTP_BAD_REQUEST, "bmc_system", "%s", msg);
+	return rc == KILN_EAUTH || rc == KILN_ECONFIG;
 }
 
-static json_t *checked_json(struct api_ctx *c, size_t i, const struct node *n)
+static json_t *checked_json(struct api_ctx *c, const struct node *n)
 {
 	const char *msg;
 	json_t *o = node_json_from(n);
 	char warning[700];
 
-	if (o && api_node_check_result(c, i, &msg) < 0) {
+	if (o && api_node_check_result(c, 0, &msg) < 0) {
 		snprintf(warning, sizeof(warning), "BMC not reachable now (%s); added anyway", msg);
 		json_object_set_new(o, "warning", json_string(warning));
 	}
@@ -99,7 +94,7 @@ static void create_checked(struct api_ctx *c)
 	int64_t audit_id;
 	int rc;
 
-	if (check_refused(c, 0, 0))
+	if (check_refused(c))
 		return;
 	if (api_audit_begin(c, &audit_id, "node.add", n->name, create_detail(c->body)) < 0)
 		return;
@@ -111,7 +106,7 @@ static void create_checked(struct api_ctx *c)
 		api_fail_code(c, rc, rc == KILN_EEXISTS ? "name" : NULL);
 		return;
 	}
-	api_reply(c, MHD_HTTP_CREATED, checked_json(c, 0, n));
+	api_reply(c, MHD_HTTP_CREATED, checked_json(c, n));
 }
 
 void api_nodes_create(struct api_ctx *c)
@@ -312,25 +307,26 @@ cleanup:
 	kiln_nodelist_free(&have);
 }
 
-/* The import once every BMC was asked: all or nothing, as before the check. */
-static void import_checked(struct api_ctx *c)
+/*
+ * Stores the import: all or nothing, in one transaction. No BMC is asked: the poller reads
+ * each new node's BMC within its interval, and kiln status shows those that do not answer,
+ * reject the credentials or do not fit the node (several systems and no bmc_system). Asking
+ * them here made the request wait on the slowest BMC of thousands (issue 35).
+ */
+static void import_store(struct api_ctx *c, struct node **nodes, size_t count)
 {
-	size_t count = 0, i;
-	struct node **nodes = api_node_check_nodes(c, &count);
 	char **names = calloc(count, sizeof(*names)), *target = NULL;
 	json_t *arr = NULL;
 	int64_t audit_id;
+	size_t i;
 	int rc, in_tx = 0;
 
 	if (!names) {
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	for (i = 0; i < count; i++) {
+	for (i = 0; i < count; i++)
 		names[i] = nodes[i]->name;
-		if (check_refused(c, i, 1))
-			goto cleanup;
-	}
 	target = noderange_compress(names, count);
 	if (api_audit_begin(c, &audit_id, "node.import", target ? target : "?",
 			    json_pack("{s:I}", "count", (json_int_t)count)) < 0)
@@ -341,7 +337,7 @@ static void import_checked(struct api_ctx *c)
 	for (i = 0; rc == 0 && i < count; i++) {
 		rc = store_node_insert(c->st, nodes[i]);
 		if (rc == 0)
-			json_array_append_new(arr, checked_json(c, i, nodes[i]));
+			json_array_append_new(arr, node_json_from(nodes[i]));
 	}
 	if (rc == 0) {
 		rc = store_commit(c->st);
@@ -401,7 +397,7 @@ void api_nodes_import(struct api_ctx *c)
 		api_fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
 		return;
 	}
-	/* Every element is checked before anything is written (or any BMC asked). */
+	/* Every element is checked before anything is written. */
 	json_array_foreach(list, i, item) {
 		rc = node_json_create(&nodes[i], item, c->key, &field);
 		if (rc < 0) {
@@ -419,9 +415,7 @@ void api_nodes_import(struct api_ctx *c)
 			}
 		}
 	}
-	if (api_node_check(c, nodes, count, import_checked) == 1)
-		import_checked(c);
-	return;
+	import_store(c, nodes, count);
 fail:
 	for (i = 0; i < count; i++)
 		node_free(nodes[i]);

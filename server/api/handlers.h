@@ -44,7 +44,7 @@ void api_nodes_delete_range(struct api_ctx *c);
 void api_nodes_import(struct api_ctx *c);
 
 /*
- * node add and import (api_node_check.c): asks each Redfish node's BMC for its system, off
+ * node add (api_node_check.c; not import): asks each Redfish node's BMC for its system, off
  * the request thread, before anything is stored. Takes nodes (the array and each node; freed
  * when the request ends). Returns 1 when there is nothing to ask (no engine, no Redfish
  * node): the caller calls then(c) itself; 0 when c is suspended until every BMC answered or

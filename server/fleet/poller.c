@@ -447,47 +447,104 @@ static void action_result(struct poller *p, struct slot *s, struct completion *c
 
 static int refresh(struct poller *p, int64_t now);
 
-static void completions_process(struct poller *p, struct completion *list)
+/* One completion, inside the caller's transaction. */
+static void completion_handle(struct poller *p, struct completion *c, int64_t now)
 {
-	int64_t now = time(NULL);
-	int began = store_begin(p->st) == 0;
+	struct slot *s = slot_find(p, c->node_id);
 
-	while (list) {
-		struct completion *c = list;
-		struct slot *s = slot_find(p, c->node_id);
+	if (!s && c->live && refresh(p, now) == 0)
+		s = slot_find(p, c->node_id); /* a node added since the last refresh */
+	if (c->live) {
+		if (s)
+			poller_reading_store(p, s, c->kind, c->data, now);
+	} else if (s && c->kind == BMC_OP_POWER_ACTION) {
+		action_result(p, s, c);
+	} else if (s && !s->owned) {
+		s->busy = 0; /* given up meanwhile: its new owner reads and stores it */
+	} else if (s) {
+		poll_result(p, s, c, now);
+	} else if (c->kind == BMC_OP_POWER_ACTION) {
+		/* The node was deleted during its automatic cycle: the busy mark and the audit
+		 * row still need their end. */
+		char outcome[600];
 
-		list = c->next;
-		if (!s && c->live && refresh(p, now) == 0)
-			s = slot_find(p, c->node_id); /* a node added since the last refresh */
-		if (c->live) {
-			if (s)
-				poller_reading_store(p, s, c->kind, c->data, now);
-		} else if (s && c->kind == BMC_OP_POWER_ACTION) {
-			action_result(p, s, c);
-		} else if (s && !s->owned) {
-			s->busy = 0; /* given up meanwhile: its new owner reads and stores it */
-		} else if (s) {
-			poll_result(p, s, c, now);
-		} else if (c->kind == BMC_OP_POWER_ACTION) {
-			/* The node was deleted during its automatic cycle: the busy mark and
-			 * the audit row still need their end. */
-			char outcome[600];
-
-			node_lock_release(c->node_id);
-			snprintf(outcome, sizeof(outcome), "%s%s", c->rc == 0 ? "ok" : "failed: ",
-				 c->rc == 0 ? "" : c->error);
-			if (c->audit_id && store_audit_finish(p->st, c->audit_id, outcome) < 0)
-				log_warn("poller: audit: %s", kiln_error_last());
-		}
-		json_decref(c->data);
-		free(c);
-		pthread_mutex_lock(&p->lock);
-		p->outstanding--;
-		pthread_mutex_unlock(&p->lock);
+		node_lock_release(c->node_id);
+		snprintf(outcome, sizeof(outcome), "%s%s", c->rc == 0 ? "ok" : "failed: ",
+			 c->rc == 0 ? "" : c->error);
+		if (c->audit_id && store_audit_finish(p->st, c->audit_id, outcome) < 0)
+			log_warn("poller: audit: %s", kiln_error_last());
 	}
+}
+
+static void completion_free(struct poller *p, struct completion *c)
+{
+	json_decref(c->data);
+	free(c);
+	pthread_mutex_lock(&p->lock);
+	p->outstanding--;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/*
+ * Stores n completions in one transaction and frees them. Readings write their nodes' own
+ * rows only (state, history, log, events): store_begin_nodes() with their node ids, so that
+ * on PostgreSQL they take no fleet-wide lock and their writes are pipelined (issue 35). An
+ * automatic power cycle's result (the audit row of an action, its node_calls claim) goes in
+ * a store_begin() transaction of its own. When a reading's transaction fails, every
+ * reading lost with it, the BMC state of each of its nodes is written again one by one
+ * (a node deleted meanwhile fails alone): the next reads find the state the poller acts on.
+ */
+static void completions_store(struct poller *p, struct completion **cs, size_t n, int actions,
+			      int64_t now)
+{
+	int64_t *ids = malloc((n ? n : 1) * sizeof(*ids));
+	int began;
+
+	for (size_t i = 0; ids && i < n; i++)
+		ids[i] = cs[i]->node_id;
+	began = (actions || !ids ? store_begin(p->st) : store_begin_nodes(p->st, ids, n)) == 0;
+	if (!began)
+		log_warn("poller: %s", kiln_error_last());
+	for (size_t i = 0; i < n; i++)
+		completion_handle(p, cs[i], now);
 	if (began && store_commit(p->st) < 0) {
 		log_warn("poller: commit: %s", kiln_error_last());
 		store_rollback(p->st);
+		for (size_t i = 0; !actions && i < n; i++) {
+			struct slot *s = slot_find(p, cs[i]->node_id);
+
+			if (s)
+				poller_state_put(p, s);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		completion_free(p, cs[i]);
+	free(ids);
+}
+
+/* The completions that came back, COMPLETIONS_TX readings a transaction at most (each node a
+ * lock on PostgreSQL); actions apart (completions_store). */
+static void completions_process(struct poller *p, struct completion *list)
+{
+	struct completion *reads[COMPLETIONS_TX], *acts[COMPLETIONS_TX];
+	int64_t now = time(NULL);
+
+	while (list) {
+		size_t nr = 0, na = 0;
+
+		while (list && nr < COMPLETIONS_TX && na < COMPLETIONS_TX) {
+			struct completion *c = list;
+
+			list = c->next;
+			if (c->kind == BMC_OP_POWER_ACTION && !c->live)
+				acts[na++] = c;
+			else
+				reads[nr++] = c;
+		}
+		if (na)
+			completions_store(p, acts, na, 1, now);
+		if (nr)
+			completions_store(p, reads, nr, 0, now);
 	}
 }
 
@@ -668,6 +725,20 @@ static void poll_due(struct poller *p, int64_t now)
 			log_warn("poller: %s: %s", s->node->name, kiln_error_last());
 		}
 	}
+}
+
+void poller_work(struct poller *p)
+{
+	struct completion *done;
+
+	pthread_mutex_lock(&p->lock);
+	done = p->done_head;
+	p->done_head = NULL;
+	pthread_mutex_unlock(&p->lock);
+	if (done)
+		completions_process(p, done);
+	if (p->opt.engine && !p->stopping)
+		poll_due(p, time(NULL));
 }
 
 static void history_prune(struct poller *p, int64_t now)

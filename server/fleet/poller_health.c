@@ -479,6 +479,7 @@ void poller_health_sweep(struct poller *p, int64_t now)
 	 * (seconds) starved every agent report into its busy timeout. */
 	for (size_t first = 0; first < p->nslots; first += HEALTH_SLICE) {
 		struct health_read hr[HEALTH_SLICE];
+		int64_t ids[HEALTH_SLICE];
 		size_t n = p->nslots - first < HEALTH_SLICE ? p->nslots - first : HEALTH_SLICE;
 
 		for (size_t k = 0; k < n; k++) {
@@ -489,7 +490,10 @@ void poller_health_sweep(struct poller *p, int64_t now)
 					    job_find(jobs, njobs, p->slots[first + k].node->id),
 					    now);
 		}
-		if (store_begin(p->st) < 0) {
+		/* the slice's own rows (state, events): each node's lock, not the fleet's */
+		for (size_t k = 0; k < n; k++)
+			ids[k] = p->slots[first + k].node->id;
+		if (store_begin_nodes(p->st, ids, n) < 0) {
 			log_warn("poller: health: %s", kiln_error_last());
 			break;
 		}
@@ -501,6 +505,9 @@ void poller_health_sweep(struct poller *p, int64_t now)
 		}
 		for (size_t k = 0; k < n; k++)
 			health_remediate(p, &p->slots[first + k], &hr[k], now);
+		/* a node list read meanwhile (a live reading of a new node) may move the slots:
+		 * the sweep goes on by position, and the next one judges whom this one missed */
+		poller_work(p);
 	}
 	maintenance_list_free(m, nm);
 	job_list_free(jobs, njobs);

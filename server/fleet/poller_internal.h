@@ -16,6 +16,7 @@
 #define REFRESH_S 10        /* the node list is read again this often */
 #define TICK_MS 250
 #define HEALTH_SLICE 64     /* nodes per transaction of the health sweep */
+#define COMPLETIONS_TX 256  /* readings per transaction (each node a lock on PostgreSQL) */
 #define HEALTH_REWRITE_S 60 /* an unchanged health outcome is written again after this */
 #define INVENTORY_RETRY_S 600 /* a failed inventory is tried again after this at most */
 #define PRUNE_EVERY_S 600   /* the BMC history is pruned this often */
@@ -90,6 +91,10 @@ int poller_sel_event_add(struct poller *p, const struct slot *s, enum event_seve
 /* Submits op for s's node (audit_id: the audit row of an action, else 0). */
 int poller_submit(struct poller *p, struct slot *s, const struct bmc_op *op, int64_t audit_id);
 int poller_submit_kind(struct poller *p, struct slot *s, enum bmc_op_kind kind);
+/* Stores the readings that came back and sends the polls that are due: the poller's loop
+ * does, and the health sweep between its slices, so that a sweep of thousands of nodes (a
+ * few reads each: seconds on PostgreSQL) does not hold the BMC readings back (issue 35). */
+void poller_work(struct poller *p);
 /* Writes s's fleet state to the store. */
 void poller_state_put(struct poller *p, const struct slot *s);
 void poller_set_error(struct fleet_state *st, const char *msg);

@@ -208,7 +208,9 @@ void audit_entry_list_free(struct audit_entry *entries, size_t count);
 int store_audit_interrupt(struct store *st, int *out_count);
 /* The outcome of an audit row a stopped kilnd left pending (schema 015's index names it). */
 #define STORE_AUDIT_INTERRUPTED "interrupted: kilnd stopped"
-/* Adds "; power read back: POWER at WHEN" to target's rows interrupted that way. */
+/* Adds "; power read back: POWER at WHEN" to target's rows interrupted that way. Like the
+ * writes marked "sql_write" below: inside store_begin_nodes() on PostgreSQL it is pipelined,
+ * and a failure shows at a later statement or the commit (store.h, transactions). */
 int store_audit_readback(struct store *st, const char *target, const char *power,
 			 const char *when);
 int store_audit_power_off_find(struct store *st, char **out_actor, int64_t *out_time,
@@ -582,6 +584,7 @@ struct bmc_log_state {
 
 /* Fills *out; a node never read gives baselined 0, count -1, newest 0 (not an error). */
 int store_bmc_log_state_get(struct store *st, struct bmc_log_state *out, int64_t node_id);
+/* sql_write */
 int store_bmc_log_state_put(struct store *st, int64_t node_id, const struct bmc_log_state *v);
 /* Stores an entry once per (node, key); *out_inserted says whether it was new. history 1:
  * it was on the BMC before kiln looked. seen is the store's clock. */
@@ -632,6 +635,7 @@ void fleet_state_clear(struct fleet_state *s); /* frees the strings; accepts NUL
 void fleet_state_list_free(struct fleet_state *list, size_t count);
 /* KILN_ENOTFOUND when the poller never wrote the node. */
 int store_fleet_state_get(struct store *st, struct fleet_state *out, int64_t node_id);
+/* sql_write; KILN_ENOTFOUND for an unknown node (when not pipelined). */
 int store_fleet_state_put(struct store *st, const struct fleet_state *s);
 /* Every stored state, ordered by node name. */
 int store_fleet_state_list(struct store *st, struct fleet_state **out, size_t *out_count);
@@ -791,7 +795,8 @@ int store_event_query(struct store *st, struct event **out, size_t *out_count, i
 		      size_t limit);
 
 /* Stores the inventory a node's BMC gave at time (the driver's object as JSON text; its
- * "bmc_firmware" is also kept apart for the audit). KILN_ENOTFOUND for an unknown node. */
+ * "bmc_firmware" is also kept apart for the audit). KILN_ENOTFOUND for an unknown node (when
+ * not pipelined: sql_write). */
 int store_node_inventory_put(struct store *st, int64_t node_id, const char *json, int64_t time);
 /* When the node's inventory was last stored; 0 when never. */
 int store_node_inventory_time(struct store *st, int64_t node_id, int64_t *out_time);
@@ -828,7 +833,7 @@ int store_agent_samples_list(struct store *st, struct agent_sample **out, size_t
 			     int64_t since, int64_t until);
 
 /* The BMC history (store_fleet.c): power_w and inlet_c NAN when unknown; a second sample of
- * a node at the same time replaces the first. */
+ * a node at the same time replaces the first (sql_write). */
 int store_bmc_sample_insert(struct store *st, int64_t node_id, int64_t time, double power_w,
 			    double inlet_c);
 /* BMC samples with since <= time <= until, by node then time, in the agent_sample shape

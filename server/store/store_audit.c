@@ -155,7 +155,7 @@ int store_audit_interrupt(struct store *st, int *out_count)
 int store_audit_readback(struct store *st, const char *target, const char *power,
 			 const char *when)
 {
-	int64_t ret = sql_exec(st, &READBACK,
+	int64_t ret = sql_write(st, &READBACK,
 			       SQL_ARGS(SQL_TEXT(target), SQL_TEXT(power), SQL_TEXT(when)));
 
 	return ret < 0 ? (int)ret : 0;

@@ -65,7 +65,7 @@ int store_bmc_log_state_get(struct store *st, struct bmc_log_state *out, int64_t
 
 int store_bmc_log_state_put(struct store *st, int64_t node_id, const struct bmc_log_state *v)
 {
-	int64_t ret = sql_exec(st, &STATE_PUT,
+	int64_t ret = sql_write(st, &STATE_PUT,
 			       SQL_ARGS(SQL_INT(node_id), SQL_INT(v->baselined), SQL_INT(v->count),
 					SQL_INT(v->newest)));
 

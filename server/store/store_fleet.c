@@ -255,7 +255,7 @@ int store_fleet_state_get(struct store *st, struct fleet_state *out, int64_t nod
 
 int store_fleet_state_put(struct store *st, const struct fleet_state *v)
 {
-	int64_t ret = sql_exec(
+	int64_t ret = sql_write(
 		st, &STATE_PUT,
 		SQL_ARGS(SQL_INT(v->node_id), SQL_TEXT(v->power), SQL_INT(v->power_time),
 			 SQL_INT(v->power_changed), SQL_TEXT(v->power_error), SQL_BOOL(v->reachable),
@@ -430,7 +430,7 @@ int store_node_inventory_put(struct store *st, int64_t node_id, const char *json
 
 	if ((ret = firmware_of(text, &firmware)) < 0)
 		return (int)ret;
-	ret = sql_exec(st, &INVENTORY_PUT,
+	ret = sql_write(st, &INVENTORY_PUT,
 		       SQL_ARGS(SQL_INT(node_id), SQL_TEXT(text), SQL_TEXT(firmware), SQL_INT(time)));
 	free(firmware);
 	return no_such_node(ret, "inventory of", node_id);
@@ -480,7 +480,7 @@ int store_node_firmware_list(struct store *st, struct node_firmware **out, size_
 int store_bmc_sample_insert(struct store *st, int64_t node_id, int64_t time, double power_w,
 			    double inlet_c)
 {
-	int64_t ret = sql_exec(st, &SAMPLE_INSERT,
+	int64_t ret = sql_write(st, &SAMPLE_INSERT,
 			       SQL_ARGS(SQL_INT(node_id), SQL_INT(time), SQL_REAL(power_w),
 					SQL_REAL(inlet_c)));
 

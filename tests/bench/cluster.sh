@@ -28,7 +28,6 @@ set -euo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$SRC/build-bench
 N=10000 KS="1 2 3" LIVE="1000 3000 10000" INTERVAL=30 LAT=200 JIT=50 LIVE_TMO=300 BUILD_IT=1
-PER_PROC=5000
 CMDLINE="tests/bench/cluster.sh $*"
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -65,20 +64,7 @@ echo "$CMDLINE at $(git -C "$SRC" rev-parse --short HEAD), $(nproc) cores; load 
 # The simulators: plain HTTP, at most 5,000 ports a process, below 32768.
 BASE=$((20000 + ($$ % 3) * 1000))
 [ $((BASE + N)) -lt 32768 ] || BASE=$((32767 - N))
-SIM_PIDS=()
-for ((first = 0; first < N; first += PER_PROC)); do
-	cnt=$((N - first < PER_PROC ? N - first : PER_PROC))
-	"$BUILD/bin/kiln-bmcsim" --mockup "$SRC/tests/sim/fixtures/generic" \
-		--listen "127.0.0.1:$((BASE + first))" --count "$cnt" --latency-ms "$LAT" \
-		--jitter-ms "$JIT" --record-max 0 --ports-file "$TMP/ports.$first" \
-		2>"$TMP/sim.$first.log" &
-	PIDS+=("$!")
-	SIM_PIDS+=("$!")
-done
-for ((first = 0; first < N; first += PER_PROC)); do
-	for _ in $(seq 600); do [ -s "$TMP/ports.$first" ] && break; sleep 0.1; done
-	[ -s "$TMP/ports.$first" ] || { echo "kiln-bmcsim did not start:"; cat "$TMP/sim.$first.log"; exit 1; }
-done
+bench_bmcsims_start "$N" "$BASE" "$LAT" "$JIT"
 printf '[poller]\ninterval = %ss\n' "$INTERVAL" >"$TMP/kilnd.conf"
 
 # kilnd_start DIR DB: a kilnd on state dir DIR and database DB; appends to KPIDS and KURLS.
@@ -96,20 +82,6 @@ kilnd_start() {
 	KPIDS+=("$pid")
 	KURLS+=("$(cat "$dir/kilnd.url")")
 }
-# nodes_import URL AUTH: nodes rf00000.. one per BMC, 1,000 a request (the API's body cap).
-nodes_import() {
-	local first last
-	for ((first = 0; first < N; first += 1000)); do
-		last=$((first + 999 < N - 1 ? first + 999 : N - 1))
-		seq "$first" "$last" | jq -R -s --argjson base "$BASE" '{nodes: [split("\n")[]
-			| select(length > 0) | tonumber | {name: ("rf" + ("0000" + tostring)[-5:]),
-			bmc: "redfish+http://127.0.0.1:\($base + .)", bmc_user: "admin",
-			bmc_password: "password"}]}' >"$TMP/import.json"
-		curl -gsS -H "$2" -H "Content-Type: application/json" --data-binary @"$TMP/import.json" \
-			-o "$TMP/import.out" -w '%{http_code}\n' "$1/api/v1/nodes/import" | grep -qx 201 ||
-			{ echo "node import failed: $(head -c 300 "$TMP/import.out")" >&2; exit 1; }
-	done
-}
 HZ=$(getconf CLK_TCK)
 # cpu_mark: the CPU ticks so far of each kilnd, the simulators and PostgreSQL, one line
 cpu_mark() {
@@ -122,21 +94,6 @@ cpu_shares() {
 	awk -v a="$1" -v b="$2" -v s="$3" -v h="$HZ" 'BEGIN { n = split(a, x); split(b, y)
 		for (i = 1; i <= n; i++) printf "%s %.0f%% ", i < n - 1 ? "kilnd" i : (i == n - 1 ? "sims" : "pg"),
 			(y[i] - x[i]) / h / s * 100; printf "\n" }'
-}
-# seen TABLE SINCE: records in TABLE each node's first power reading at or after SINCE;
-# prints how many nodes it holds.
-seen() {
-	sql "INSERT INTO $1 SELECT node_id, power_time FROM node_bmc_state WHERE power_time >= $2
-		ON CONFLICT DO NOTHING; SELECT count(*) FROM $1"
-}
-# sweep_wait TABLE SINCE LIMIT: waits (at most LIMIT s) until every node is in TABLE.
-sweep_wait() {
-	local t
-	for ((t = 0; t < $3; t++)); do
-		[ "$(seen "$1" "$2")" -ge "$N" ] && return 0
-		sleep 1
-	done
-	echo "  (not every node read within $3 s: $(seen "$1" "$2") of $N)"
 }
 # calls_made: node_calls rows inserted so far (the id sequence: a handled row is deleted)
 calls_made() {
@@ -174,13 +131,13 @@ for K in $KS; do
 	sql "CREATE TABLE bench_first (node_id BIGINT PRIMARY KEY, t BIGINT);
 		CREATE TABLE bench_steady (node_id BIGINT PRIMARY KEY, t BIGINT)"
 	T0=$(date +%s)
-	nodes_import "${KURLS[0]}" "$AUTH"
+	bench_nodes_import "${KURLS[0]}" "$AUTH" "$N" "$BASE"
 	echo "  imported through instance 1 in $(($(date +%s) - T0)) s"
-	sweep_wait bench_first 1 $((INTERVAL * 4 + 60))
+	bench_sweep_wait bench_first 1 $((INTERVAL * 4 + 60))
 	T1=$(($(date +%s) + 1))
 	sleep 1
 	C0=$(cpu_mark)
-	sweep_wait bench_steady "$T1" $((INTERVAL * 4))
+	bench_sweep_wait bench_steady "$T1" $((INTERVAL * 4))
 	S=$(($(date +%s) - T1))
 	STEADY_CPU=$(cpu_shares "$C0" "$(cpu_mark)" "$S")
 

@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# node add and node import ask the BMC first (issue 16, defect 7): a BMC with several systems
-# and no --bmc-system is refused with their ids (exit 2), an unreachable one is added with a
-# warning, and an existing node whose BMC turns out to be such a BMC shows a configuration
-# error, not "unreachable". With it, the CLI side of the vendor cases: kiln sensors, sel,
+# node add asks the BMC first (issue 16, defect 7): a BMC with several systems and no
+# --bmc-system is refused with their ids (exit 2), an unreachable one is added with a warning;
+# node import does not (issue 35), and kiln status shows what the poller found there; and an
+# existing node whose BMC turns out to be such a BMC shows a configuration error, not
+# "unreachable". With it, the CLI side of the vendor cases: kiln sensors, sel,
 # inventory and media on the vendor trees never print an empty table with exit 0.
 set -u
 SRC=${KILN_SRC:?}
@@ -44,24 +45,35 @@ check "node add: an unreachable BMC is added, with a warning" \
 	"$([ "$rc" = 0 ] && grep -q "u1: BMC not reachable now" "$T/err" && echo 0 || echo 1)" \
 	"rc $rc: $(cat "$T/out" "$T/err")"
 
-cat >"$T/nodes.csv" <<EOF
-name,bmc,bmc_user,bmc_password_file,bmc_system
-i1,$BLADE,admin,$T/bmc.pw,Blade2
-i2,$BLADE,admin,$T/bmc.pw,
-EOF
-"$KILN" node import "$T/nodes.csv" >"$T/out" 2>"$T/err"
-rc=$?
-check "node import: a multi-system row without bmc_system refuses the file, naming its line" \
-	"$([ "$rc" = 2 ] && grep -q "line 3" "$T/err" && grep -q "Blade1, Blade2" "$T/err" &&
-		"$KILN" node list -o json | jq -e 'map(.name) | index("i1") == null' >/dev/null && echo 0 || echo 1)" \
-	"rc $rc: $(cat "$T/err")"
-
 # u1's address starts answering as a BMC of two systems: a configuration error, not down
 kiln_test_start_bmcsim late --mockup "$FIX/blade" --listen "127.0.0.1:$FREE" || exit 1
 u1_bmc() { "$KILN" status -o json 2>/dev/null | jq -r '.[] | select(.name == "u1" or .node == "u1") |
 	"\(.bmc) \(.reasons // [] | join("; "))"'; }
 wait_for "u1 shows a configuration error" 40 bash -c "$(declare -f u1_bmc); KILN=$KILN; u1_bmc | grep -q '^misconfigured .*bmc configuration error: .*Blade1, Blade2'"
 check "u1: not called unreachable" "$(u1_bmc | grep -qi unreachable && echo 1 || echo 0)" "$(u1_bmc)"
+
+# node import asks no BMC (issue 35: the BMC's first answer is the poller's business): the
+# file is added, and kiln status shows the row that does not fit its BMC, and the one whose
+# credentials the BMC rejects, once the poller has read them.
+printf 'wrong\n' >"$T/bad.pw"
+cat >"$T/nodes.csv" <<EOF
+name,bmc,bmc_user,bmc_password_file,bmc_system
+i1,$BLADE,admin,$T/bmc.pw,Blade2
+i2,$BLADE,admin,$T/bmc.pw,
+i3,$BLADE,admin,$T/bad.pw,Blade1
+EOF
+"$KILN" node import "$T/nodes.csv" >"$T/out" 2>"$T/err"
+rc=$?
+check "node import: added without asking the BMCs" \
+	"$([ "$rc" = 0 ] && "$KILN" node list -o json | jq -e 'map(.name) | index("i2") != null' >/dev/null &&
+		echo 0 || echo 1)" "rc $rc: $(cat "$T/out" "$T/err")"
+node_bmc() { "$KILN" status -o json 2>/dev/null | jq -r --arg n "$1" '.[] | select(.name == $n or .node == $n) |
+	"\(.bmc) \(.bmc_error // "") \(.reasons // [] | join("; "))"'; }
+wait_for "imported i2 (no bmc_system) shows a configuration error naming the systems" 40 bash -c \
+	"$(declare -f node_bmc); KILN=$KILN; node_bmc i2 | grep -q '^misconfigured .*Blade1, Blade2'"
+wait_for "imported i3 (a wrong password) shows its credentials rejected" 40 bash -c \
+	"$(declare -f node_bmc); KILN=$KILN; node_bmc i3 | grep -qi 'credentials rejected'"
+wait_for "imported i1 reads fine" 40 bash -c "$(declare -f node_bmc); KILN=$KILN; node_bmc i1 | grep -q '^ok'"
 
 # An AMI BMC: no sensors, no logs: one line each, exit 0; a virtual CD known by its Id.
 kiln_test_start_bmcsim ami --mockup "$FIX/ami-vcd" || exit 1

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/store.h"
@@ -38,6 +39,24 @@ static int fx_teardown(void **state)
 	fx_db_remove(f->dir, f->db);
 	free(f);
 	return 0;
+}
+
+/* Seconds on the monotonic clock: when a test's steps happened. */
+static inline double fx_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Adds a bare node (no BMC); its id. */
+static inline int64_t fx_node_add(struct store *st, const char *name)
+{
+	struct node n = { .name = (char *)name, .ipmi_cipher = 3 };
+
+	assert_int_equal(store_node_insert(st, &n), 0);
+	return n.id;
 }
 
 #endif

@@ -20,22 +20,6 @@
 #include "kiln/error.h"
 #include "store_fixture.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int64_t node_add(struct store *st, const char *name)
-{
-	struct node n = { .name = (char *)name, .ipmi_cipher = 3 };
-
-	assert_int_equal(store_node_insert(st, &n), 0);
-	return n.id;
-}
-
 static void history_add(struct store *st, int64_t node, const char *report_id)
 {
 	struct agent_history_row h = { .node_id = node, .time = 1700000000,
@@ -74,13 +58,13 @@ static void *other_main(void *arg)
 		return NULL;
 	}
 	o->rc = o->node ? store_begin_nodes(st, &o->node, 1) : store_begin(st);
-	o->began = now_s();
+	o->began = fx_now_s();
 	if (o->rc == 0) {
 		o->seen_before = history_count(st, o->node ? o->node : 1);
 		history_add(st, o->node ? o->node : 1, "other");
 		o->rc = store_commit(st);
 	}
-	o->done = now_s();
+	o->done = fx_now_s();
 	store_close(st);
 	return NULL;
 }
@@ -94,7 +78,7 @@ static void other_waits_for(struct store *st, struct other *o)
 
 	assert_int_equal(pthread_create(&t, NULL, other_main, o), 0);
 	usleep(400 * 1000);
-	committed = now_s();
+	committed = fx_now_s();
 	assert_int_equal(store_commit(st), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(o->rc, 0);
@@ -106,7 +90,7 @@ static void other_waits_for(struct store *st, struct other *o)
 static void test_different_nodes_apart(void **state)
 {
 	struct fx *f = *state;
-	int64_t a = node_add(f->st, "gpu01"), b = node_add(f->st, "gpu02");
+	int64_t a = fx_node_add(f->st, "gpu01"), b = fx_node_add(f->st, "gpu02");
 	struct other o = { .db = f->db, .node = b };
 	pthread_t t;
 	double t0;
@@ -118,7 +102,7 @@ static void test_different_nodes_apart(void **state)
 	}
 	assert_int_equal(store_begin_nodes(f->st, &a, 1), 0);
 	history_add(f->st, a, "first");
-	t0 = now_s();
+	t0 = fx_now_s();
 	assert_int_equal(pthread_create(&t, NULL, other_main, &o), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(o.rc, 0);
@@ -134,7 +118,7 @@ static void test_different_nodes_apart(void **state)
 static void test_same_node_in_turn(void **state)
 {
 	struct fx *f = *state;
-	int64_t a = node_add(f->st, "gpu01");
+	int64_t a = fx_node_add(f->st, "gpu01");
 	struct other o = { .db = f->db, .node = a };
 
 	assert_int_equal(store_begin_nodes(f->st, &a, 1), 0);
@@ -148,7 +132,7 @@ static void test_same_node_in_turn(void **state)
 static void test_fleet_writer_alone(void **state)
 {
 	struct fx *f = *state;
-	int64_t a = node_add(f->st, "gpu01"), b = node_add(f->st, "gpu02");
+	int64_t a = fx_node_add(f->st, "gpu01"), b = fx_node_add(f->st, "gpu02");
 	struct other o = { .db = f->db, .node = b }, all = { .db = f->db, .node = 0 };
 
 	(void)a;
@@ -163,7 +147,7 @@ static void test_fleet_writer_alone(void **state)
 static void test_failed_write_fails_transaction(void **state)
 {
 	struct fx *f = *state;
-	int64_t a = node_add(f->st, "gpu01"), ghost = 9999;
+	int64_t a = fx_node_add(f->st, "gpu01"), ghost = 9999;
 	int64_t ids[] = { a, ghost };
 	int rc;
 
