@@ -183,9 +183,18 @@ static int pg_rollback(struct store *st)
 	struct pg *pg = pg_of(st);
 
 	pg->sp_depth = pg->sp_implicit = pg->tx = 0;
-	pg_pipe_leave(st);
+	if (pg->pipe) {
+		/* the owed answers are read and dropped: the caller's message says why it
+		 * rolls back, not theirs */
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", kiln_error_last());
+		pg_pipe_leave(st);
+		kiln_error_clear();
+		if (msg[0])
+			kiln_fail(KILN_ERROR, "%s", msg);
+	}
 	pg->lost = 0;
-	kiln_error_clear();
 	if (!pg_in_transaction(st))
 		return 0;
 	return pg_simple(st, "ROLLBACK", "rolling back");
