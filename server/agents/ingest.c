@@ -611,22 +611,13 @@ enum metrics_ingest ingest_item_result(const struct ingest_item *it)
 	return it->duplicate ? METRICS_INGEST_DUPLICATE : METRICS_INGEST_STORED;
 }
 
-/* The nodes of a batch, for their locks (store_begin_nodes); NULL when out of memory. */
-static int64_t *batch_nodes(struct ingest_item **items, size_t n)
-{
-	int64_t *ids = malloc((n ? n : 1) * sizeof(*ids));
-
-	for (size_t i = 0; ids && i < n; i++)
-		ids[i] = items[i]->node_id;
-	return ids;
-}
-
 /* One try of batch_run: in one transaction of the batch's nodes (nodes_only), or of every
- * writer (store_begin), which tells which report a failure belongs to. */
+ * writer (store_begin), which tells which report a failure belongs to. *began: the
+ * transaction began (a failure was then inside it). */
 static int batch_try(struct store *st, struct prev_cache *cache, struct ingest_item **items,
-		     size_t n, int nodes_only)
+		     size_t n, int nodes_only, int *began)
 {
-	int64_t *ids = NULL;
+	int64_t ids[INGEST_BATCH_MAX];
 	size_t i;
 	int rc;
 
@@ -636,11 +627,10 @@ static int batch_try(struct store *st, struct prev_cache *cache, struct ingest_i
 		items[i]->error[0] = '\0';
 		items[i]->field[0] = '\0';
 	}
-	if (nodes_only && !(ids = batch_nodes(items, n)))
-		nodes_only = 0;
+	for (i = 0; i < n; i++)
+		ids[i] = items[i]->node_id;
 	rc = nodes_only ? store_begin_nodes(st, ids, n) : store_begin(st);
-	free(ids);
-	if (rc < 0)
+	if ((*began = rc == 0) == 0)
 		goto fail;
 	for (i = 0; i < n; i++) {
 		kiln_error_clear();
@@ -680,14 +670,20 @@ fail:
  * transaction of the batch's nodes alone (on PostgreSQL: no wait on other kilnd writing
  * other nodes, writes pipelined); when that fails as a whole (a pipelined write failed, and
  * with it the rest), once more in an ordinary one, where each report's failure is its own.
+ * One that did not even begin (the store busy or gone) is not tried again.
  */
 int ingest_batch_cached(struct store *st, struct prev_cache *cache, struct ingest_item **items,
 			size_t n)
 {
-	if (batch_try(st, cache, items, n, 1) == 0)
-		return 0;
+	int began = 0, rc;
+
+	if (n > INGEST_BATCH_MAX)
+		return kiln_fail(KILN_EINVAL, "ingest: a batch of %zu reports (at most %d)", n,
+				 INGEST_BATCH_MAX);
+	if ((rc = batch_try(st, cache, items, n, 1, &began)) == 0 || !began)
+		return rc;
 	kiln_error_clear();
-	return batch_try(st, cache, items, n, 0);
+	return batch_try(st, cache, items, n, 0, &began);
 }
 
 int ingest_batch(struct store *st, struct ingest_item **items, size_t n)

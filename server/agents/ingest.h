@@ -86,9 +86,9 @@ struct ingest_item {
 };
 
 /*
- * Stores items[0..n) in one transaction; each item gets its own result (a failing item
- * is rolled back alone). When the commit fails every item fails. Returns the commit's
- * result.
+ * Stores items[0..n) (n at most INGEST_BATCH_MAX) in one transaction; each item gets its
+ * own result (a failing item is rolled back alone). When the commit fails every item fails.
+ * Returns the commit's result.
  */
 int ingest_batch(struct store *st, struct ingest_item **items, size_t n);
 

@@ -493,16 +493,17 @@ static void completion_free(struct poller *p, struct completion *c)
  * a store_begin() transaction of its own. When a reading's transaction fails, every
  * reading lost with it, the BMC state of each of its nodes is written again one by one
  * (a node deleted meanwhile fails alone): the next reads find the state the poller acts on.
+ * n is at most COMPLETIONS_TX.
  */
 static void completions_store(struct poller *p, struct completion **cs, size_t n, int actions,
 			      int64_t now)
 {
-	int64_t *ids = malloc((n ? n : 1) * sizeof(*ids));
+	int64_t ids[COMPLETIONS_TX];
 	int began;
 
-	for (size_t i = 0; ids && i < n; i++)
+	for (size_t i = 0; i < n; i++)
 		ids[i] = cs[i]->node_id;
-	began = (actions || !ids ? store_begin(p->st) : store_begin_nodes(p->st, ids, n)) == 0;
+	began = (actions ? store_begin(p->st) : store_begin_nodes(p->st, ids, n)) == 0;
 	if (!began)
 		log_warn("poller: %s", kiln_error_last());
 	for (size_t i = 0; i < n; i++)
@@ -519,7 +520,6 @@ static void completions_store(struct poller *p, struct completion **cs, size_t n
 	}
 	for (size_t i = 0; i < n; i++)
 		completion_free(p, cs[i]);
-	free(ids);
 }
 
 /* The completions that came back, COMPLETIONS_TX readings a transaction at most (each node a

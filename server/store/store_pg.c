@@ -106,7 +106,7 @@ static int pg_begin_nodes(struct store *st, const int64_t *ids, size_t n)
 				       ", k) FROM unnest('{");
 	for (size_t i = 0; i < n; i++)
 		if (i == 0 || sorted[i] != sorted[i - 1])
-			o += (size_t)snprintf(sql + o, len - o, "%s%d", o && sql[o - 1] != '{' ? "," : "",
+			o += (size_t)snprintf(sql + o, len - o, "%s%d", i ? "," : "",
 					      (int)(sorted[i] & 0x7fffffff));
 	snprintf(sql + o, len - o, "}'::int4[]) AS k");
 	free(sorted);
@@ -122,15 +122,21 @@ static int pg_begin_nodes(struct store *st, const int64_t *ids, size_t n)
 	return ret;
 }
 
-/* Ends the pipeline before the transaction's last word: its owed answers read. */
-static int pipe_end(struct store *st)
+/* Leaves the pipeline, its owed answers read and dropped; the caller's message (why the
+ * transaction ends) is kept. */
+static void pipe_drop(struct store *st)
 {
 	struct pg *pg = pg_of(st);
-	int ret = pg_pipe_leave(st);
+	char msg[512];
 
-	if (ret < 0)
-		pg->lost = 1;
-	return ret;
+	if (!pg->pipe)
+		return;
+	snprintf(msg, sizeof(msg), "%s", kiln_error_last());
+	pg_pipe_leave(st);
+	pg->lost = 0;
+	kiln_error_clear();
+	if (msg[0])
+		kiln_fail(KILN_ERROR, "%s", msg);
 }
 
 static int pg_commit(struct store *st)
@@ -139,35 +145,17 @@ static int pg_commit(struct store *st)
 	int aborted, ret;
 
 	pg->sp_depth = pg->sp_implicit = pg->tx = 0;
-	/* in the pipeline the COMMIT goes with the owed writes: one round trip for all */
-	if (pg->pipe && !pg->lost) {
-		if ((ret = pg_pipe_commit(st)) == 0)
-			ret = pipe_end(st);
-		else
-			pipe_end(st);
-		if (ret == 0)
-			return 0;
-		pg->lost = 0;
-		if (pg_in_transaction(st)) {
-			char msg[512];
-
-			snprintf(msg, sizeof(msg), "%s", kiln_error_last());
+	if (pg->pipe) {
+		/* the owed writes' answers and the COMMIT's in one round trip; a lost
+		 * transaction's COMMIT is answered ROLLBACK, and fails */
+		ret = pg_pipe_commit(st);
+		pipe_drop(st);
+		if (ret < 0 && pg_in_transaction(st))
 			pg_simple(st, "ROLLBACK", "rolling back");
-			kiln_fail(ret, "%s", msg);
-		}
 		return ret;
 	}
-	ret = pipe_end(st);
-	aborted = pg->lost || PQtransactionStatus(pg->conn) == PQTRANS_INERROR;
-	pg->lost = 0;
+	aborted = PQtransactionStatus(pg->conn) == PQTRANS_INERROR;
 	if (aborted) {
-		if (ret < 0) {
-			char msg[512];
-
-			snprintf(msg, sizeof(msg), "%s", kiln_error_last());
-			pg_simple(st, "ROLLBACK", "rolling back");
-			return kiln_fail(ret, "%s (the transaction was rolled back)", msg);
-		}
 		pg_simple(st, "ROLLBACK", "rolling back");
 		return kiln_fail(KILN_ERROR, "store: committing: the transaction was rolled back "
 					     "after an earlier error");
@@ -183,18 +171,7 @@ static int pg_rollback(struct store *st)
 	struct pg *pg = pg_of(st);
 
 	pg->sp_depth = pg->sp_implicit = pg->tx = 0;
-	if (pg->pipe) {
-		/* the owed answers are read and dropped: the caller's message says why it
-		 * rolls back, not theirs */
-		char msg[512];
-
-		snprintf(msg, sizeof(msg), "%s", kiln_error_last());
-		pg_pipe_leave(st);
-		kiln_error_clear();
-		if (msg[0])
-			kiln_fail(KILN_ERROR, "%s", msg);
-	}
-	pg->lost = 0;
+	pipe_drop(st);
 	if (!pg_in_transaction(st))
 		return 0;
 	return pg_simple(st, "ROLLBACK", "rolling back");
